@@ -1,0 +1,125 @@
+"""`amplint` command line: check, rule (and the subcommands other modules add).
+
+Exit codes: 0 clean, 1 findings (or files that could not be checked),
+2 usage errors or nothing could be read at all.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence
+
+from amplint import __version__
+from amplint.config import STRATEGIES, Config
+from amplint.model import FileError, FileResult, Finding
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(value: str) -> List[str]:
+    return [part.strip().upper() for part in value.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="amplint", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"amplint {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="report (and optionally fix) float16 autocast hazards")
+    check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    check.add_argument("--format", choices=["text", "json"], default="text")
+    check.add_argument("--select", type=_codes, help="codes or prefixes to report, comma separated")
+    check.add_argument("--ignore", type=_codes, help="codes or prefixes to skip, comma separated")
+    check.add_argument("--exclude", action="append", default=None, help="glob of paths to skip (repeatable)")
+    check.add_argument("--strategy", choices=STRATEGIES, help="fix strategy (default: cast)")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.set_defaults(handler=run_check)
+
+    rule = sub.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("code", nargs="?", help="e.g. AMP001")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.set_defaults(handler=run_rule)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Config:
+    """CLI flags override the configuration they start from."""
+    changes: Dict[str, object] = {}
+    if args.select:
+        changes["select"] = tuple(args.select)
+    if args.ignore:
+        changes["ignore"] = tuple(args.ignore)
+    if args.exclude:
+        changes["exclude"] = tuple(base.exclude) + tuple(args.exclude)
+    if args.strategy:
+        changes["strategy"] = args.strategy
+    return replace(base, **changes)
+
+
+def _source_lines(results: Sequence[FileResult]) -> Dict[str, List[str]]:
+    lines: Dict[str, List[str]] = {}
+    for result in results:
+        if result.findings:
+            from amplint.files import read_source
+
+            source = read_source(result.path)
+            lines[result.path] = [] if isinstance(source, FileError) else source.text.splitlines()
+    return lines
+
+
+def _exit_code(findings: Sequence[Finding], errors: Sequence[FileError], checked: int, exit_zero: bool) -> int:
+    if checked == 0 and errors:
+        return EXIT_ERROR
+    if exit_zero:
+        return EXIT_CLEAN
+    return EXIT_FINDINGS if findings or errors else EXIT_CLEAN
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from amplint import output
+    from amplint.engine import check_paths
+
+    config = config_from_args(args)
+    results = check_paths(args.paths, config)
+    findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    errors = [r.error for r in results if r.error is not None]
+    checked = sum(1 for r in results if r.error is None)
+    for error in errors:
+        print(output.error_line(error), file=sys.stderr)
+    if args.format == "json":
+        print(output.json_report(findings))
+    else:
+        report = output.text_report(findings, _source_lines(results))
+        if report:
+            print(report)
+        print(output.summary(findings, errors))
+    return _exit_code(findings, errors, checked, args.exit_zero)
+
+
+def run_rule(args: argparse.Namespace) -> int:
+    from amplint.rules import ALL_RULES, BY_CODE
+
+    if args.all or not args.code:
+        for rule in ALL_RULES:
+            print(f"{rule.code}  {rule.name:<36} {rule.summary}")
+        return EXIT_CLEAN
+    rule = BY_CODE.get(args.code.upper())
+    if rule is None:
+        print(f"amplint: error: unknown rule {args.code!r}; known: {', '.join(BY_CODE)}", file=sys.stderr)
+        return EXIT_ERROR
+    print(rule.documentation())
+    return EXIT_CLEAN
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

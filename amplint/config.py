@@ -1,0 +1,22 @@
+"""Resolved settings shared by the CLI, the flake8 plugin and the verifier."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple
+
+STRATEGIES = ("cast", "disable-autocast")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every knob amplint has, with the defaults a user gets with no config file."""
+
+    select: Tuple[str, ...] = ("AMP",)
+    ignore: Tuple[str, ...] = ()
+    exclude: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    strategy: str = "cast"
+    extend_autocast: Tuple[str, ...] = ()
+    extend_distributions: Tuple[str, ...] = ()
+    project: bool = True
+    max_depth: int = 8

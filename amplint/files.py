@@ -1,0 +1,87 @@
+"""Find the files to check and read them; problems come back as values."""
+from __future__ import annotations
+
+import io
+import os
+import tokenize
+from dataclasses import dataclass
+from typing import Iterator, List, Sequence, Tuple, Union
+
+from amplint.model import FileError
+from amplint.selection import path_matches
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
+        "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".amplint_cache", ".eggs",
+    }
+)
+SOURCE_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """Decoded text plus what a writer needs to put the bytes back as they were."""
+
+    path: str
+    text: str
+    encoding: str  # as detected: "utf-8-sig" means the file had a BOM
+
+
+def _skip_dir(name: str, full: str, exclude: Sequence[str]) -> bool:
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    if os.path.exists(os.path.join(full, "pyvenv.cfg")):
+        return True
+    return any(path_matches(full, pattern) for pattern in exclude)
+
+
+def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> Tuple[List[str], List[FileError]]:
+    """Source files under `paths`, sorted; a named file is always checked, even if excluded by suffix."""
+    found: List[str] = []
+    errors: List[FileError] = []
+    for root in paths:
+        if os.path.isfile(root):
+            found.append(os.path.normpath(root))
+        elif os.path.isdir(root):
+            before = len(found)
+            found.extend(_walk(root, exclude))
+            if len(found) == before:
+                errors.append(FileError(root, "no Python files found"))
+        elif os.path.lexists(root):
+            errors.append(FileError(root, "not a regular file or directory (broken link?)"))
+        else:
+            errors.append(FileError(root, "no such file or directory"))
+    unique = sorted(set(found))
+    return [p for p in unique if not any(path_matches(p, pat) for pat in exclude)], errors
+
+
+def _walk(root: str, exclude: Sequence[str]) -> Iterator[str]:
+    # followlinks=False: a symlink loop cannot make us walk forever.
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, os.path.join(dirpath, d), exclude))
+        for name in sorted(filenames):
+            if name.endswith(SOURCE_SUFFIXES):
+                yield os.path.normpath(os.path.join(dirpath, name))
+
+
+def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
+    """Decode with the file's own BOM/encoding cookie, as Python does."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return FileError(path, f"cannot decode: {exc}")
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        return FileError(path, f"cannot decode as {encoding}: {exc}")
+    return SourceFile(path, text, encoding)
+
+
+def read_source(path: str) -> Union[SourceFile, FileError]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return FileError(path, f"cannot read: {exc.strerror or exc}")
+    return decode(path, data)

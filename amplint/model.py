@@ -1,0 +1,123 @@
+"""Plain data shared by every front end: findings, file errors and site specs.
+
+These classes carry no LibCST nodes, so they pickle across a process pool and
+serialise to JSON/SARIF without the parse tree that produced them.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Tuple
+
+
+class Precision(str, enum.Enum):
+    """What dtype an autocast region computes in, as far as the source tells."""
+
+    FLOAT16 = "float16"
+    BFLOAT16 = "bfloat16"
+    MAYBE_FLOAT16 = "maybe-float16"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class RegionInfo:
+    """The autocast region a finding depends on (its opening line and semantics)."""
+
+    line: int
+    precision: Precision
+    enabled: bool
+    device: Optional[str]  # literal device ("cuda", "cpu") or None when not a literal
+    device_code: str  # the device expression as written, e.g. '"cuda"' or 'self.device'
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One tensor input of a probability computation, as the verifier rebuilds it."""
+
+    name: Optional[str]  # keyword name, or None for positional
+    position: Optional[int]  # positional index, or None for keyword
+    code: str  # source text (never evaluated)
+    cast: bool  # already float32/float64 at the point of use
+    literal: bool  # a Python number literal
+
+
+@dataclass(frozen=True)
+class DistSpec:
+    """A distribution constructor visible in the source."""
+
+    qualname: str  # e.g. "torch.distributions.Normal"
+    args: Tuple[ArgSpec, ...]
+    components: Tuple["DistSpec", ...] = ()  # distributions passed as arguments
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    """What a probability computation computes, without its source semantics.
+
+    The verifier builds tensors from this; the codemod does not need it.
+    """
+
+    method: str  # log_prob, entropy, cdf, icdf, kl_divergence
+    dists: Tuple[DistSpec, ...]  # one, or two for kl_divergence; empty if unknown
+    values: Tuple[ArgSpec, ...]  # the value argument(s) of the method
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reported problem, with 1-based line and column like every linter."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    fixable: bool = False
+    fix_strategies: Tuple[str, ...] = ()
+    region: Optional[RegionInfo] = None
+    chain: Tuple[str, ...] = ()
+    site: Optional[SiteSpec] = None
+
+    def sort_key(self) -> Tuple[str, int, int, str]:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_json(self) -> dict:
+        """The stable JSON shape documented in the README."""
+        out = {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "message": self.message,
+            "fixable": self.fixable,
+            "fix_strategies": list(self.fix_strategies),
+            "chain": list(self.chain),
+        }
+        if self.region is not None:
+            region = asdict(self.region)
+            region["precision"] = self.region.precision.value
+            out["region"] = region
+        return out
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be read, decoded or parsed: reported, never raised."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: error: {self.message}"
+
+
+@dataclass
+class FileResult:
+    """Everything one file produced: findings, or the error that stopped it."""
+
+    path: str
+    findings: list = field(default_factory=list)
+    error: Optional[FileError] = None

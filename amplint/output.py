@@ -1,0 +1,38 @@
+"""Render findings and errors for people (text) and programs (json)."""
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Sequence
+
+from amplint.model import FileError, Finding
+
+
+def text_report(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> str:
+    """`path:line:col: CODE message`, then the offending source line, like ruff's concise+source view."""
+    out: List[str] = []
+    for finding in findings:
+        out.append(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} {finding.message}")
+        lines = sources.get(finding.path, [])
+        if 0 < finding.line <= len(lines):
+            source_line = lines[finding.line - 1].rstrip("\r\n")
+            out.append(f"    {source_line}")
+            out.append("    " + " " * (finding.column - 1) + "^")
+    return "\n".join(out)
+
+
+def json_report(findings: Sequence[Finding]) -> str:
+    return json.dumps([finding.to_json() for finding in findings], indent=2)
+
+
+def error_line(error: FileError) -> str:
+    return str(error)
+
+
+def summary(findings: Sequence[Finding], errors: Sequence[FileError]) -> str:
+    fixable = sum(1 for f in findings if f.fixable)
+    parts = [f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"]
+    if fixable:
+        parts.append(f"{fixable} fixable with `amplint check --fix`")
+    if errors:
+        parts.append(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be checked")
+    return ", ".join(parts) + "."
