@@ -6,6 +6,7 @@ Exit codes: 0 clean, 1 findings (or files that could not be checked),
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
@@ -118,7 +119,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:  # e.g. `amplint check | head`: stop quietly, like other CLI tools
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FINDINGS
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -88,8 +88,13 @@ def is_non_tensor_arg(class_name: str, arg: cst.Arg, position: Optional[int]) ->
 
 
 def is_cast_call(node: cst.BaseExpression, table: ImportTable) -> bool:
-    """`x.float()`, `x.double()`, `x.to(torch.float32)`, `x.type(dtype=torch.float64)`."""
-    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+    """`x.float()`, `x.to(torch.float32)`, `x.type(dtype=torch.float64)`, `torch.zeros(n, dtype=torch.float32)`."""
+    if not isinstance(node, cst.Call):
+        return False
+    if any(arg.keyword is not None and arg.keyword.value == "dtype" and table.matches(arg.value, WIDE_DTYPES)
+           for arg in node.args):
+        return True
+    if not isinstance(node.func, cst.Attribute):
         return False
     method = node.func.attr.value
     if method in CAST_METHODS and not node.args:

@@ -79,7 +79,7 @@ dist = Normal(mu, sigma)
 with torch.cuda.amp.autocast():
     lp = dist.log_prob(x)
 """,
-            6,
+            5,
             10,
         ),
         Invalid(
@@ -90,7 +90,7 @@ import torch.distributions as D
 def nll(mu, sigma, x):
     return -D.Normal(mu, sigma).log_prob(x)
 """,
-            6,
+            5,
             13,
         ),
         Invalid(
@@ -102,7 +102,7 @@ def helper(mu, sigma, x):
 with torch.autocast("cuda"):
     loss = helper(a, b, c)
 """,
-            5,
+            4,
             12,
         ),
     ),

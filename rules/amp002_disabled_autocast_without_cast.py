@@ -57,7 +57,7 @@ with torch.autocast("cuda"):
     with torch.autocast("cuda", enabled=False):
         lp = Normal(mu, sigma).log_prob(x)
 """,
-            7,
+            6,
             14,
         ),
     ),

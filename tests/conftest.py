@@ -1,0 +1,36 @@
+"""Shared paths and helpers for the test suite."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Sequence
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def run_amplint(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess, as a user or a hook would."""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run(
+        [sys.executable, "-m", "amplint", *args],
+        cwd=cwd, input=stdin, capture_output=True, text=True, env=env, timeout=300,
+    )
+
+
+@pytest.fixture
+def root() -> Path:
+    return ROOT
+
+
+def expected_lines(path: Path) -> List[str]:
+    """Non-comment lines of a `.expected` file: `line:col CODE [via a → b]`."""
+    return [
+        line.strip()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
