@@ -44,7 +44,14 @@ class SourceAnalysis:
         return [finding for _, finding in self.pairs]
 
 
-def analyze_source(text: str, path: str, config: Config = Config()) -> Union[SourceAnalysis, FileError]:
+def analyze_source(
+    text: str, path: str, config: Config = Config(), *, noqa: bool = True
+) -> Union[SourceAnalysis, FileError]:
+    """Parse once, analyze, keep the findings `config` selects.
+
+    `noqa=False` keeps findings on `# noqa` lines: the flake8 plugin passes it
+    so that flake8's own noqa handling (and `--disable-noqa`) decides.
+    """
     if not may_have_findings(text, config):
         return SourceAnalysis(path, text)
     import libcst as cst
@@ -66,7 +73,7 @@ def analyze_source(text: str, path: str, config: Config = Config()) -> Union[Sou
         if not code_enabled(finding.code, path, config):
             continue
         line_text = lines[finding.line - 1] if finding.line <= len(lines) else ""
-        if suppressed(finding.code, line_text):
+        if noqa and suppressed(finding.code, line_text):
             continue
         result.pairs.append((diagnosis, finding))
     result.pairs.sort(key=lambda pair: pair[1].sort_key())
