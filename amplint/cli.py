@@ -9,13 +9,18 @@ import argparse
 import os
 import sys
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from amplint import __version__
 from amplint.config import STRATEGIES, Config
 from amplint.model import FileError, FileResult, Finding
 
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.configfile import LoadedConfig
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# `check` with no PATHS checks these (unless --no-default-paths).
+DEFAULT_PATHS = (".",)
 
 
 def _codes(value: str) -> List[str]:
@@ -28,19 +33,41 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     check = sub.add_parser("check", help="report (and optionally fix) float16 autocast hazards")
-    check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
-    check.add_argument("--format", choices=["text", "json"], default="text")
+    check.add_argument("paths", nargs="*", default=[], help="files or directories (default: .)")
+    check.add_argument("--format", choices=["text", "json", "sarif", "github"], default="text")
+    check.add_argument("--config", metavar="FILE", help="amplint.toml or pyproject.toml to use (default: nearest)")
+    check.add_argument(
+        "--no-default-paths",
+        action="store_true",
+        help="with no PATHS, check nothing and exit 0 instead of checking '.' (for pre-commit hooks)",
+    )
     check.add_argument("--select", type=_codes, help="codes or prefixes to report, comma separated")
     check.add_argument("--ignore", type=_codes, help="codes or prefixes to skip, comma separated")
     check.add_argument("--exclude", action="append", default=None, help="glob of paths to skip (repeatable)")
     check.add_argument("--strategy", choices=STRATEGIES, help="fix strategy (default: cast)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument(
+        "--no-project", action="store_true",
+        help="check each file on its own: do not follow calls from float16 regions into other files",
+    )
+    check.add_argument("--fix", action="store_true", help="rewrite fixable findings in place (see --strategy)")
+    check.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     check.set_defaults(handler=run_check)
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="e.g. AMP001")
     rule.add_argument("--all", action="store_true", help="list every rule")
     rule.set_defaults(handler=run_rule)
+
+    show = sub.add_parser("config", help="print the resolved configuration and the file it came from")
+    show.add_argument("path", nargs="?", default=".", help="file or directory to resolve for (default: .)")
+    show.add_argument("--config", metavar="FILE", help="read this file instead of the nearest one")
+    show.add_argument("--format", choices=["toml", "json"], default="toml")
+    show.set_defaults(handler=run_config)
+
+    from amplint.verify.cli import add_verify_parser  # argparse only: torch loads when verify runs
+
+    add_verify_parser(sub)
     return parser
 
 
@@ -55,6 +82,8 @@ def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Confi
         changes["exclude"] = tuple(base.exclude) + tuple(args.exclude)
     if args.strategy:
         changes["strategy"] = args.strategy
+    if getattr(args, "no_project", False):
+        changes["project"] = False
     return replace(base, **changes)
 
 
@@ -81,7 +110,18 @@ def run_check(args: argparse.Namespace) -> int:
     from amplint import output
     from amplint.engine import check_paths
 
-    config = config_from_args(args)
+    if not args.paths:
+        if args.no_default_paths:
+            return EXIT_CLEAN  # a hook run with no files: nothing to check, say nothing
+        args.paths = list(DEFAULT_PATHS)
+    loaded = _load_config(args.paths, args.config)
+    if loaded is None:
+        return EXIT_ERROR
+    config = config_from_args(args, loaded.config)
+    if args.fix or args.diff:
+        from amplint.fix.command import run_fix
+
+        return run_fix(args, config)
     results = check_paths(args.paths, config)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r.error for r in results if r.error is not None]
@@ -90,12 +130,48 @@ def run_check(args: argparse.Namespace) -> int:
         print(output.error_line(error), file=sys.stderr)
     if args.format == "json":
         print(output.json_report(findings))
+    elif args.format == "sarif":
+        from amplint.sarif import codemod_fixes, sarif_report
+
+        print(sarif_report(findings, errors, codemod_fixes(config)))
+    elif args.format == "github":
+        from amplint.github import github_report
+
+        report = github_report(findings, errors)
+        if report:
+            print(report)
     else:
         report = output.text_report(findings, _source_lines(results))
         if report:
             print(report)
         print(output.summary(findings, errors))
     return _exit_code(findings, errors, checked, args.exit_zero)
+
+
+def _load_config(paths: Sequence[str], explicit: Optional[str]) -> "Optional[LoadedConfig]":
+    """The config file's settings, or None after printing why it cannot be used."""
+    from amplint.configfile import ConfigError, resolve_config
+
+    loaded = resolve_config(paths, explicit)
+    if isinstance(loaded, ConfigError):
+        print(f"amplint: error: {loaded}", file=sys.stderr)
+        return None
+    return loaded
+
+
+def run_config(args: argparse.Namespace) -> int:
+    import json
+
+    from amplint import configfile
+
+    loaded = _load_config([args.path], args.config)
+    if loaded is None:
+        return EXIT_ERROR
+    if args.format == "json":
+        print(json.dumps(configfile.to_json(loaded), indent=2))
+    else:
+        print(configfile.to_toml(loaded))
+    return EXIT_CLEAN
 
 
 def run_rule(args: argparse.Namespace) -> int:

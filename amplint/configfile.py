@@ -329,4 +329,3 @@ def to_json(loaded: LoadedConfig) -> Dict[str, Any]:
             value = list(value)
         settings[key] = value
     return {"source": loaded.source, "set": list(loaded.keys), "config": settings}
-

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
     from amplint.analysis import Diagnosis, ModuleAnalysis
+    from amplint.project.summary import EntryContext
 
 PREFILTER_WORDS = ("autocast",)
 
@@ -45,15 +46,44 @@ class SourceAnalysis:
 
 
 def analyze_source(
-    text: str, path: str, config: Config = Config(), *, noqa: bool = True
+    text: str,
+    path: str,
+    config: Config = Config(),
+    *,
+    noqa: bool = True,
+    entries: Sequence["EntryContext"] = (),
+    project: bool = False,
 ) -> Union[SourceAnalysis, FileError]:
     """Parse once, analyze, keep the findings `config` selects.
 
     `noqa=False` keeps findings on `# noqa` lines: the flake8 plugin passes it
     so that flake8's own noqa handling (and `--disable-noqa`) decides.
+    `entries` (from `amplint.project.project_entries`) are functions of this
+    file entered from float16 regions in other places: their sites are reported
+    with the chain, and `--fix` gets their `Diagnosis` like any other.
+    `project=True` analyzes in project mode (framework regions, call records)
+    and skips the text prefilter: the project pass chose the file.
     """
-    if not may_have_findings(text, config):
+    if not entries and not project and not may_have_findings(text, config):
         return SourceAnalysis(path, text)
+    from amplint.deep import call_deep, python_rejects
+
+    refused = python_rejects(text)  # nesting that would crash LibCST's native parser, not just fail it
+    if refused is not None:
+        return FileError(path, refused)
+    try:
+        return _parse_and_analyze(text, path, config, noqa, entries, project)
+    except RecursionError:  # deep but valid code: LibCST recurses ~3 frames per tree level
+        pass
+    try:
+        return call_deep(_parse_and_analyze, text, path, config, noqa, entries, project)
+    except RecursionError:
+        return FileError(path, "too deeply nested for amplint to analyse")
+
+
+def _parse_and_analyze(
+    text: str, path: str, config: Config, noqa: bool, entries: Sequence["EntryContext"], project: bool
+) -> Union[SourceAnalysis, FileError]:
     import libcst as cst
 
     from amplint.analysis import AnalysisOptions, analyze_module
@@ -61,11 +91,25 @@ def analyze_source(
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
-    except RecursionError:
-        return FileError(path, "syntax error: nesting too deep to parse")
-    options = AnalysisOptions(frozenset(config.extend_autocast), frozenset(config.extend_distributions))
-    analysis = analyze_module(module, options)
+        from amplint.deep import python_syntax_error
+
+        # CPython's message when it agrees the code is invalid: it names the line and says
+        # "Missing parentheses in call to 'print'" where LibCST lists every token it expected.
+        return FileError(
+            path,
+            python_syntax_error(text)
+            or f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}",
+        )
+    options = AnalysisOptions(
+        frozenset(config.extend_autocast), frozenset(config.extend_distributions), project or bool(entries)
+    )
+    analysis = analyze_module(module, options, entries)
+    return finish(text, path, analysis, config, noqa=noqa)
+
+
+def finish(text: str, path: str, analysis: "ModuleAnalysis", config: Config, *, noqa: bool = True) -> SourceAnalysis:
+    """Findings of an analyzed module that `config` selects and noqa does not suppress, sorted."""
+    module = analysis.module
     lines = text.splitlines()
     result = SourceAnalysis(path, text, module, analysis)
     for diagnosis in analysis.diagnoses:
@@ -76,6 +120,11 @@ def analyze_source(
         if noqa and suppressed(finding.code, line_text):
             continue
         result.pairs.append((diagnosis, finding))
+    if result.pairs:
+        from amplint.fix.fixability import refine_pairs
+
+        # `fixable` must agree with `--fix`: no edits on noqa lines, no half-fixed statements under fix C.
+        result.pairs = refine_pairs(result, config.strategy)
     result.pairs.sort(key=lambda pair: pair[1].sort_key())
     return result
 
@@ -90,7 +139,11 @@ def fix_strategies(diagnosis: "Diagnosis") -> Tuple[str, ...]:
     region = diagnosis.region.spec
     device_known = region.device is not None or (bool(region.device_code) and not diagnosis.chain)
     if site.statement is not None and device_known:
-        return ("cast", "disable-autocast")
+        from amplint.fix.safety import wrap_blocker
+
+        # A `with` around a yield/await, or around a lambda that runs later, would not mean the same.
+        if wrap_blocker(site.statement, site.call) is None:
+            return ("cast", "disable-autocast")
     return ("cast",)
 
 
@@ -116,9 +169,14 @@ def _message(diagnosis: "Diagnosis", module: "cst.Module") -> str:
     inputs = _listing(site.uncast, module)
     precision = diagnosis.region.spec.precision
     kind = "float16" if precision is Precision.FLOAT16 else "possibly-float16"
+    if diagnosis.origin:  # entered from a region the project walk found (usually in another file)
+        return (
+            f"`{site.label}` runs under {kind} autocast with inputs not cast to float32: {inputs}; reached from "
+            f"{diagnosis.region.label} at {diagnosis.origin}:{diagnosis.region.line} via {' → '.join(diagnosis.chain)}"
+        )
     via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
     return (
-        f"`{site.label}` runs in the {kind} autocast region at line {diagnosis.region.line} with inputs not "
+        f"`{site.label}` runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} with inputs not "
         f"cast to float32: {inputs}{via}"
     )
 
@@ -141,6 +199,7 @@ def to_finding(diagnosis: "Diagnosis", path: str, analysis: "ModuleAnalysis", co
         region=diagnosis.region.info,
         chain=diagnosis.chain,
         site=site_spec(diagnosis.site, analysis.module, analysis.imports),
+        region_path=diagnosis.origin_file or None,
     )
 
 
@@ -159,7 +218,15 @@ def check_file(path: str, config: Config = Config()) -> FileResult:
 
 
 def check_paths(paths: Sequence[str], config: Config = Config()) -> List[FileResult]:
-    """Every file under `paths`, in sorted order; missing paths become error results."""
+    """Every file under `paths`, in sorted order; missing paths become error results.
+
+    With `config.project` (the default) calls are followed across the files
+    checked (`amplint.project`); `project=False` checks each file on its own.
+    """
+    if config.project:
+        from amplint.project import check_project
+
+        return check_project(paths, config)
     files, errors = discover(paths, config.exclude)
     results = [FileResult(error.path, error=error) for error in errors]
     results.extend(check_file(path, config) for path in files)

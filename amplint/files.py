@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tokenize
 from dataclasses import dataclass
 from typing import Iterator, List, Sequence, Tuple, Union
@@ -48,8 +49,10 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> Tuple[List[st
             found.extend(_walk(root, exclude))
             if len(found) == before:
                 errors.append(FileError(root, "no Python files found"))
+        elif os.path.islink(root) and not os.path.exists(root):
+            errors.append(FileError(root, "broken symbolic link (or a symlink loop)"))
         elif os.path.lexists(root):
-            errors.append(FileError(root, "not a regular file or directory (broken link?)"))
+            errors.append(FileError(root, "not a regular file or directory"))
         else:
             errors.append(FileError(root, "no such file or directory"))
     unique = sorted(set(found))
@@ -73,14 +76,25 @@ def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
         return FileError(path, f"cannot decode: {exc}")
     try:
         text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return FileError(path, f"cannot decode line {line} as {encoding}: {exc}")
+    except LookupError as exc:
         return FileError(path, f"cannot decode as {encoding}: {exc}")
     return SourceFile(path, text, encoding)
 
 
 def read_source(path: str) -> Union[SourceFile, FileError]:
+    # O_NONBLOCK: opening a FIFO named like a source file must not wait for a writer forever.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        return FileError(path, f"cannot read: {exc.strerror or exc}")
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return FileError(path, "cannot read: not a regular file")
             data = handle.read()
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")

@@ -78,6 +78,8 @@ class Finding:
     region: Optional[RegionInfo] = None
     chain: Tuple[str, ...] = ()
     site: Optional[SiteSpec] = None
+    region_path: Optional[str] = None  # project mode: the region's file when the chain starts in another file
+
 
     def sort_key(self) -> Tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
@@ -99,6 +101,8 @@ class Finding:
         if self.region is not None:
             region = asdict(self.region)
             region["precision"] = self.region.precision.value
+            if self.region_path is not None:
+                region["path"] = self.region_path
             out["region"] = region
         return out
 

@@ -83,7 +83,8 @@ class _ImportCollector(cst.CSTVisitor):
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self.table.bind(local, f"{module}.{name}" if module not in ("", ".") else module + name)
+            # `from .. import x` is "..x", the same name `from ..x import ...` builds on.
+            self.table.bind(local, f"{module}.{name}" if module.strip(".") else module + name)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # `ac = torch.autocast`: an alias by plain assignment.

@@ -154,6 +154,11 @@ def _enabled(node: Optional[cst.BaseExpression]) -> bool:
     return not (isinstance(node, cst.Name) and node.value == "False")
 
 
+def bound_argument(factory: AutocastFactory, call_args: Iterable[cst.Arg], name: str) -> Optional[cst.BaseExpression]:
+    """The expression an autocast call passes for parameter `name` (e.g. "dtype"), if any."""
+    return _bind(factory.style, list(factory.bound_args) + list(call_args)).get(name)
+
+
 def region_spec(
     factory: AutocastFactory, call_args: Iterable[cst.Arg], table: ImportTable, module: cst.Module
 ) -> RegionSpec:

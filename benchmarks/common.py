@@ -21,7 +21,8 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 MAIN_VENV = REPO / ".venv"
-AMPLINT = MAIN_VENV / "bin" / "amplint"
+# AMPLINT_BIN lets the plumbing be tested with a stand-in before --fix exists.
+AMPLINT = Path(os.environ.get("AMPLINT_BIN", str(MAIN_VENV / "bin" / "amplint")))
 MAIN_FLAKE8 = MAIN_VENV / "bin" / "flake8"
 MAIN_PYTHON = MAIN_VENV / "bin" / "python"
 
@@ -121,7 +122,34 @@ def probe_amplint() -> Amplint:
         last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
         return Amplint(False, f"amplint check --help exited {res.returncode}: {last}")
     flags = frozenset(re.findall(r"--[a-z][a-z0-9-]*", res.stdout))
+    smoke = _smoke_test()
+    if smoke:
+        return Amplint(False, smoke, flags)
     return Amplint(True, "", flags)
+
+
+_SMOKE_SOURCE = (
+    "import torch\n"
+    "def f(mu, sigma, x):\n"
+    "    with torch.autocast('cuda', dtype=torch.float16):\n"
+    "        return torch.distributions.Normal(mu, sigma).log_prob(x)\n"
+)
+
+
+def _smoke_test() -> Optional[str]:
+    """Check one tiny file end to end: --help working does not mean check works
+    (the analyzer is under construction), and timing a crash is meaningless."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "smoke.py").write_text(_SMOKE_SOURCE)
+        try:
+            res = subprocess.run([str(AMPLINT), "check", "smoke.py"], cwd=tmp,
+                                 capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"amplint check on a tiny file failed: {exc}"
+    if res.returncode not in (0, 1) or has_traceback(res.stderr):
+        return (f"amplint check on a tiny file exited {res.returncode}: "
+                f"{(res.stderr.strip().splitlines() or ['(no output)'])[-1]}")
+    return None
 
 
 def probe_flake8_amp() -> Optional[str]:
@@ -181,8 +209,10 @@ def _first(obj: Dict[str, Any], field_name: str) -> Any:
     return None
 
 
-def _is_fixable(obj: Dict[str, Any]) -> bool:
-    """amplint's JSON is still settling: accept ``fixable`` or a non-empty ``fix``."""
+def _is_fixable(obj: Dict[str, Any], strategy: Optional[str] = None) -> bool:
+    """Fixable (by *strategy*, when the JSON lists ``fix_strategies``)."""
+    if strategy is not None and isinstance(obj.get("fix_strategies"), list):
+        return strategy in obj["fix_strategies"]
     if "fixable" in obj:
         return bool(obj["fixable"])
     fix = obj.get("fix") or obj.get("fixes")
@@ -200,8 +230,12 @@ def _finding_list(doc: Any) -> List[Dict[str, Any]]:
     return []
 
 
-def parse_findings(text: str) -> List[Finding]:
-    """Parse amplint's JSON output; raises ValueError if it is not JSON."""
+def parse_findings(text: str, strategy: Optional[str] = None) -> List[Finding]:
+    """Parse amplint's JSON output; raises ValueError if it is not JSON.
+
+    ``fixable`` is judged for *strategy* when given (a finding may be fixable
+    by one strategy and not the other).
+    """
     doc = json.loads(text) if text.strip() else []
     out = []
     for obj in _finding_list(doc):
@@ -209,7 +243,7 @@ def parse_findings(text: str) -> List[Finding]:
                            line=int(_first(obj, "line") or 0),
                            code=str(_first(obj, "code") or ""),
                            message=str(_first(obj, "message") or ""),
-                           fixable=_is_fixable(obj), raw=obj))
+                           fixable=_is_fixable(obj, strategy), raw=obj))
     return sorted(out, key=lambda f: (f.path, f.line, f.code, f.message))
 
 

@@ -29,7 +29,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda-emulated")
+from amplint.verify.cli import DEVICE_CHOICES
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ def constraint_kind(constraint: object) -> Tuple[str, int]:
     """A coarse kind for a torch constraint, and its event_dim, without private imports."""
     event_dim = int(getattr(constraint, "event_dim", 0))
     base = constraint
-    while type(base).__name__ == "_IndependentConstraint":
+    while hasattr(base, "base_constraint"):  # independent(...), MixtureSameFamilyConstraint(...)
         base = base.base_constraint  # type: ignore[attr-defined]
     name = type(base).__name__
     if getattr(base, "is_discrete", False):

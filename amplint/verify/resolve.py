@@ -146,7 +146,7 @@ def _is_dist_param(name: str) -> bool:
     return name.endswith("distribution") or name == "base_dist"
 
 
-def _arg_constraints(cls: type) -> Dict[str, object]:
+def arg_constraints_of(cls: type) -> Dict[str, object]:
     constraints = inspect.getattr_static(cls, "arg_constraints", {})
     return constraints if isinstance(constraints, dict) else {}
 
@@ -163,7 +163,7 @@ def plan_dist(spec: DistSpec) -> Union[DistPlan, Unverifiable]:
     ]
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     names = {p.name for p in params}
-    constraints = _arg_constraints(cls)
+    constraints = arg_constraints_of(cls)
     tensors: List[TensorArg] = []
     literals: List[Tuple[str, object]] = []
     bound: List[str] = []
@@ -179,7 +179,10 @@ def plan_dist(spec: DistSpec) -> Union[DistPlan, Unverifiable]:
             return Unverifiable(f"{cls.__name__}() has no parameter `{param}`")
         bound.append(param)
         if arg.literal:
-            literals.append((param, ast.literal_eval(arg.code.strip())))
+            try:
+                literals.append((param, ast.literal_eval(arg.code.strip())))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return Unverifiable(f"`{arg.code}` for {cls.__name__}({param}=...) is not a plain number literal")
         elif param in constraints:
             tensors.append(_tensor_arg(param, arg))
         elif param == "validate_args":

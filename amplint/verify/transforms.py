@@ -140,7 +140,7 @@ def _match_call(call: ast.Call) -> Optional[Tuple[Step, ast.expr]]:
             return (Step("cast", dtype=dtype), receiver) if dtype else None
         if name in ("exp", "sigmoid") and not call.args and not call.keywords:
             return Step(name), receiver
-        if name in TAKES_DIM:
+        if name in TAKES_DIM and (not call.args or _number(call.args[0]) is not None):
             dim = _dim(call, 0)
             return (Step(name, dim=dim), receiver) if dim is not None else None
     # function form: torch.exp(x), F.softplus(x), torch.softmax(x, -1)

@@ -1,0 +1,95 @@
+"""Guards for pathological sources: what CPython itself refuses, and deep trees.
+
+LibCST visits trees recursively, about three Python frames per tree level, so
+valid code such as a 400-term sum `a + a + ... + a`, a 200-long method chain
+or 150 nested calls exceeds Python's default recursion limit of 1000 and
+raises `RecursionError`. `call_deep` reruns such work in a thread with a big
+C stack and a raised recursion limit. Deeper still, LibCST's native parser
+overflows the C stack (a segfault, not an exception) on nesting CPython
+rejects anyway, e.g. 1,500 nested parentheses where CPython allows 200:
+`python_rejects` asks CPython's own parser first, so such files are reported,
+never handed to LibCST.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+import threading
+from typing import Any, Callable, Dict, Optional, TypeVar
+
+T = TypeVar("T")
+
+DEEP_RECURSION_LIMIT = 60_000
+DEEP_STACK_BYTES = 512 * 1024 * 1024  # address space only: pages are touched as the stack grows
+_DEEP_LOCK = threading.Lock()  # the recursion limit is process-wide: one deep call at a time
+
+# CPython's parser limits: input past them is not a program any interpreter can run.
+_LIMIT_MESSAGES = ("too many nested parentheses", "too many levels of indentation")
+
+
+def python_rejects(text: str) -> Optional[str]:
+    """Why CPython's parser refuses `text` for its size or nesting, or None.
+
+    Ordinary syntax errors return None: LibCST may accept syntax newer than
+    the running interpreter, and reports its own error otherwise (see
+    `python_syntax_error` for a clearer message).
+    """
+    try:
+        ast.parse(text)
+    except (RecursionError, MemoryError):
+        return "too deeply nested to parse (CPython's parser refuses it too)"
+    except SyntaxError as exc:
+        message = str(exc.msg)
+        if message in _LIMIT_MESSAGES:
+            return f"syntax error at line {exc.lineno}: {message}"
+    except ValueError as exc:  # null bytes, before Python 3.12
+        return f"cannot parse: {exc}"
+    return None
+
+
+def python_syntax_error(text: str) -> Optional[str]:
+    """CPython's own description of a syntax error in `text` ("Missing parentheses in call to 'print'...")."""
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        if not exc.lineno:  # e.g. "source code string cannot contain null bytes"
+            return f"syntax error: {exc.msg}"
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        return f"syntax error at {where}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"cannot parse: {exc or type(exc).__name__}"
+    return None
+
+
+def call_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in a thread with a 512 MiB stack and a recursion limit of 60,000.
+
+    Exceptions propagate to the caller; `RecursionError` still means the tree is
+    deeper than even this allows.
+    """
+    outcome: Dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # re-raised in the calling thread
+            outcome["error"] = exc
+
+    with _DEEP_LOCK:
+        old_limit = sys.getrecursionlimit()
+        old_stack = threading.stack_size()
+        try:
+            threading.stack_size(DEEP_STACK_BYTES)
+        except (ValueError, RuntimeError):  # a platform without big thread stacks: no deeper than before
+            return fn(*args, **kwargs)
+        try:
+            thread = threading.Thread(target=target, name="amplint-deep", daemon=True)
+            sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
+            thread.start()
+            thread.join()
+        finally:
+            sys.setrecursionlimit(old_limit)
+            threading.stack_size(old_stack)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

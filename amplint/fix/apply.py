@@ -1,0 +1,211 @@
+"""Fix sources and files: text in, rewritten text, counts and diffs out.
+
+Nothing here prints; problems come back as `FileError` values. The order is
+always analyse → plan → rewrite → verify (LibCST parse and `compile`) →
+re-check → write, and a file is written only when its text changed.
+"""
+from __future__ import annotations
+
+import difflib
+import io
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+
+from amplint.config import Config
+from amplint.engine import SourceAnalysis, analyze_source
+from amplint.files import discover, read_source
+from amplint.fix.plan import DISABLE, FixPlan, Skipped, plan_fixes
+from amplint.model import FileError, Finding
+
+
+@dataclass(frozen=True)
+class TextFix:
+    """One source before and after the fix, with what is left to report."""
+
+    path: str
+    original: str
+    fixed: str
+    findings_before: int
+    remaining: Tuple[Finding, ...]
+    skipped: Tuple[Skipped, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+    @property
+    def fixed_count(self) -> int:
+        """Findings that are gone after the rewrite (counted, not assumed)."""
+        return max(0, self.findings_before - len(self.remaining))
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """A file's outcome: its fix (None when it failed), whether it was written, and any error."""
+
+    path: str
+    fix: Optional[TextFix] = None
+    written: bool = False
+    error: Optional[FileError] = None
+
+
+@dataclass
+class FixRun:
+    files: List[FileFix] = field(default_factory=list)
+
+    @property
+    def fixes(self) -> List[TextFix]:
+        return [f.fix for f in self.files if f.fix is not None]
+
+    @property
+    def errors(self) -> List[FileError]:
+        return [f.error for f in self.files if f.error is not None]
+
+    @property
+    def fixed_count(self) -> int:
+        return sum(fix.fixed_count for fix in self.fixes)
+
+    @property
+    def remaining(self) -> List[Finding]:
+        return sorted((f for fix in self.fixes for f in fix.remaining), key=Finding.sort_key)
+
+    @property
+    def changed(self) -> List[TextFix]:
+        return [fix for fix in self.fixes if fix.changed]
+
+
+def rewrite(source: SourceAnalysis, plan: FixPlan, strategy: str) -> cst.Module:
+    """The analysed module with the plan applied (fix A, or fix C when wraps are planned)."""
+    from amplint.fix.cast import apply_casts
+    from amplint.fix.disable import apply_disable
+
+    assert source.module is not None and source.analysis is not None
+    table = source.analysis.imports
+    if strategy == DISABLE and plan.wraps:
+        return apply_disable(source.module, plan.casts, plan.wraps, table)
+    return apply_casts(source.module, plan.casts, table)
+
+
+def verify(text: str, path: str) -> Optional[FileError]:
+    """The rewritten text must parse with LibCST and compile with CPython."""
+    try:
+        cst.parse_module(text)
+        compile(text, path, "exec", dont_inherit=True)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+        return FileError(path, f"the fix produced code that does not parse or compile ({exc}); file left unchanged")
+    return None
+
+
+def fix_text(
+    text: str,
+    path: str,
+    config: Config = Config(),
+    only: Optional[Callable[[Finding], bool]] = None,
+    **analyze_options: Any,
+) -> Union[TextFix, FileError]:
+    """Fix every fixable finding in `text` (or those `only` accepts) with `config.strategy`; no file access.
+
+    `analyze_options` go to `engine.analyze_source` for both the analysis and the re-check (for example
+    the project pass's `entries` for this file), so `--fix` sees the findings `check` reports.
+    """
+    source = analyze_source(text, path, config, **analyze_options)
+    if isinstance(source, FileError):
+        return source
+    before = len(source.pairs)
+    plan = plan_fixes(source, config.strategy, only)
+    if plan.empty:
+        return TextFix(path, text, text, before, tuple(source.findings), tuple(plan.skipped))
+    fixed = rewrite(source, plan, config.strategy).code
+    error = verify(fixed, path)
+    if error is not None:
+        return error
+    after = analyze_source(fixed, path, config, **analyze_options)
+    if isinstance(after, FileError):  # verify() parsed it, so this is not expected
+        return FileError(path, f"the fixed text could not be re-checked: {after.message}; file left unchanged")
+    return TextFix(path, text, fixed, before, tuple(after.findings), tuple(plan.skipped))
+
+
+def fix_file(path: str, config: Config = Config(), write: bool = True, **analyze_options: Any) -> FileFix:
+    """Fix one file; it is written (atomically) only when `write` and its text changed."""
+    from amplint.fix.write import atomic_write, encode
+
+    source = read_source(path)
+    if isinstance(source, FileError):
+        return FileFix(path, error=source)
+    outcome = fix_text(source.text, path, config, **analyze_options)
+    if isinstance(outcome, FileError):
+        return FileFix(path, error=outcome)
+    if not write or not outcome.changed:
+        return FileFix(path, outcome)
+    data = encode(path, outcome.fixed, source.encoding)
+    if isinstance(data, FileError):
+        return FileFix(path, error=data)
+    error = atomic_write(path, data)
+    if error is not None:
+        return FileFix(path, error=error)
+    return FileFix(path, outcome, written=True)
+
+
+def fix_finding(finding: Finding, config: Config = Config()) -> Union[TextFix, FileError]:
+    """The file of `finding` with only that finding fixed, not written (what a SARIF fix shows)."""
+    source = read_source(finding.path)
+    if isinstance(source, FileError):
+        return source
+
+    def same(other: Finding) -> bool:
+        return (other.line, other.column, other.code) == (finding.line, finding.column, finding.code)
+
+    return fix_text(source.text, finding.path, config, only=same)
+
+
+def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = True) -> FixRun:
+    """Every file under `paths`, in sorted order; missing paths become errors.
+
+    In project mode (`config.project`, the default of `amplint check`) the files and findings are those
+    `check` reports, and each file is analysed with the entries the project walk found for it, so a
+    helper reached from a region in another file is fixed like one reached from its own file.
+    """
+    if config.project:
+        return _fix_project(paths, config, write)
+    files, errors = discover(paths, config.exclude)
+    run = FixRun([FileFix(error.path, error=error) for error in errors])
+    run.files.extend(fix_file(path, config, write) for path in files)
+    return run
+
+
+def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
+    from amplint.project.run import run_project
+
+    project = run_project(paths, config)
+    run = FixRun()
+    for result in project.results:
+        if result.error is not None:
+            run.files.append(FileFix(result.path, error=result.error))
+        elif result.findings:
+            entries = project.entries.get(result.path, ())
+            run.files.append(fix_file(result.path, config, write, entries=entries, project=True))
+        else:
+            run.files.append(FileFix(result.path))  # nothing reported, nothing to fix
+    return run
+
+
+def unified_diff(fix: TextFix) -> str:
+    """A unified diff of one fix (empty when nothing changed), applicable with `patch -p0`."""
+    if not fix.changed:
+        return ""
+    lines = difflib.unified_diff(
+        _lines(fix.original), _lines(fix.fixed), fix.path, fix.path
+    )
+    out: List[str] = []
+    for line in lines:
+        out.append(line)
+        if not line.endswith(("\n", "\r")):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _lines(text: str) -> List[str]:
+    """Split at \n, \r\n and \r only, keeping them (str.splitlines also splits at form feeds)."""
+    return io.StringIO(text, newline="").readlines()

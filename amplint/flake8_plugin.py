@@ -1,0 +1,113 @@
+"""flake8 plugin: the same findings as `amplint check`, through flake8.
+
+Registered as `AMP` under `flake8.extension`. It runs `engine.analyze_source`
+on the text flake8 already read, so there is no second copy of the analysis
+and each file is parsed by LibCST once. Files that never mention autocast stop
+at the engine's text prefilter before any parsing. `# noqa` is left to flake8
+(the engine is asked not to apply it), so `--disable-noqa` and flake8's
+noqa reporting behave as for any other plugin. Settings come from the nearest
+`[tool.amplint]` / `amplint.toml`; flake8's own --select/--ignore/
+--per-file-ignores still apply on top because flake8 filters what we yield.
+"""
+from __future__ import annotations
+
+import ast
+import logging
+import os
+from typing import Any, ClassVar, Dict, Iterator, Optional, Sequence, Tuple, Type
+
+from amplint import __version__
+from amplint.config import Config
+from amplint.model import FileError
+from amplint.selection import path_matches
+
+LOG = logging.getLogger("flake8.amplint")
+
+Report = Tuple[int, int, str, Type[Any]]
+
+
+class AmpLintConfigError(Exception):
+    """Raised so flake8 stops with the config error (it prints it and exits non-zero)."""
+
+
+class AmpLintChecker:
+    """A flake8 tree plugin; it takes `tree` only because flake8 classifies plugins by their parameters."""
+
+    name = "amplint"
+    version = __version__
+    config_file: ClassVar[Optional[str]] = None
+    filenames: ClassVar[Tuple[str, ...]] = ()  # flake8's positional paths, for project mode
+    _entries: ClassVar[Optional[Dict[str, Tuple[Any, ...]]]] = None  # per process, computed on first use
+
+    def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
+        self.lines = lines
+        self.filename = filename
+
+    @classmethod
+    def add_options(cls, option_manager: Any) -> None:
+        option_manager.add_option(
+            "--amplint-config",
+            default=None,
+            parse_from_config=True,
+            help="amplint.toml or pyproject.toml to read instead of the nearest one to each file",
+        )
+
+    @classmethod
+    def parse_options(cls, options: Any) -> None:
+        cls.config_file = getattr(options, "amplint_config", None)
+        cls.filenames = tuple(getattr(options, "filenames", None) or ())
+        cls._entries = None
+
+    def _config(self) -> Config:
+        from amplint import configfile
+
+        if self.config_file:
+            loaded = configfile.load_config_file(self.config_file)
+        else:
+            loaded = configfile.config_for_file(self.filename)
+        if isinstance(loaded, configfile.ConfigError):
+            raise AmpLintConfigError(f"amplint: {loaded}")
+        return loaded.config
+
+    def _project_entries(self) -> Tuple[Any, ...]:
+        """Functions of this file entered from regions in other files of the run (project mode).
+
+        The walk covers flake8's own paths, as `amplint check` covers its
+        paths, so both report the same chains; it runs once per process.
+        """
+        cls = type(self)
+        if self.filename in ("stdin", "-") or not cls.filenames or "-" in cls.filenames:
+            return ()
+        if cls._entries is None:
+            from amplint import configfile
+            from amplint.project import project_entries
+
+            loaded = configfile.resolve_config(cls.filenames, cls.config_file)
+            if isinstance(loaded, configfile.ConfigError):
+                raise AmpLintConfigError(f"amplint: {loaded}")
+            found = project_entries(list(cls.filenames), loaded.config) if loaded.config.project else {}
+            cls._entries = {os.path.abspath(path): entries for path, entries in found.items()}
+        return cls._entries.get(os.path.abspath(self.filename), ())
+
+    def run(self) -> Iterator[Report]:
+        from amplint.engine import analyze_source
+
+        config = self._config()
+        if any(path_matches(self.filename, pattern) for pattern in config.exclude):
+            return
+        text = "".join(self.lines)
+        if config.project:
+            from amplint.project.prefilter import is_region_file
+
+            entries = self._project_entries()
+            if not entries and not is_region_file(text, config.extend_autocast):
+                return  # the text check: nothing here can open a region, and no region elsewhere calls in
+            outcome = analyze_source(text, self.filename, config, noqa=False, entries=entries, project=True)
+        else:
+            outcome = analyze_source(text, self.filename, config, noqa=False)
+        if isinstance(outcome, FileError):
+            LOG.warning("amplint skipped %s", outcome)
+            return
+        for finding in outcome.findings:
+            # flake8 adds 1 to the column we yield; amplint's columns are already 1-based.
+            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)

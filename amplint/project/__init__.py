@@ -1,0 +1,31 @@
+"""Project mode: follow calls made in float16 regions across the files checked.
+
+`check_project` is what `amplint check` runs by default (`--no-project` turns
+it off). `project_entries` gives, per file, the functions entered from regions
+elsewhere, for `engine.analyze_source(..., entries=...)`: that is how `--fix`
+gets the `Diagnosis` of a site reached through a chain. Kept import-light:
+`analysis.py` imports `amplint.project.frameworks` and `.summary`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
+
+from amplint.config import Config
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.model import FileResult
+    from amplint.project.summary import EntryContext
+
+
+def check_project(paths: Sequence[str], config: Config = Config()) -> "List[FileResult]":
+    """Every file under `paths`, sorted, with project-mode findings (errors as results, like check_paths)."""
+    from amplint.project.run import run_project
+
+    return run_project(paths, config).results
+
+
+def project_entries(paths: Sequence[str], config: Config = Config()) -> "Dict[str, Tuple[EntryContext, ...]]":
+    """Functions of each file entered from float16 regions (for `analyze_source(entries=...)`)."""
+    from amplint.project.run import run_project
+
+    return run_project(paths, config).entries

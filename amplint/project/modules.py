@@ -1,0 +1,139 @@
+"""Module names of the project's files, and where a dotted name lives.
+
+Python finds `pkg.model` through `sys.path`, which a linter cannot know. So a
+file gets one name per plausible import root: every directory from its own up
+to the project top (the nearest `pyproject.toml`/`setup.py`/`setup.cfg`/`.git`
+above the checked path, else the checked path), plus the first directory
+above its package (`__init__.py`) chain. `train.py` next to `models/vae.py`
+thus finds `from models.vae import VAE` (namespace packages, scripts) and
+`src/pkg/...` finds `pkg.x` (src layout). When a name matches several files,
+the ones whose import root is a directory above the importing file win, the
+deepest first (as when a script's directory is `sys.path[0]`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+@dataclass(frozen=True)
+class ModuleName:
+    name: str
+    root: str  # absolute directory the name is relative to
+
+
+def project_top(path: str) -> str:
+    """The nearest directory at or above `path` holding a project marker, else `path`'s directory."""
+    start = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+    current = start
+    while True:
+        if any(os.path.exists(os.path.join(current, marker)) for marker in MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return start
+        current = parent
+
+
+def display_root(paths: Sequence[str]) -> str:
+    """The directory paths in messages are shown relative to: the checked directory (or their common one)."""
+    dirs = [os.path.abspath(p if os.path.isdir(p) else os.path.dirname(p) or ".") for p in paths] or [os.getcwd()]
+    try:
+        return os.path.commonpath(dirs)
+    except ValueError:  # different drives
+        return dirs[0]
+
+
+def _under(directory: str, root: str) -> bool:
+    return directory == root or directory.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _names(path: str, tops: Sequence[str]) -> List[ModuleName]:
+    """Every (dotted name, import root) of a file, from its own directory up to the project top."""
+    directory, filename = os.path.split(os.path.abspath(path))
+    stem = os.path.splitext(filename)[0]
+    parts: List[str] = [] if stem == "__init__" else [stem]
+    package_root = directory
+    while os.path.exists(os.path.join(package_root, "__init__.py")) and os.path.dirname(package_root) != package_root:
+        package_root = os.path.dirname(package_root)
+    containing = [top for top in tops if _under(directory, top)]
+    limit = max(containing, key=len) if containing else directory
+    if len(package_root) < len(limit):
+        limit = package_root
+    names: List[ModuleName] = []
+    current = directory
+    while True:
+        if parts:
+            names.append(ModuleName(".".join(parts), current))
+        parent = os.path.dirname(current)
+        if current == limit or parent == current:
+            return names
+        parts.insert(0, os.path.basename(current))
+        current = parent
+
+
+@dataclass
+class ModuleIndex:
+    """Files by module name, and each file's names."""
+
+    by_name: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)  # name -> [(path, root)]
+    names_of: Dict[str, List[ModuleName]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, files: Iterable[str], tops: Sequence[str]) -> "ModuleIndex":
+        index = cls()
+        for path in files:
+            names = _names(path, tops)
+            index.names_of[path] = names
+            for name in names:
+                index.by_name.setdefault(name.name, []).append((path, name.root))
+        return index
+
+    def short(self, path: str) -> str:
+        """The last part of a file's module name, as chains show it (`utils` for pkg/utils.py)."""
+        stem = os.path.splitext(os.path.basename(path))[0]
+        return os.path.basename(os.path.dirname(os.path.abspath(path))) if stem == "__init__" else stem
+
+    def absolute(self, importer: str, name: str) -> List[Tuple[str, Optional[str]]]:
+        """(absolute dotted name, root it is relative to or None) for an imported name; relative ones resolved."""
+        if not name.startswith("."):
+            return [(name, None)]
+        dots = len(name) - len(name.lstrip("."))
+        rest = name[dots:]
+        out: List[Tuple[str, Optional[str]]] = []
+        is_init = os.path.basename(importer).startswith("__init__.")
+        for module in self.names_of.get(importer, []):
+            package = module.name.split(".") if is_init else module.name.split(".")[:-1]
+            if dots - 1 > len(package):
+                continue
+            base = package[: len(package) - (dots - 1)]
+            full = ".".join(base + ([rest] if rest else []))
+            if full:
+                out.append((full, module.root))
+        return out
+
+    def locate(self, importer: str, dotted: str, root: Optional[str] = None) -> List[Tuple[str, List[str]]]:
+        """(file, remaining attribute parts) for the longest module prefix of `dotted`; preferred files only."""
+        parts = dotted.split(".")
+        for size in range(len(parts), 0, -1):
+            found = self.by_name.get(".".join(parts[:size]))
+            if not found:
+                continue
+            if root is not None:
+                found = [(p, r) for p, r in found if r == root]
+            chosen = self._prefer(importer, found)
+            if chosen:
+                return [(path, parts[size:]) for path in chosen]
+        return []
+
+    @staticmethod
+    def _prefer(importer: str, found: List[Tuple[str, str]]) -> List[str]:
+        here = os.path.dirname(os.path.abspath(importer))
+        above = [(p, r) for p, r in found if _under(here, r)]
+        if not above:
+            return sorted({p for p, _ in found})
+        deepest = max(len(r) for _, r in above)
+        return sorted({p for p, r in above if len(r) == deepest})

@@ -1,0 +1,310 @@
+"""Resolve a call made in one file to the project functions it may run.
+
+Works on `FileSummary` data only. A callee is resolved, in order, as:
+`self`/`cls` (the receiver's class, its `self.<attr>` instances), a local
+name bound to an instance (`model = AutoEncoder(...)`, an annotated
+parameter), a local `def`, then a module-level function, class, instance or
+import of the file, following imports (absolute, relative, `as`, re-exports
+in `__init__.py`, `from x import *`) into the project's files. Anything else
+(a parameter with no annotation, a library) is not followed.
+
+Calling an instance runs `__call__` when a project class on its MRO defines
+one, else `forward` when the class is an `nn.Module` (a known torch,
+Lightning or transformers base on its MRO). A method call runs the first
+definition on the MRO; when the receiver's exact class is not known (`self`
+in a method, an annotated parameter) the overrides in project subclasses run
+too (class-hierarchy analysis), unless there are more than `MAX_OVERRIDES`,
+where the call is too polymorphic to say which one and only the static target
+is followed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
+
+from amplint.project import frameworks
+from amplint.project.summary import CallSummary, FileSummary, FunctionSummary
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.project.loader import Loader
+
+MAX_OVERRIDES = 8
+MAX_SUBCLASSES = 32
+MAX_IMPORT_HOPS = 8
+MODULE_KEY = "<module>"
+
+
+@dataclass(frozen=True, order=True)
+class ClassRef:
+    path: str
+    name: str
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """A function to enter, with the class `self` is an instance of there (exact: not a subclass)."""
+
+    path: str
+    key: str
+    receiver: Optional[ClassRef] = None
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class _Func:
+    path: str
+    key: str
+
+
+@dataclass(frozen=True)
+class _Method:
+    cls: ClassRef
+    name: str
+    exact: bool
+
+
+@dataclass(frozen=True)
+class _Instance:
+    cls: ClassRef
+    exact: bool
+
+
+@dataclass(frozen=True)
+class _Module:
+    path: str
+
+
+Symbol = Union[_Func, _Method, _Instance, ClassRef, _Module]
+
+
+class Resolver:
+    """Memoized resolution over the loader's summaries (one per run: no global state)."""
+
+    def __init__(self, loader: "Loader") -> None:
+        self.loader = loader
+        self.modules = loader.modules
+        self._mro: Dict[ClassRef, List[ClassRef]] = {}
+        self._external: Dict[ClassRef, FrozenSet[str]] = {}
+        self._subclasses: Dict[ClassRef, List[ClassRef]] = {}
+
+    # --- symbols -----------------------------------------------------------
+    def _summary(self, path: str) -> Optional[FileSummary]:
+        return self.loader.summary(path)
+
+    def lookup(self, path: str, parts: Sequence[str], hops: int = 0) -> List[Symbol]:
+        """What `a.b.c` (parts) names at module level of `path`."""
+        summary = self._summary(path)
+        if summary is None or not parts or hops > MAX_IMPORT_HOPS:
+            return []
+        name, rest = parts[0], list(parts[1:])
+        function = summary.functions.get(name)
+        if function is not None and function.class_name is None and function.parent == MODULE_KEY:
+            return [] if rest else [_Func(path, name)]
+        if name in summary.classes:
+            while rest and f"{name}.{rest[0]}" in summary.classes:  # Outer.Inner
+                name = f"{name}.{rest.pop(0)}"
+            cls = ClassRef(path, name)
+            if not rest:
+                return [cls]
+            return [_Method(cls, rest[0], False)] if len(rest) == 1 else []
+        instance = summary.instance(name)
+        if instance is not None:
+            return [s for cls in self.class_of(path, instance[0], hops + 1)
+                    for s in self._attribute(_Instance(cls, instance[1]), rest)]
+        found: List[Symbol] = []
+        for qualified in summary.imported(name):
+            for absolute, root in self.modules.absolute(path, qualified):
+                found.extend(self.qualified(path, ".".join([absolute, *rest]), root, hops + 1))
+        if found or summary.imported(name):
+            return found
+        for star in summary.star_modules:
+            for absolute, root in self.modules.absolute(path, star):
+                found.extend(self.qualified(path, ".".join([absolute, *parts]), root, hops + 1))
+        return found
+
+    @staticmethod
+    def _attribute(instance: _Instance, rest: Sequence[str]) -> List[Symbol]:
+        if not rest:
+            return [instance]
+        return [_Method(instance.cls, rest[0], instance.exact)] if len(rest) == 1 else []
+
+    def qualified(self, importer: str, dotted: str, root: Optional[str] = None, hops: int = 0) -> List[Symbol]:
+        """A fully qualified name (relative names already made absolute) in the project's files."""
+        found: List[Symbol] = []
+        for path, rest in self.modules.locate(importer, dotted, root):
+            found.extend(self.lookup(path, rest, hops) if rest else [_Module(path)])
+        return found
+
+    def class_of(self, path: str, text: str, hops: int = 0) -> List[ClassRef]:
+        """The project classes a class expression (`Net`, `models.Net`) in `path` names."""
+        return [s for s in self.lookup(path, text.split("."), hops) if isinstance(s, ClassRef)]
+
+    # --- classes -----------------------------------------------------------
+    def class_summary(self, cls: ClassRef):  # -> Optional[ClassSummary]
+        summary = self._summary(cls.path)
+        return None if summary is None else summary.classes.get(cls.name)
+
+    def mro(self, cls: ClassRef) -> List[ClassRef]:
+        """The class, then its project bases depth-first, left to right (no duplicates)."""
+        if cls in self._mro:
+            return self._mro[cls]
+        self._mro[cls] = [cls]  # a cycle in broken code ends here
+        order: List[ClassRef] = [cls]
+        info = self.class_summary(cls)
+        for base in info.bases if info is not None else ():
+            for ref in self.class_of(cls.path, base) if base else []:
+                order.extend(c for c in self.mro(ref) if c not in order)
+        self._mro[cls] = order
+        return order
+
+    def external_bases(self, cls: ClassRef) -> FrozenSet[str]:
+        """Qualified names of the non-project bases anywhere on the MRO (`torch.nn.Module`, ...)."""
+        if cls in self._external:
+            return self._external[cls]
+        names: Set[str] = set()
+        for ref in self.mro(cls):
+            info = self.class_summary(ref)
+            summary = self._summary(ref.path)
+            if info is None or summary is None:
+                continue
+            for base in info.bases:
+                if not base or self.class_of(ref.path, base):
+                    continue
+                head, _, tail = base.partition(".")
+                quals = summary.imported(head) or (head,)
+                names.update(f"{q}.{tail}" if tail else q for q in quals)
+        self._external[cls] = frozenset(names)
+        return self._external[cls]
+
+    def is_module(self, cls: ClassRef) -> bool:
+        return bool(self.external_bases(cls) & frameworks.MODULE_BASES)
+
+    def subclasses(self, cls: ClassRef) -> List[ClassRef]:
+        """Project subclasses of `cls`, transitively, found through the text index then checked."""
+        if cls in self._subclasses:
+            return self._subclasses[cls]
+        found: List[ClassRef] = []
+        frontier = [cls]
+        while frontier and len(found) < MAX_SUBCLASSES:
+            current = frontier.pop(0)
+            short = current.name.rsplit(".", 1)[-1]
+            for path in self.loader.subclass_files(short):
+                summary = self._summary(path)
+                if summary is None:
+                    continue
+                for name in sorted(summary.classes):
+                    ref = ClassRef(path, name)
+                    if ref in found or ref == cls:
+                        continue
+                    bases = summary.classes[name].bases
+                    if any(current in self.class_of(path, b) for b in bases if b.rsplit(".", 1)[-1] == short):
+                        found.append(ref)
+                        frontier.append(ref)
+        self._subclasses[cls] = sorted(found)
+        return self._subclasses[cls]
+
+    def classes_deriving(self, external: FrozenSet[str], short_names: Sequence[str]) -> List[ClassRef]:
+        """Project classes with one of `external` on their MRO (e.g. every LightningModule), sorted."""
+        direct: Set[ClassRef] = set()
+        for short in short_names:
+            for path in self.loader.subclass_files(short):
+                summary = self._summary(path)
+                for name in sorted(summary.classes) if summary is not None else ():
+                    ref = ClassRef(path, name)
+                    if self.external_bases(ref) & external:
+                        direct.add(ref)
+        every = set(direct)
+        for ref in sorted(direct):
+            every.update(self.subclasses(ref))
+        return sorted(every)
+
+    # --- calls -------------------------------------------------------------
+    def method(self, cls: ClassRef, name: str, exact: bool) -> List[Target]:
+        """`obj.name(...)` on an instance of `cls`: the MRO's definition, plus overrides when not exact."""
+        targets: List[Target] = []
+        for ref in self.mro(cls):
+            info = self.class_summary(ref)
+            if info is not None and name in info.methods:
+                targets.append(Target(ref.path, f"{ref.name}.{name}", cls, exact))
+                break
+        if not exact:
+            overrides = [s for s in self.subclasses(cls)
+                         if (info := self.class_summary(s)) is not None and name in info.methods]
+            if len(overrides) <= MAX_OVERRIDES:
+                targets.extend(Target(s.path, f"{s.name}.{name}", s, False) for s in overrides)
+        return targets
+
+    def instance_call(self, cls: ClassRef, exact: bool) -> List[Target]:
+        """`obj(...)`: `__call__` if the project defines one on the MRO, else `forward` for an nn.Module."""
+        for ref in self.mro(cls):
+            info = self.class_summary(ref)
+            if info is not None and "__call__" in info.methods:
+                return self.method(cls, "__call__", exact)
+        return self.method(cls, "forward", exact) if self.is_module(cls) else []
+
+    def _targets(self, symbols: Sequence[Symbol]) -> List[Target]:
+        targets: List[Target] = []
+        for symbol in symbols:
+            if isinstance(symbol, _Func):
+                targets.append(Target(symbol.path, symbol.key))
+            elif isinstance(symbol, _Method):
+                targets.extend(self.method(symbol.cls, symbol.name, symbol.exact))
+            elif isinstance(symbol, _Instance):
+                targets.extend(self.instance_call(symbol.cls, symbol.exact))
+        return targets  # a class (a constructor call) or a module is not followed
+
+    def _self_attr(self, receiver: ClassRef, attr: str) -> List[_Instance]:
+        """The instance `self.<attr>` holds, from the first class on the MRO that assigns it."""
+        for ref in self.mro(receiver):
+            info = self.class_summary(ref)
+            for name, text, exact in info.attrs if info is not None else ():
+                if name == attr:
+                    return [_Instance(c, exact) for c in self.class_of(ref.path, text)]
+        return []
+
+    def call_targets(
+        self, path: str, function: FunctionSummary, call: CallSummary,
+        receiver: Optional[ClassRef], exact: bool,
+    ) -> List[Target]:
+        """The project functions a call may run; [] when it is not resolved (never a guess)."""
+        parts = call.callee.split(".")
+        root = parts[0]
+        if root in ("self", "cls") and function.class_name is not None:
+            own = receiver if receiver is not None else ClassRef(path, function.class_name)
+            exact = exact if receiver is not None else False
+            if len(parts) == 1:
+                return self.instance_call(own, exact) if root == "self" else []
+            found = self.method(own, parts[1], exact)
+            if found or root != "self":
+                return found if len(parts) == 2 else []
+            return self._targets([s for inst in self._self_attr(own, parts[1]) for s in self._attribute(inst, parts[2:])])
+        if call.receiver is not None:
+            text, bound_exact = call.receiver
+            classes = self.class_of(path, text)
+            return self._targets([s for c in classes for s in self._attribute(_Instance(c, bound_exact), parts[1:])])
+        if call.root_local:
+            return []
+        summary = self._summary(path)
+        if summary is None:
+            return []
+        scope: Optional[FunctionSummary] = function
+        while scope is not None and scope.key != MODULE_KEY:
+            nested = dict(scope.nested)
+            if root in nested:
+                return [Target(path, nested[root], receiver, exact)] if len(parts) == 1 else []
+            scope = summary.functions.get(scope.parent) if scope.parent else None
+        return self._targets(self.lookup(path, parts))
+
+    def display(self, target: Target) -> str:
+        """How a chain names a function: `Class.method`, or `module.function` for plain functions."""
+        summary = self._summary(target.path)
+        function = summary.functions.get(target.key) if summary is not None else None
+        if function is None:
+            return target.key
+        if function.class_name is not None:
+            return function.display
+        return f"{self.modules.short(target.path)}.{function.display}"
+
+
+def region_seeds_order(item: Tuple[str, CallSummary]) -> Tuple[str, int, int]:
+    return (item[0], item[1].line, item[1].column)

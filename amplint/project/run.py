@@ -1,0 +1,67 @@
+"""Project mode end to end: scan, summarize, walk, then each file's findings."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from amplint.config import Config
+from amplint.files import discover
+from amplint.model import FileError, FileResult
+from amplint.project.cache import DiskCache, code_fingerprint
+from amplint.project.implied import hf_seeds, lightning_seeds
+from amplint.project.loader import Loader, Stats, cache_directory
+from amplint.project.modules import ModuleIndex, display_root, project_top
+from amplint.project.resolve import Resolver
+from amplint.project.summary import EntryContext
+from amplint.project.walk import call_seeds, walk
+
+
+@dataclass
+class ProjectRun:
+    results: List[FileResult]
+    entries: Dict[str, Tuple[EntryContext, ...]]
+    stats: Stats = field(default_factory=Stats)
+
+
+def run_project(
+    paths: Sequence[str], config: Config, cache_dir: Optional[str] = None, use_cache: Optional[bool] = None
+) -> ProjectRun:
+    """Check `paths` as one project.
+
+    `cache_dir` overrides where summaries are cached (default: `$AMPLINT_CACHE_DIR`,
+    else `.amplint_cache/` in the project top); `use_cache=False`, or
+    `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
+    """
+    files, errors = discover(paths, config.exclude)
+    tops = sorted({project_top(p) for p in paths})
+    root = display_root(paths)
+    directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
+    if use_cache is None:
+        use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
+    cache = DiskCache(directory if use_cache else None)
+    loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint())
+    loader.scan()
+    resolver = Resolver(loader)
+    for path in loader.region_files():
+        loader.summary(path)
+    seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root) + hf_seeds(
+        loader, resolver, root
+    )
+    entries = walk(seeds, loader, resolver, config.max_depth)
+    results = [FileResult(error.path, error=error) for error in errors]
+    for path in files:
+        if path in loader.errors:
+            results.append(FileResult(path, error=loader.errors[path]))
+            continue
+        info = loader.info.get(path)
+        if info is None or not (info.region or path in entries):
+            results.append(FileResult(path))
+            continue
+        outcome = loader.findings(path, entries.get(path, ()))
+        if isinstance(outcome, FileError):
+            results.append(FileResult(path, error=outcome))
+        else:
+            results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
+    frozen = {path: tuple(found) for path, found in entries.items()}
+    return ProjectRun(results, frozen, loader.stats)

@@ -1,0 +1,75 @@
+"""Turn one file's analysis (project mode) into its plain `FileSummary`.
+
+This is a projection of `analysis.ModuleAnalysis`, not a second analysis: the
+sites, calls and regions are the ones the collector found, so single-file and
+project results cannot drift apart.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+from amplint.project.summary import CallSummary, ClassSummary, FileSummary, FunctionSummary, RegionRef
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.analysis import CallRecord, ModuleAnalysis, RegionEntry, Scope
+
+
+def _region(entry: "Optional[RegionEntry]") -> Optional[RegionRef]:
+    return None if entry is None else RegionRef(entry.info, entry.label)
+
+
+def _call(call: "CallRecord") -> CallSummary:
+    return CallSummary(
+        line=call.line,
+        column=call.column,
+        callee=call.callee,
+        text=call.text,
+        region=_region(call.state),
+        protected=call.protected,
+        receiver=call.receiver,
+        root_local=call.root_local,
+    )
+
+
+def _function(scope: "Scope") -> FunctionSummary:
+    exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
+    return FunctionSummary(
+        key=scope.key,
+        display=scope.display,
+        class_name=scope.class_name,
+        parent=None if scope.parent is None else scope.parent.key,
+        nested=tuple(sorted(scope.nested.items())),
+        exposed=exposed,
+        calls=tuple(_call(c) for c in scope.calls if c.callee),
+    )
+
+
+def summarize(analysis: "ModuleAnalysis") -> FileSummary:
+    """The file's summary; `analysis` must come from `analyze_module(..., AnalysisOptions(project=True))`."""
+    functions: Dict[str, FunctionSummary] = {key: _function(scope) for key, scope in analysis.scopes.items()}
+    methods: Dict[str, List[str]] = {}
+    for scope in analysis.scopes.values():
+        if scope.class_name is not None and scope.key == f"{scope.class_name}.{scope.key.rsplit('.', 1)[-1]}":
+            methods.setdefault(scope.class_name, []).append(scope.key.rsplit(".", 1)[-1])
+    classes = {
+        name: ClassSummary(
+            name=name,
+            bases=tuple(bases),
+            methods=tuple(methods.get(name, ())),
+            attrs=tuple((attr, text, exact) for attr, (text, exact) in sorted(analysis.class_attrs.get(name, {}).items())),
+        )
+        for name, bases in analysis.class_bases.items()
+    }
+    module_scope = analysis.scopes["<module>"]
+    instances: Tuple[Tuple[str, str, bool], ...] = tuple(
+        (name, text, exact) for name, (text, exact) in sorted(module_scope.instances.items())
+    )
+    imports = tuple((local, tuple(sorted(quals))) for local, quals in sorted(analysis.imports.bindings.items()))
+    return FileSummary(
+        imports=imports,
+        star_modules=tuple(analysis.imports.star_modules),
+        functions=functions,
+        classes=classes,
+        instances=instances,
+        framework_calls=tuple(analysis.framework_calls),
+    )

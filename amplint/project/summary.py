@@ -1,0 +1,114 @@
+"""Plain, picklable data the project pass works on: per-file summaries and entries.
+
+A `FileSummary` is what one file defines (functions, classes, module-level
+instances, imports), what it calls and from which autocast state, and whether
+each function holds probability computations exposed to a caller's region. It
+depends only on the file's content and amplint's version, which is why it can
+be cached on disk and why the walk never needs the file's parse tree.
+No LibCST here: a run whose summaries all come from the cache never imports it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from amplint.model import Finding, Precision, RegionInfo
+from amplint.project.frameworks import LiteralArg
+
+FLOAT16_LIKE = (Precision.FLOAT16, Precision.MAYBE_FLOAT16)
+
+
+@dataclass(frozen=True)
+class RegionRef:
+    """The autocast state a call is made in (None on the call: no local region)."""
+
+    info: RegionInfo
+    label: str = "autocast region"
+
+    @property
+    def float16(self) -> bool:
+        return self.info.enabled and self.info.precision in FLOAT16_LIKE
+
+
+@dataclass(frozen=True)
+class CallSummary:
+    line: int
+    column: int
+    callee: str  # dotted, as written: "model", "self.policy.act", "utils.loss"
+    text: str  # the call as written (for calls in float16 regions, where a chain starts)
+    region: Optional[RegionRef]
+    protected: bool  # every argument cast to float32: not followed
+    receiver: Optional[Tuple[str, bool]]  # (class expression, exact) the callee's root is an instance of
+    root_local: bool  # the root is a local name with no known class: not resolved further
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    key: str  # the analysis's scope key: "f", "C.m", "f.<locals>.g", "<module>"
+    display: str  # "f", "C.m", "f.g"
+    class_name: Optional[str]
+    parent: Optional[str]  # enclosing scope key
+    nested: Tuple[Tuple[str, str], ...]  # local def name -> key
+    exposed: int  # probability computations with no local region and uncast inputs
+    calls: Tuple[CallSummary, ...]
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str  # "C" or "Outer.Inner"
+    bases: Tuple[str, ...]  # dotted, as written
+    methods: Tuple[str, ...]  # defined directly in the class
+    attrs: Tuple[Tuple[str, str, bool], ...]  # self.<attr> -> (class expression, exact)
+
+
+@dataclass(frozen=True)
+class FrameworkCall:
+    """A `Trainer(...)`/`TrainingArguments(...)` construction (rules L and H)."""
+
+    qualnames: Tuple[str, ...]
+    callee: str
+    line: int
+    column: int
+    keywords: Tuple[Tuple[str, LiteralArg], ...]
+    double_star: bool
+    function: str  # scope key of the function it is made in
+    model: Optional[Tuple[str, bool]]  # the instance passed as `model=` (or first argument)
+
+    def keyword(self, name: str) -> Optional[LiteralArg]:
+        return next((value for key, value in self.keywords if key == name), None)
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    imports: Tuple[Tuple[str, Tuple[str, ...]], ...]  # local name -> qualified names (relative ones keep dots)
+    star_modules: Tuple[str, ...]
+    functions: Dict[str, FunctionSummary] = field(default_factory=dict)
+    classes: Dict[str, ClassSummary] = field(default_factory=dict)
+    instances: Tuple[Tuple[str, str, bool], ...] = ()  # module-level name -> (class expression, exact)
+    framework_calls: Tuple[FrameworkCall, ...] = ()
+
+    def imported(self, name: str) -> Tuple[str, ...]:
+        return next((quals for local, quals in self.imports if local == name), ())
+
+    def instance(self, name: str) -> Optional[Tuple[str, bool]]:
+        return next(((text, exact) for local, text, exact in self.instances if local == name), None)
+
+
+@dataclass(frozen=True)
+class Analyzed:
+    """What the cache stores for a file: its summary and its own findings before selection and noqa."""
+
+    summary: FileSummary
+    findings: Tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class EntryContext:
+    """A function entered from a float16 region elsewhere: what `analyze_source(entries=...)` needs."""
+
+    function: str  # scope key in the entered file
+    region: RegionInfo
+    label: str  # "autocast region", 'Trainer(precision="16-mixed") region', ...
+    region_path: str  # the region's file, as shown in messages (relative to the checked directory)
+    chain: Tuple[str, ...]
+    region_file: str = ""  # the region's file as discovered (like `Finding.path`)

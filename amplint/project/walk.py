@@ -1,0 +1,91 @@
+"""The graph walk: from calls made in float16 regions to the functions they run.
+
+Seeds are calls made in an enabled float16 (or maybe-float16) region and not
+protected by casts of every argument, plus the framework entries of
+`implied.py`. From each function reached, the walk follows the calls made
+with no local region of their own: a call under `autocast(enabled=False)` or
+in a bfloat16 region is not followed, and one made after the region closed is
+not a seed. It is breadth-first from seeds sorted by chain length, so the
+first chain that reaches a function is a shortest one; a (function, receiver)
+pair is entered once (cycles end there) and chains stop at `max_depth`
+functions. A reached function with exposed probability computations becomes
+an `EntryContext` for its file.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass
+from typing import Deque, Dict, List, Set, Tuple
+
+from amplint.project.loader import Loader
+from amplint.project.resolve import Resolver, Target
+from amplint.project.summary import EntryContext, RegionRef
+
+
+@dataclass(frozen=True)
+class Seed:
+    """Where a chain starts: the first function, the region and how the chain begins."""
+
+    target: Target
+    region: RegionRef
+    region_path: str  # as messages show it
+    chain: Tuple[str, ...]
+    region_file: str = ""  # as discovered
+
+
+def shown(path: str, root: str) -> str:
+    """A path as messages show it: relative to the checked directory, with forward slashes."""
+    relative = os.path.relpath(os.path.abspath(path), root)
+    return (path if relative.startswith("..") else relative).replace(os.sep, "/")
+
+
+def call_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
+    """Calls made in float16 regions of the region files, in file and line order."""
+    seeds: List[Seed] = []
+    for path in loader.region_files():
+        summary = loader.summary(path)
+        if summary is None:
+            continue
+        calls = [(call, function) for function in summary.functions.values() for call in function.calls]
+        for call, function in sorted(calls, key=lambda item: (item[0].line, item[0].column)):
+            if call.region is None or not call.region.float16 or call.protected:
+                continue
+            for target in resolver.call_targets(path, function, call, None, False):
+                chain = (call.text or f"{call.callee}(...)", resolver.display(target))
+                seeds.append(Seed(target, call.region, shown(path, root), chain, path))
+    return seeds
+
+
+def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) -> Dict[str, List[EntryContext]]:
+    """Entries per file path, each function once with its shortest chain."""
+    queue: Deque[Tuple[Seed, int]] = deque((seed, 1) for seed in sorted(seeds, key=lambda s: len(s.chain)))
+    entered: Set[Target] = set()
+    reported: Set[Tuple[str, str]] = set()
+    entries: Dict[str, List[EntryContext]] = {}
+    while queue:
+        seed, depth = queue.popleft()
+        target = seed.target
+        if target in entered or depth > max_depth:
+            continue
+        entered.add(target)
+        summary = loader.summary(target.path)
+        function = summary.functions.get(target.key) if summary is not None else None
+        if function is None:
+            continue
+        if function.exposed and (target.path, target.key) not in reported:
+            reported.add((target.path, target.key))
+            entries.setdefault(target.path, []).append(
+                EntryContext(target.key, seed.region.info, seed.region.label, seed.region_path, seed.chain,
+                             seed.region_file)
+            )
+        if depth >= max_depth:
+            continue
+        for call in function.calls:
+            if call.region is not None or call.protected:
+                continue
+            for nxt in resolver.call_targets(target.path, function, call, target.receiver, target.exact):
+                if nxt not in entered:
+                    chain = seed.chain + (resolver.display(nxt),)
+                    queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
+    return entries

@@ -1,0 +1,269 @@
+"""`--format sarif`: a SARIF 2.1.0 log for GitHub code scanning and other viewers.
+
+Beyond what ruff writes, every fixable finding carries a `fixes` entry whose
+`artifactChanges`/`replacements` are the codemod's edits, so a SARIF viewer
+can offer the same fix `amplint check --fix` would apply. The edits are
+computed as a minimal text diff between a file and its fixed text, which keeps
+this module independent of how the codemod rewrites the tree.
+"""
+from __future__ import annotations
+
+import bisect
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import quote
+
+from amplint import __version__
+from amplint.config import Config
+from amplint.model import FileError, Finding
+from amplint.rulebase import Rule
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+STRATEGY_TEXT = {
+    "cast": "Cast the computation's tensor inputs to float32 (fix A)",
+    "disable-autocast": "Cast the inputs and run the statement with autocast disabled (fix C)",
+}
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """A file's text before and after fixing one finding (or all of a file's findings)."""
+
+    original: str
+    fixed: str
+    description: str
+
+
+# Given a fixable finding, the edit that fixes it; None when the codemod declines.
+FixProvider = Callable[[Finding], Optional[FileFix]]
+
+
+# ---------------------------------------------------------------------------
+# Text diff -> SARIF replacements.
+
+
+def _line_starts(text: str) -> List[int]:
+    starts = [0]
+    for index, char in enumerate(text):
+        if char == "\n":
+            starts.append(index + 1)
+    return starts
+
+
+def _position(starts: Sequence[int], offset: int) -> Tuple[int, int]:
+    """1-based (line, column) of a character offset; the end of a file after `\\n` is (last + 1, 1)."""
+    line = bisect.bisect_right(starts, offset) - 1
+    return line + 1, offset - starts[line] + 1
+
+
+CHAR_DIFF_LIMIT = 4000  # longer changed blocks are trimmed, not diffed character by character
+MERGE_GAP = 4  # edits closer than this many unchanged characters become one
+
+
+def _block_edits(deleted: str, inserted: str) -> List[Tuple[int, int, int, int]]:
+    """(i1, i2, j1, j2) spans of `deleted` replaced by spans of `inserted`, small gaps merged."""
+    if len(deleted) + len(inserted) > CHAR_DIFF_LIMIT:
+        prefix = 0
+        limit = min(len(deleted), len(inserted))
+        while prefix < limit and deleted[prefix] == inserted[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and deleted[-1 - suffix] == inserted[-1 - suffix]:
+            suffix += 1
+        return [(prefix, len(deleted) - suffix, prefix, len(inserted) - suffix)]
+    spans: List[Tuple[int, int, int, int]] = []
+    matcher = difflib.SequenceMatcher(None, deleted, inserted, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if spans and i1 - spans[-1][1] < MERGE_GAP:
+            spans[-1] = (spans[-1][0], i2, spans[-1][2], j2)
+        else:
+            spans.append((i1, i2, j1, j2))
+    return spans
+
+
+def text_edits(original: str, fixed: str) -> List[Tuple[int, int, str]]:
+    """Small (start, end, inserted) character edits, in order, turning `original` into `fixed`.
+
+    Lines are matched first (difflib), then each changed block is diffed by
+    character, so a cast shows up as `.float()` inserted, not as a whole line
+    replaced.
+    """
+    a_lines = original.splitlines(keepends=True)
+    b_lines = fixed.splitlines(keepends=True)
+    a_starts = [0]
+    for line in a_lines:
+        a_starts.append(a_starts[-1] + len(line))
+    edits: List[Tuple[int, int, str]] = []
+    matcher = difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        deleted = "".join(a_lines[i1:i2])
+        inserted = "".join(b_lines[j1:j2])
+        base = a_starts[i1]
+        for d1, d2, n1, n2 in _block_edits(deleted, inserted):
+            edits.append((base + d1, base + d2, inserted[n1:n2]))
+    return edits
+
+
+def replacements(original: str, fixed: str) -> List[Dict[str, Any]]:
+    """SARIF `replacement` objects (deletedRegion + insertedContent) for the diff."""
+    starts = _line_starts(original)
+    out = []
+    for start, end, inserted in text_edits(original, fixed):
+        start_line, start_column = _position(starts, start)
+        end_line, end_column = _position(starts, end)
+        region = {"startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column}
+        replacement: Dict[str, Any] = {"deletedRegion": region}
+        if inserted:
+            replacement["insertedContent"] = {"text": inserted}
+        out.append(replacement)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The log.
+
+
+def artifact_location(path: str, root: str) -> Dict[str, str]:
+    """Relative to the run's root (`%SRCROOT%`) when inside it, else an absolute file URI."""
+    full = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(full, root)
+    except ValueError:  # another drive on Windows
+        relative = os.pardir
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return {"uri": Path(full).as_uri()}
+    return {"uri": quote(Path(relative).as_posix()), "uriBaseId": SRCROOT}
+
+
+def rule_descriptor(rule: Rule) -> Dict[str, Any]:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.what_it_does},
+        "help": {"text": rule.documentation(), "markdown": rule.documentation()},
+        "defaultConfiguration": {"level": "warning"},
+        "properties": {"tags": ["correctness", "numerics", "pytorch"], "precision": "high"},
+    }
+
+
+def _region(finding: Finding) -> Dict[str, int]:
+    return {
+        "startLine": finding.line,
+        "startColumn": finding.column,
+        "endLine": finding.end_line,
+        "endColumn": finding.end_column,
+    }
+
+
+def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Optional[FixProvider]) -> Dict[str, Any]:
+    location = artifact_location(finding.path, root)
+    result: Dict[str, Any] = {
+        "ruleId": finding.code,
+        "level": "warning",
+        "message": {"text": finding.message},
+        "locations": [{"physicalLocation": {"artifactLocation": location, "region": _region(finding)}}],
+        "properties": {
+            "fixable": finding.fixable,
+            "fixStrategies": list(finding.fix_strategies),
+            "callChain": list(finding.chain),
+        },
+    }
+    if finding.code in rule_index:
+        result["ruleIndex"] = rule_index[finding.code]
+    if finding.region is not None:
+        result["relatedLocations"] = [
+            {
+                "id": 1,
+                "message": {"text": f"{finding.region.precision.value} autocast region"},
+                "physicalLocation": {"artifactLocation": location, "region": {"startLine": finding.region.line}},
+            }
+        ]
+    if finding.fixable and fix_for is not None:
+        fix = fix_for(finding)
+        if fix is not None and fix.fixed != fix.original:
+            result["fixes"] = [
+                {
+                    "description": {"text": fix.description},
+                    "artifactChanges": [
+                        {"artifactLocation": location, "replacements": replacements(fix.original, fix.fixed)}
+                    ],
+                }
+            ]
+    return result
+
+
+def _notification(error: FileError, root: str) -> Dict[str, Any]:
+    return {
+        "level": "error",
+        "message": {"text": error.message},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact_location(error.path, root)}}],
+    }
+
+
+def sarif_log(
+    findings: Sequence[Finding],
+    errors: Sequence[FileError],
+    rules: Sequence[Rule],
+    fix_for: Optional[FixProvider] = None,
+    root: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The whole log: one run, every rule in the catalogue, one result per finding."""
+    root = os.path.abspath(root or os.curdir)
+    rule_index = {rule.code: index for index, rule in enumerate(rules)}
+    run: Dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "amplint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": [rule_descriptor(rule) for rule in rules],
+            }
+        },
+        "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri().rstrip("/") + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "invocations": [
+            {
+                "executionSuccessful": not errors,
+                "toolExecutionNotifications": [_notification(error, root) for error in errors],
+            }
+        ],
+        "results": [_result(finding, rule_index, root, fix_for) for finding in findings],
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def sarif_report(
+    findings: Sequence[Finding],
+    errors: Sequence[FileError],
+    fix_for: Optional[FixProvider] = None,
+    root: Optional[str] = None,
+) -> str:
+    import json
+
+    from amplint.rules import ALL_RULES
+
+    return json.dumps(sarif_log(findings, errors, ALL_RULES, fix_for, root), indent=2, ensure_ascii=False)
+
+
+def codemod_fixes(config: Config) -> FixProvider:
+    """The codemod (`amplint.fix`) as a FixProvider: each finding's file with only that finding fixed."""
+    from amplint.fix.apply import fix_finding
+
+    description = STRATEGY_TEXT.get(config.strategy, config.strategy)
+
+    def provider(finding: Finding) -> Optional[FileFix]:
+        outcome = fix_finding(finding, config)
+        if isinstance(outcome, FileError) or not outcome.changed:
+            return None
+        return FileFix(outcome.original, outcome.fixed, description)
+
+    return provider

@@ -1,0 +1,83 @@
+"""`amplint verify`: the subcommand's parser and entry point.
+
+This module imports neither torch nor the engine at import time, so the
+linter's CLI can register the subcommand for free; a missing torch is
+exit code 2 with an install hint, not an ImportError.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_FIX_INSUFFICIENT, EXIT_ERROR = 0, 1, 2
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda-emulated")
+TORCH_MISSING = "amplint verify needs torch: pip install 'amplint[verify]'"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def add_verify_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `verify` on the `amplint` subparsers; the handler is `run_verify`."""
+    parser = subparsers.add_parser(
+        "verify", help="run each finding before and after its fix on inputs built to make it fail",
+        description="Rebuild each flagged computation (never running your code), run the original, fix A and "
+                    "fix C under autocast on synthesized inputs, and report whether -inf/NaN go away.")
+    parser.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                        help="auto: CUDA when present, else CPU float16 autocast; cuda-emulated: CUDA's autocast "
+                             "dtype policy on a CPU-only torch")
+    parser.add_argument("--batch", type=_positive, default=65536, help="rows per run (default: 65536)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the input generator (default: 0)")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.set_defaults(handler=run_verify)
+    return parser
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """Exit 1 if any finding is fix-insufficient, 2 without torch or nothing readable, else 0."""
+    if importlib.util.find_spec("torch") is None:
+        print(f"amplint: error: {TORCH_MISSING}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:  # installed but broken
+        print(f"amplint: error: torch failed to import ({exc}); {TORCH_MISSING}", file=sys.stderr)
+        return EXIT_ERROR
+    from amplint.verify.devices import resolve_device
+    from amplint.verify.report import json_report, summary, text_report
+    from amplint.verify.results import Verdict
+    from amplint.verify.runner import RunSettings, verify_target
+    from amplint.verify.targets import collect
+
+    choice = resolve_device(args.device)
+    if choice.device is None:
+        print(f"amplint: error: {choice.error}", file=sys.stderr)
+        return EXIT_ERROR
+    collected = collect(args.paths)
+    for error in collected.errors:
+        print(str(error), file=sys.stderr)
+    if collected.checked == 0 and collected.errors:
+        return EXIT_ERROR
+    settings = RunSettings(choice.device, args.batch, args.seed)
+    reports = []
+    total = len(collected.targets)
+    for index, target in enumerate(collected.targets, 1):
+        print(f"[{index}/{total}] {target.path}:{target.line} ...", end="", file=sys.stderr, flush=True)
+        report = verify_target(target, settings)
+        print(f" {report.computation}: {report.verdict.value} ({report.seconds:.2f} s)", file=sys.stderr, flush=True)
+        reports.append(report)
+    if args.format == "json":
+        print(json_report(reports))
+    else:
+        if reports:
+            print(text_report(reports))
+            print()
+        print(summary(reports, choice.device.description))
+    return EXIT_FIX_INSUFFICIENT if any(r.verdict is Verdict.FIX_INSUFFICIENT for r in reports) else EXIT_OK

@@ -1,0 +1,239 @@
+"""Run a finding three ways (original, fix A, fix C) under its region's autocast, and judge.
+
+Every tensor the computation sees comes from inputs.py through an identity
+`nn.Linear` made here; every callable is a distribution class resolve.py
+allowed, a cast, or an allowlisted transform. Nothing of the user's runs.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+
+from amplint.model import Finding, Precision, RegionInfo, SiteSpec
+from amplint.verify.chains import apply_chain
+from amplint.verify.devices import Device, to_host
+from amplint.verify.inputs import Head, Synthesis, reference_output, synthesize
+from amplint.verify.recipes import Recipe, recipes_for
+from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site
+from amplint.verify.results import FindingReport, Verdict, VersionResult
+from amplint.verify.transforms import Chain
+
+
+MAX_ELEMENTS = 1 << 21  # largest input tensor a run builds (2,097,152 elements)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Something to verify: a finding, or a site in a bfloat16 region that check does not flag."""
+
+    path: str
+    line: int
+    column: int
+    code: Optional[str]
+    site: Optional[SiteSpec]
+    region: Optional[RegionInfo]
+
+    @classmethod
+    def from_finding(cls, finding: Finding) -> "Target":
+        return cls(finding.path, finding.line, finding.column, finding.code, finding.site, finding.region)
+
+
+@dataclass(frozen=True)
+class Version:
+    """How a version differs from the original: casts added, autocast disabled around the call."""
+
+    name: str
+    casts: bool
+    disable: bool
+
+
+ORIGINAL = Version("original", casts=False, disable=False)
+FIX_CAST = Version("fix A (cast)", casts=True, disable=False)
+FIX_DISABLE = Version("fix C (disable autocast + cast)", casts=True, disable=True)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    device: Device
+    batch: int
+    seed: int
+
+
+def low_dtype(region: Optional[RegionInfo]) -> Tuple[torch.dtype, Tuple[str, ...]]:
+    """The autocast dtype to run: the region's, float16 when it is not a literal."""
+    if region is not None and region.precision is Precision.BFLOAT16:
+        return torch.bfloat16, ()
+    if region is not None and region.precision is Precision.MAYBE_FLOAT16:
+        return torch.float16, ("the region's dtype is not a literal: ran float16, the case that can fail",)
+    return torch.float16, ()
+
+
+def computes_disabled(target: Target) -> bool:
+    """AMP002: inputs made under autocast, the computation in a disabled region."""
+    return target.code == "AMP002" or (target.region is not None and not target.region.enabled)
+
+
+def verify_target(target: Target, settings: RunSettings) -> FindingReport:
+    """Rebuild, synthesize, run the three versions and give the verdict; never raises for user input."""
+    started = time.perf_counter()
+    low, notes = low_dtype(target.region)
+    plan = plan_site(target.site)
+    label = plan.label if isinstance(plan, SitePlan) else (target.site.method if target.site else "?")
+    base = dict(path=target.path, line=target.line, column=target.column, code=target.code,
+                device=settings.device.name, batch=settings.batch, seed=settings.seed, computation=label,
+                precision=str(low).replace("torch.", ""))
+    if isinstance(plan, Unverifiable):
+        return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=plan.reason, **base)  # type: ignore[arg-type]
+    notes = notes + plan.notes + _device_notes(target, settings.device)
+    disabled = computes_disabled(target)
+    device = settings.device
+    chosen: Optional[Tuple[Recipe, Synthesis, Dict[str, torch.Tensor], VersionResult, int]] = None
+    with device.session():
+        for recipe in recipes_for(plan.dists[0].cls):
+            rows = capped_rows(plan, recipe, settings.batch, low)
+            synthesis = synthesize(plan, recipe, rows, settings.seed, low)
+            if isinstance(synthesis, Unverifiable):
+                return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=synthesis.reason, **base)  # type: ignore
+            heads = make_heads(synthesis, device, low)
+            original = run_version(plan, synthesis, heads, device, ORIGINAL, low, disabled)
+            if chosen is None or original.failed:
+                chosen = (recipe, synthesis, heads, original, rows)
+            if original.failed:
+                break
+        assert chosen is not None  # recipes_for never returns an empty tuple
+        recipe, synthesis, heads, original, rows = chosen
+        fix_cast = run_version(plan, synthesis, heads, device, FIX_CAST, low, disabled)
+        fix_disable = run_version(plan, synthesis, heads, device, FIX_DISABLE, low, disabled)
+    if rows < settings.batch:
+        notes = notes + (f"ran {rows:,} rows, not {settings.batch:,}: each row has {MAX_ELEMENTS // rows:,}+ "
+                         "elements, and the bad-row fraction does not depend on the batch size",)
+    base["batch"] = rows
+    if isinstance(synthesis.reference, str):
+        notes = notes + (f"float64 reference failed ({synthesis.reference}): no max error",)
+    return FindingReport(
+        verdict=judge(original, fix_cast, fix_disable), recipe=recipe.name, notes=notes, original=original,
+        fix_cast=fix_cast, fix_disable=fix_disable, seconds=time.perf_counter() - started, **base,  # type: ignore
+    )
+
+
+def capped_rows(plan: SitePlan, recipe: Recipe, batch: int, low: torch.dtype) -> int:
+    """Rows to run so no input exceeds MAX_ELEMENTS (e.g. Independent over 256 dims).
+
+    Measured: the fraction of bad rows does not change with batch size, so a
+    cap keeps a finding near the 2 s budget without changing the verdict.
+    """
+    probe = synthesize(plan, recipe, 1, 0, low)
+    if isinstance(probe, Unverifiable):
+        return batch
+    per_row = max([h.data.numel() for h in probe.heads.values()] or [1])
+    return max(1, min(batch, MAX_ELEMENTS // per_row))
+
+
+def judge(original: VersionResult, fix_cast: VersionResult, fix_disable: VersionResult) -> Verdict:
+    if not original.failed:
+        return Verdict.NOT_REPRODUCED
+    if fix_cast.failed or fix_disable.failed:
+        return Verdict.FIX_INSUFFICIENT
+    return Verdict.CONFIRMED
+
+
+def _device_notes(target: Target, device: Device) -> Tuple[str, ...]:
+    region_device = target.region.device if target.region is not None else None
+    if device.name == "cpu" and region_device == "cuda":
+        return ("the region is CUDA autocast but ran CPU semantics, which keep more ops in float16; "
+                "--device cuda-emulated gives CUDA's dtype policy",)
+    return ()
+
+
+def make_heads(synthesis: Synthesis, device: Device, low: torch.dtype) -> Dict[str, torch.Tensor]:
+    """Every head as the output of an identity `nn.Linear(1, 1)` under the region's autocast.
+
+    The outputs are detached into leaves so each version's gradient is taken
+    at the head (the Linear output), shared by the three versions; the f16
+    Linear on CPU is slow, so it runs once per recipe, not once per version.
+    """
+    heads: Dict[str, torch.Tensor] = {}
+    with device.autocast(True, low):
+        for key, head in synthesis.heads.items():
+            data = device.put(head.data)
+            if head.through_linear:
+                weight, bias = device.put(torch.ones(1, 1)), device.put(torch.zeros(1))
+                data = F.linear(data.reshape(-1, 1), weight, bias).reshape(head.data.shape)
+                if device.measures_grads:
+                    data = data.detach().requires_grad_(True)
+            heads[key] = data
+    return heads
+
+
+def run_version(plan: SitePlan, synthesis: Synthesis, heads: Dict[str, torch.Tensor], device: Device,
+                version: Version, low: torch.dtype, disabled: bool) -> VersionResult:
+    """One version under the region's autocast: the computation as the version writes it."""
+    try:
+        with device.autocast(True, low):
+            if disabled or version.disable:
+                with device.autocast(False):
+                    out = compute(plan, heads, synthesis.heads, version.casts)
+            else:
+                out = compute(plan, heads, synthesis.heads, version.casts)
+    except Exception as exc:  # the original raising is a failure of the original, named in the report
+        return VersionResult(dtype=None, error=f"{type(exc).__name__}: {_first_line(exc)}")
+    leaves = [t for t in heads.values() if t.requires_grad]
+    grads = _grads_finite(out, leaves) if device.measures_grads else None
+    return measure(to_host(out), synthesis.reference, grads)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def compute(plan: SitePlan, tensors: Dict[str, torch.Tensor], heads: Dict[str, Head], casts: bool) -> torch.Tensor:
+    """The computation as written (casts=False) or as the codemod rewrites it (casts on every head)."""
+    def chain(base: Chain) -> Chain:
+        return base.with_leaf_cast() if casts else base
+
+    def build(dist: DistPlan, key: str) -> torch.distributions.Distribution:
+        kwargs: Dict[str, object] = dict(dist.literals)
+        for name, component in dist.components:
+            kwargs[name] = build(component, f"{key}.{name}")
+        for arg in dist.tensors:
+            head_key = f"{key}.{arg.param}"
+            kwargs[arg.param] = apply_chain(chain(heads[head_key].chain), tensors[head_key])
+        return dist.cls(**kwargs)
+
+    dists = [build(dist, str(i)) for i, dist in enumerate(plan.dists)]
+    value = apply_chain(chain(heads["value"].chain), tensors["value"]) if plan.value is not None else None
+    return reference_output(plan.method, dists, value)
+
+
+def _grads_finite(out: torch.Tensor, leaves: List[torch.Tensor]) -> Optional[bool]:
+    """Whether -out.mean() has finite gradients at the heads (the Linear outputs)."""
+    if not leaves or not out.requires_grad:
+        return None
+    try:
+        grads = torch.autograd.grad(-out.mean(), leaves, allow_unused=True)
+    except RuntimeError:
+        return False
+    return all(grad is None or bool(torch.isfinite(grad).all()) for grad in grads)
+
+
+def measure(out: torch.Tensor, reference: Union[torch.Tensor, str, None], grads: Optional[bool]) -> VersionResult:
+    values = out.detach().double()
+    usable = isinstance(reference, torch.Tensor) and reference.shape == values.shape
+    considered = torch.isfinite(reference) if usable else torch.ones_like(values, dtype=torch.bool)  # type: ignore
+    both = considered & torch.isfinite(values)
+    error = None
+    if usable and bool(both.any()):
+        error = float((values - reference)[both].abs().max())  # type: ignore[operator]
+    return VersionResult(
+        dtype=str(out.dtype).replace("torch.", ""),
+        neg_inf=int(((values == float("-inf")) & considered).sum()),
+        pos_inf=int(((values == float("inf")) & considered).sum()),
+        nan=int((torch.isnan(values) & considered).sum()),
+        max_abs_error=error,
+        grads_finite=grads,
+    )
