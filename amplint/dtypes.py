@@ -42,6 +42,7 @@ ELEMENTWISE_FUNCTIONS = frozenset(
         "torch.nn.functional.tanh", "torch.squeeze", "torch.unsqueeze", "torch.reshape",
     }
 )
+ARITHMETIC_METHODS = frozenset({"add", "mul", "sub", "div"})
 # Constructor parameters that are counts or shapes, never tensors to cast.
 NON_TENSOR_KEYWORDS = frozenset(
     {"validate_args", "reinterpreted_batch_ndims", "total_count", "event_dim", "cache_size", "transforms"}
@@ -135,16 +136,18 @@ def is_wide(
 
 
 def transform_operands(node: cst.Call, table: ImportTable) -> list:
-    """The tensor operands of an elementwise transform call, or [] if it is not one."""
-    extra_args = [arg.value for arg in node.args]
+    """The tensor operands of an elementwise transform call, or [] if it is not one.
+
+    Shape arguments, dims and clamp bounds are not operands: the result keeps
+    the input's dtype whatever they are. Arithmetic methods (`x.add(y)`) also
+    take their first argument, which must be wide too.
+    """
+    args = [arg.value for arg in node.args if not arg.star]
+    if table.matches(node.func, ELEMENTWISE_FUNCTIONS):
+        return args[:1]
     if isinstance(node.func, cst.Attribute) and node.func.attr.value in ELEMENTWISE_METHODS:
-        if table.matches(node.func, ELEMENTWISE_FUNCTIONS):
-            return extra_args[:1] + [a for a in extra_args[1:] if not is_number(a)]
-        return [node.func.value] + [a for a in extra_args if not is_number(a) and not _is_axis(a)]
-    if table.matches(node.func, ELEMENTWISE_FUNCTIONS) and extra_args:
-        return extra_args[:1] + [a for a in extra_args[1:] if not is_number(a) and not _is_axis(a)]
+        receiver = [node.func.value]
+        if node.func.attr.value in ARITHMETIC_METHODS:
+            return receiver + [a for a in args[:1] if not is_number(a)]
+        return receiver
     return []
-
-
-def _is_axis(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.SimpleString, cst.Tuple)) or is_number(node)

@@ -16,7 +16,8 @@ def text_report(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> s
         if 0 < finding.line <= len(lines):
             source_line = lines[finding.line - 1].rstrip("\r\n")
             out.append(f"    {source_line}")
-            out.append("    " + " " * (finding.column - 1) + "^")
+            prefix = source_line[: finding.column - 1]
+            out.append("    " + "".join(c if c == "\t" else " " for c in prefix) + "^")  # tabs keep alignment
     return "\n".join(out)
 
 

@@ -23,12 +23,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -375,12 +376,12 @@ def report(cases: Sequence[Case], skipped: Sequence[Skipped], amp: Amplint,
 _VERDICT_PLACEHOLDER = "?"
 
 
-def _old_verdicts(results: Optional[Path]) -> Dict[Tuple[str, str], str]:
+def _old_verdicts(results: Optional[Path], section: str) -> Dict[Tuple[str, str], str]:
     """Verdicts written by hand in a previous findings table, keyed by (place, code)."""
     if results is None:
         return {}
     verdicts = {}
-    for line in common.section_text(results, "findings").splitlines():
+    for line in common.section_text(results, section).splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 4 and cells[-1] and cells[-1] != _VERDICT_PLACEHOLDER \
                 and cells[0] not in ("place", "---"):
@@ -388,21 +389,22 @@ def _old_verdicts(results: Optional[Path]) -> Dict[Tuple[str, str], str]:
     return verdicts
 
 
-def findings_block(amp: Amplint, full: FileSet, results: Optional[Path]) -> str:
-    """Run amplint on the whole corpus and list every finding for a by-hand verdict."""
+def findings_block(amp: Amplint, full: FileSet, results: Optional[Path],
+                   title: str = "Findings on the corpus", section: str = "findings") -> str:
+    """Run amplint on a whole tree and list every finding for a by-hand verdict."""
     if not amp.available or not amp.has("--format"):
-        return f"## Findings on the corpus\n\nSkipped: {amp.reason or 'no --format flag'}\n"
+        return f"## {title}\n\nSkipped: {amp.reason or 'no --format flag'}\n"
     BENCH.mkdir(parents=True, exist_ok=True)
-    out = BENCH / "findings.json"
+    out = BENCH / f"{section}.json"
     m = common.measure([*amp.project(), "--format", "json", *full.relative()],
                        cwd=full.root, stdout_path=out)
     try:
         findings = common.parse_findings(out.read_text())
     except ValueError as exc:
-        return (f"## Findings on the corpus\n\namplint's output was not JSON ({exc}); "
+        return (f"## {title}\n\namplint's output was not JSON ({exc}); "
                 f"exit {m.rc}\n")
     errors = common.file_errors(out.read_text())
-    old = _old_verdicts(results)
+    old = _old_verdicts(results, section)
     rows = ["| place | code | message | fixable | verdict |", "|---|---|---|---|---|"]
     for f in findings:
         place = f"{f.path}:{f.line}"
@@ -411,10 +413,10 @@ def findings_block(amp: Amplint, full: FileSet, results: Optional[Path]) -> str:
         rows.append(f"| {place} | {f.code} | {msg} | {'yes' if f.fixable else 'no'} "
                     f"| {verdict} |")
     head = [
-        "## Findings on the corpus", "",
+        f"## {title}", "",
         f"`amplint check --format json` (project mode) on {len(full.files)} files: "
         f"{len(findings)} findings, {len(errors)} file errors, exit {m.rc}, "
-        f"{m.wall:.1f} s. Paths are relative to `benchmarks/.work/corpus/`. "
+        f"{m.wall:.1f} s. Paths are relative to `{full.root.relative_to(corpus.HERE.parent)}/`. "
         "Verdict: real / false alarm (by hand; kept across reruns).", "",
     ]
     return "\n".join(head + rows) + "\n"
@@ -434,6 +436,8 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--write", type=Path, help="write/update the results file (markdown)")
     p.add_argument("--findings", action="store_true",
                    help="list amplint's findings on the whole corpus instead of timing")
+    p.add_argument("--with-derived", action="store_true",
+                   help="with --findings: also list findings on the derived copy")
     p.add_argument("--quick", action="store_true",
                    help="plumbing check: 1 repetition on 20 slice files / 200 corpus files")
     return p.parse_args(argv)
@@ -460,6 +464,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     full = FileSet("full corpus", full.root, full.files)
     if args.findings:
         _emit(findings_block(amp, full, args.write), "findings", args.write)
+        if args.with_derived:
+            corpus.ensure_derived()
+            derived = corpus.derived_fileset()
+            block = findings_block(amp, derived, args.write,
+                                   "Findings on the derived copy", "findings-derived")
+            _emit(block, "findings-derived", args.write)
         return 0
     env = tools.ensure_tools()
     sl = corpus.slice_fileset()
@@ -485,6 +495,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     reps = run_cases(cases, args.reps, args.budget, started)
     elapsed = time.perf_counter() - started
     _emit(report(cases, skipped, amp, env, reps, elapsed, machine), "bench", args.write)
+    for fs in fix_sets.values():  # thousands of files that `amplint check .` would walk
+        shutil.rmtree(fs.root, ignore_errors=True)
     _log(f"total script time {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import sys
 import time
 from collections import Counter
@@ -294,6 +295,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--write", type=Path, help="write the totals to this markdown file")
     p.add_argument("--strategy", choices=STRATEGIES, action="append",
                    help="only this strategy (repeatable; default both)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the fixed copies under .work/sweep for inspection")
     args = p.parse_args(argv)
     started = time.perf_counter()
     machine = common.machine_lines()
@@ -313,6 +316,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"  {r.findings} findings, {r.fixable} fixable, {r.rewritten} rewritten, "
                   f"{len(r.failures)} failures, {r.seconds:.0f} s", file=sys.stderr, flush=True)
             results.append(r)
+    if not args.keep:
+        # Thousands of copied files under the repo slow down any `amplint check .`.
+        shutil.rmtree(SWEEP, ignore_errors=True)
     text = report(results, machine, time.perf_counter() - started, args.slice)
     print(text)
     if args.write:
