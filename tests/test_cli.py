@@ -89,7 +89,7 @@ def test_walk_skips_virtualenvs_git_build_and_excluded(tmp_path: Path) -> None:
 
 
 def test_unparsable_file_is_one_line_and_the_run_goes_on(tmp_path: Path) -> None:
-    (tmp_path / "a_bad.py").write_text("import torch\nwith torch.autocast('cuda'):\n    print 'py2'\n")
+    (tmp_path / "a_bad.py").write_text("import torch\nwith torch.autocast('cuda'):\n    print 'py2', d.log_prob(x)\n")
     (tmp_path / "b_good.py").write_text(SEED.read_text())
     proc = run_amplint(["check", str(tmp_path), "--format", "json"])
     assert proc.returncode == 1
