@@ -501,6 +501,21 @@ class _Collector(cst.CSTVisitor):
             if self.options.project:
                 self._bind_project(original_node.target, original_node.value)
 
+    def visit_For(self, node: cst.For) -> None:
+        if self.options.project:  # a loop variable is a local name of unknown class
+            self._forget(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if self.options.project and node.asname is not None:
+            self._forget(node.asname.name)
+
+    def _forget(self, target: cst.BaseExpression) -> None:
+        for name in _target_names(target):
+            self.scope.assigned.add(name)
+            self.scope.instances.pop(name, None)
+            self.scope.accelerators.pop(name, None)
+            self.scope.prepared.pop(name, None)
+
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
         names = _target_names(original_node.target)
         wide = all(n in self.scope.wide_names for n in names) and self._wide(original_node.value)
@@ -535,7 +550,6 @@ class _Collector(cst.CSTVisitor):
 
     def _bind_project(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """Instances (`model = Net()`), accelerators and prepared models, on names and `self.` attributes."""
-        scope = self.scope
         # What the value is, read before the targets are rebound (`flow = accelerator.prepare(flow)`).
         accel = self._accelerator_ctor(value)
         prepare = self._prepare_call(value) if accel is None else None
@@ -547,11 +561,7 @@ class _Collector(cst.CSTVisitor):
             bound = [(each, self._instance_of(arg)) for each, arg in pairs]
         elif accel is None:
             bound = [(target, self._instance_of(value))]
-        for name in _target_names(target):
-            scope.assigned.add(name)
-            scope.instances.pop(name, None)
-            scope.accelerators.pop(name, None)
-            scope.prepared.pop(name, None)
+        self._forget(target)
         if accel is not None:
             self._set(target, accelerator=accel)
         for each, instance in bound:

@@ -91,10 +91,10 @@ def _source_lines(results: Sequence[FileResult]) -> Dict[str, List[str]]:
     lines: Dict[str, List[str]] = {}
     for result in results:
         if result.findings:
-            from amplint.files import read_source
+            from amplint.files import read_source, source_lines
 
             source = read_source(result.path)
-            lines[result.path] = [] if isinstance(source, FileError) else source.text.splitlines()
+            lines[result.path] = [] if isinstance(source, FileError) else source_lines(source.text)
     return lines
 
 

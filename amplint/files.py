@@ -68,6 +68,16 @@ def _walk(root: str, exclude: Sequence[str]) -> Iterator[str]:
                 yield os.path.normpath(os.path.join(dirpath, name))
 
 
+def source_lines(text: str) -> List[str]:
+    """The lines of `text` as Python numbers them, without their line endings.
+
+    Only \\r\\n, \\r and \\n end a line. `str.splitlines` also splits at form
+    feeds (`^L` page breaks), \\x1c-\\x1e, \\x85, \\u2028 and \\u2029, which in
+    Python source are ordinary characters: every later line would shift.
+    """
+    return [line.rstrip("\r\n") for line in io.StringIO(text, newline="").readlines()]
+
+
 def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
     """Decode with the file's own BOM/encoding cookie, as Python does."""
     try:

@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -90,11 +90,8 @@ class Amplint:
         return flag in self.flags
 
     def base(self) -> List[str]:
-        """``amplint check`` plus flags that keep timing honest (no cache, no colour)."""
-        argv = [str(AMPLINT), "check"]
-        if self.has("--no-cache"):
-            argv.append("--no-cache")
-        return argv
+        """``amplint check`` (the cache is switched off through ``amplint_env``)."""
+        return [str(AMPLINT), "check"]
 
     def single_file(self) -> Optional[List[str]]:
         """Single-file mode, if it can be chosen explicitly."""
@@ -109,13 +106,129 @@ class Amplint:
         return self.base()
 
 
+# Where amplint is imported from: None = the editable install (working tree),
+# else an exported commit put first on PYTHONPATH (see use_ref).
+_AMPLINT_SRC: Optional[Path] = None
+_AMPLINT_DESC = "working tree"
+
+
+def _git(*args: str) -> str:
+    """Run git in the repository and return its stripped stdout."""
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def export_ref(ref: str) -> Tuple[Path, str]:
+    """Export amplint as of a commit, laid out as the editable install maps it.
+
+    Lets the benchmark and the sweep measure a committed state while someone
+    keeps editing the working tree (a half-written module would otherwise
+    crash runs or skew timings). The venv's editable finder sits after the
+    path finder, so a PYTHONPATH entry wins over the working tree.
+    """
+    sha = _git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    dest = HERE / ".work" / f"amplint-{sha[:12]}"
+    if not (dest / "amplint" / "__init__.py").exists():
+        tmp = dest.with_name(dest.name + ".partial")
+        subprocess.run(["rm", "-rf", str(tmp)], check=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", sha, "amplint", "rules"], cwd=REPO,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        if (tmp / "rules").is_dir() and not (tmp / "amplint" / "rules").exists():
+            (tmp / "rules").rename(tmp / "amplint" / "rules")
+        subprocess.run(["rm", "-rf", str(dest)], check=True)
+        tmp.rename(dest)
+    return dest, sha
+
+
+SNAPSHOT = "SNAPSHOT"
+
+
+def snapshot_worktree() -> Tuple[Path, str]:
+    """Copy the working tree's amplint (uncommitted edits included) as it is now.
+
+    A run of many minutes then measures one state of the code even while the
+    files keep changing under it.
+    """
+    import hashlib
+    import shutil
+
+    digest = hashlib.sha256()
+    for top in ("amplint", "rules"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    tag = digest.hexdigest()[:12]
+    dest = HERE / ".work" / f"amplint-snapshot-{tag}"
+    if not (dest / "amplint" / "__init__.py").exists():
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        tmp = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(REPO / "amplint", tmp / "amplint", ignore=ignore)
+        if not (tmp / "amplint" / "rules").exists():
+            shutil.copytree(REPO / "rules", tmp / "amplint" / "rules", ignore=ignore)
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return dest, tag
+
+
+def use_ref(ref: Optional[str]) -> str:
+    """Make every amplint run import *ref* (None: the working tree, SNAPSHOT: a
+    frozen copy of it); describe the choice for the results header."""
+    global _AMPLINT_SRC, _AMPLINT_DESC
+    if ref == SNAPSHOT:
+        _AMPLINT_SRC, tag = snapshot_worktree()
+        head = _git("rev-parse", "--short=12", "HEAD")
+        _AMPLINT_DESC = f"snapshot of the working tree at {head} (content {tag})"
+        return _AMPLINT_DESC
+    if ref is None:
+        _AMPLINT_SRC = None
+        try:
+            dirty = _git("status", "--porcelain", "--", "amplint", "rules")
+            head = _git("rev-parse", "--short=12", "HEAD")
+            _AMPLINT_DESC = f"working tree at {head}" + (" + uncommitted changes" if dirty else "")
+        except (OSError, subprocess.CalledProcessError):
+            _AMPLINT_DESC = "working tree"
+    else:
+        _AMPLINT_SRC, sha = export_ref(ref)
+        _AMPLINT_DESC = f"commit {sha[:12]} ({ref}), exported to {_AMPLINT_SRC.name}"
+    return _AMPLINT_DESC
+
+
+def amplint_source() -> str:
+    """Which amplint the numbers are for (results header)."""
+    return _AMPLINT_DESC
+
+
+def amplint_env(cache_dir: Optional[Path] = None) -> Dict[str, str]:
+    """Environment for amplint runs: its on-disk cache off, or moved to *cache_dir*.
+
+    Timings must measure the analysis, not a cache warmed by the previous
+    repetition, and the sweep must not let a cache hide a fresh result; the
+    cache also lands in the checked tree's top folder, which would litter the
+    corpus. A warm-cache row passes a private *cache_dir* instead.
+    """
+    env = dict(os.environ)
+    env.pop("AMPLINT_CACHE_DIR", None)
+    if _AMPLINT_SRC is not None:
+        env["PYTHONPATH"] = str(_AMPLINT_SRC)
+    else:
+        env.pop("PYTHONPATH", None)
+    if cache_dir is None:
+        env["AMPLINT_NO_CACHE"] = "1"
+    else:
+        env.pop("AMPLINT_NO_CACHE", None)
+        env["AMPLINT_CACHE_DIR"] = str(cache_dir)
+    return env
+
+
 def probe_amplint() -> Amplint:
     """Ask ``amplint check --help``; a failure makes every amplint step skip."""
     if not AMPLINT.exists():
         return Amplint(False, f"{AMPLINT} does not exist")
     try:
         res = subprocess.run([str(AMPLINT), "check", "--help"], capture_output=True,
-                             text=True, timeout=120)
+                             text=True, timeout=120, env=amplint_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Amplint(False, f"amplint check --help failed: {exc}")
     if res.returncode != 0:
@@ -143,7 +256,8 @@ def _smoke_test() -> Optional[str]:
         (Path(tmp) / "smoke.py").write_text(_SMOKE_SOURCE)
         try:
             res = subprocess.run([str(AMPLINT), "check", "smoke.py"], cwd=tmp,
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, timeout=120,
+                                 env=amplint_env())
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"amplint check on a tiny file failed: {exc}"
     if res.returncode not in (0, 1) or has_traceback(res.stderr):
@@ -156,12 +270,20 @@ def probe_flake8_amp() -> Optional[str]:
     """None if amplint's flake8 plugin loads in amplint's venv, else why not."""
     if not MAIN_FLAKE8.exists():
         return f"{MAIN_FLAKE8} does not exist"
-    res = subprocess.run([str(MAIN_FLAKE8), "--version"], capture_output=True, text=True)
+    res = subprocess.run([str(MAIN_FLAKE8), "--version"], capture_output=True, text=True,
+                         env=amplint_env())
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
         return f"flake8 --version exited {res.returncode}: {last}"
     if "amplint" not in res.stdout:
         return "amplint is not listed among flake8's plugins"
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "smoke.py").write_text(_SMOKE_SOURCE)
+        res = subprocess.run([str(MAIN_FLAKE8), "--isolated", "--select", "AMP", "smoke.py"],
+                             cwd=tmp, capture_output=True, text=True, env=amplint_env())
+    if res.returncode not in (0, 1) or has_traceback(res.stderr):
+        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return f"flake8 --select AMP on a tiny file exited {res.returncode}: {last}"
     return None
 
 
@@ -179,12 +301,14 @@ class Finding:
     code: str
     message: str
     fixable: bool
+    column: int = 0
     raw: Dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 _KEYS = {
     "path": ("path", "file", "filename", "location.path"),
     "line": ("line", "lineno", "row", "location.line", "start.line"),
+    "column": ("column", "col", "col_offset", "location.column", "start.column"),
     "code": ("code", "rule", "rule_id", "id"),
     "message": ("message", "msg", "text"),
 }
@@ -243,8 +367,15 @@ def parse_findings(text: str, strategy: Optional[str] = None) -> List[Finding]:
                            line=int(_first(obj, "line") or 0),
                            code=str(_first(obj, "code") or ""),
                            message=str(_first(obj, "message") or ""),
-                           fixable=_is_fixable(obj, strategy), raw=obj))
-    return sorted(out, key=lambda f: (f.path, f.line, f.code, f.message))
+                           fixable=_is_fixable(obj, strategy),
+                           column=int(_first(obj, "column") or 0), raw=obj))
+    return sorted(out, key=lambda f: (f.path, f.line, f.column, f.code, f.message))
+
+
+def fix_summary(text: str) -> Optional[Tuple[int, int]]:
+    """(fixed, remaining) from ``--fix``'s closing line "Fixed N findings, M remaining."."""
+    match = re.search(r"Fixed (\d+) findings?, (\d+) remaining", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def file_errors(text: str) -> List[Dict[str, Any]]:

@@ -98,6 +98,7 @@ class RunResult:
     findings: int = 0
     files_with_findings: int = 0
     fixable: int = 0
+    fixed_reported: int = 0  # from --fix's "Fixed N findings" line
     rewritten: int = 0
     findings_after: int = 0
     fixable_after: int = 0
@@ -115,12 +116,20 @@ def _amplint_step(amp: Amplint, fs: FileSet, extra: List[str], res: RunResult,
                   step: str, out: Optional[Path] = None) -> Measurement:
     """Run one amplint command on the whole set; record a crash as a failure."""
     argv = [*amp.base(), *extra, *fs.relative()]
-    m = common.measure(argv, cwd=fs.root, stdout_path=out)
+    m = common.measure(argv, cwd=fs.root, stdout_path=out, env=common.amplint_env())
     if m.rc not in (0, 1):
         res.failures.append(f"{step}: exit code {m.rc}: {_last_line(m.stderr_tail)}")
     if common.has_traceback(m.stderr_tail):
         res.failures.append(f"{step}: traceback on stderr:\n```\n{m.stderr_tail[-1500:]}\n```")
     return m
+
+
+def _fix_step(amp: Amplint, fs: FileSet, fix: List[str], res: RunResult, step: str) -> int:
+    """Run ``--fix`` and return how many fixes it reported (0 if it said nothing)."""
+    out = fs.root.parent / f"{fs.root.name}.{step}.txt"
+    _amplint_step(amp, fs, fix, res, step, out)
+    summary = common.fix_summary(out.read_text(errors="replace"))
+    return summary[0] if summary else 0
 
 
 def _last_line(text: str) -> str:
@@ -199,13 +208,15 @@ def sweep_one(amp: Amplint, orig: FileSet, tree: str, strategy: str) -> RunResul
     res.fixable = sum(f.fixable for f in before)
     res.codes = Counter(f.code for f in before)
     fix = ["--fix", "--strategy", strategy]
-    _amplint_step(amp, fs, fix, res, "fix-1")
+    res.fixed_reported = _fix_step(amp, fs, fix, res, "fix-1")
     snap1 = snapshot(fs)
     _check_first_fix(fs, orig, before, snap0, snap1, res)
     after = _check_json(amp, fs, res, "check-after", strategy)
     if after is not None:
         _check_after(after, res)
-    _amplint_step(amp, fs, fix, res, "fix-2")
+    again = _fix_step(amp, fs, fix, res, "fix-2")
+    if again:
+        res.failures.append(f"fix-2: reported {again} more fixes (expected 0)")
     _check_second_fix(snap1, snapshot(fs), res)
     res.seconds = time.perf_counter() - start
     return res
@@ -219,22 +230,30 @@ def sweep_one(amp: Amplint, orig: FileSet, tree: str, strategy: str) -> RunResul
 def fixed_slice(fs: FileSet, n: int) -> FileSet:
     """A fixed, deterministic slice of *n* files.
 
-    Files that mention autocast or a probability method come first (they
-    exercise the fixer), taken round-robin over the projects so that one
-    alphabetically-first project does not fill the slice; then the rest.
+    Files that mention autocast *and* a probability method come first (they
+    exercise the fixer), then those that mention either, then the rest; each
+    rank is taken round-robin over the projects so that one
+    alphabetically-first project does not fill the slice.
     """
-    rank = {p: 0 if any(k in p.read_bytes() for k in SLICE_KEYWORDS) else 1 for p in fs.files}
+    rank = {p: _slice_rank(p.read_bytes()) for p in fs.files}
     per_project: Dict[str, List[Path]] = {}
     for p in sorted(fs.files):
         per_project.setdefault(p.relative_to(fs.root).parts[0], []).append(p)
     picked: List[Path] = []
-    for wanted in (0, 1):
+    for wanted in (0, 1, 2):
         queues = [[p for p in files if rank[p] == wanted] for files in per_project.values()]
         while len(picked) < n and any(queues):
             for q in queues:
                 if q and len(picked) < n:
                     picked.append(q.pop(0))
     return FileSet(f"{fs.label} [slice of {n}]", fs.root, tuple(sorted(picked)))
+
+
+def _slice_rank(data: bytes) -> int:
+    """0: autocast and a probability method, 1: either keyword, 2: neither."""
+    autocast = b"autocast" in data
+    prob = any(k in data for k in SLICE_KEYWORDS[1:])
+    return 0 if autocast and prob else 1 if autocast or prob else 2
 
 
 def trees(n: Optional[int]) -> List[Tuple[str, FileSet]]:
@@ -261,13 +280,15 @@ def report(results: Sequence[RunResult], machine: List[str], elapsed: float,
         f"- Scope: {scope}; projects: "
         + ", ".join(f"{k}=={v}" for k, v in corpus.PROJECTS.items()),
         f"- Script time: {elapsed:.0f} s", "",
-        "| tree | strategy | files | findings | files with findings | fixable (= fixes) "
-        "| files rewritten | findings after | fixable after | failures | seconds |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| tree | strategy | files | findings | files with findings | fixable "
+        "| fixes reported | files rewritten | findings after | fixable after | failures "
+        "| seconds |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         rows.append(f"| {r.tree} | {r.strategy} | {r.files} | {r.findings} "
-                    f"| {r.files_with_findings} | {r.fixable} | {r.rewritten} "
+                    f"| {r.files_with_findings} | {r.fixable} | {r.fixed_reported} "
+                    f"| {r.rewritten} "
                     f"| {r.findings_after} | {r.fixable_after} | {len(r.failures)} "
                     f"| {r.seconds:.0f} |")
     total_fail = sum(len(r.failures) for r in results)
@@ -284,7 +305,8 @@ def report(results: Sequence[RunResult], machine: List[str], elapsed: float,
     for r in results:
         for msg in r.failures[:MAX_LISTED_FAILURES]:
             rows.append(f"- {r.tree}/{r.strategy}: {msg}")
-    rows += ["", "Reproduce: `.venv/bin/python benchmarks/sweep.py --write benchmarks/SWEEP.md`"]
+    rows += ["", "Reproduce: `.venv/bin/python benchmarks/sweep.py --ref SNAPSHOT "
+             "--write benchmarks/SWEEP.md`"]
     return "\n".join(rows)
 
 
@@ -295,11 +317,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--write", type=Path, help="write the totals to this markdown file")
     p.add_argument("--strategy", choices=STRATEGIES, action="append",
                    help="only this strategy (repeatable; default both)")
+    p.add_argument("--ref", help="sweep amplint as of this git commit (e.g. HEAD) "
+                   "instead of the working tree; SNAPSHOT freezes a copy of the "
+                   "working tree for the whole run")
     p.add_argument("--keep", action="store_true",
                    help="keep the fixed copies under .work/sweep for inspection")
     args = p.parse_args(argv)
     started = time.perf_counter()
     machine = common.machine_lines()
+    machine.append(f"- amplint: {common.use_ref(args.ref)}")
     amp = common.probe_amplint()
     if not amp.available:
         print(f"sweep skipped: {amp.reason}", file=sys.stderr)

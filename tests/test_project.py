@@ -62,7 +62,8 @@ def test_framework_regions_are_named_in_messages() -> None:
     assert 'reached from Trainer(precision="16-mixed") region at lit.py:26' in messages[("lit.py", 18)]
     assert "reached from TrainingArguments(fp16=True) region at hf.py:28" in messages[("hf.py", 20)]
     assert 'prepared-model region of Accelerator(mixed_precision="fp16") at accel.py:6' in messages[("accel.py", 15)]
-    assert 'accelerator.autocast() region of Accelerator(mixed_precision="fp16") at line 31' in messages[("accel.py", 19)]
+    own = 'accelerator.autocast() region of Accelerator(mixed_precision="fp16") at line 31'
+    assert own in messages[("accel.py", 19)]
 
 
 def test_cli_uses_project_mode_by_default_and_no_project_turns_it_off() -> None:
@@ -77,7 +78,8 @@ def test_cli_uses_project_mode_by_default_and_no_project_turns_it_off() -> None:
 def test_no_project_gives_the_single_file_results_on_the_check_fixtures() -> None:
     single = check_paths([str(CHECK)], Config(project=False))
     expected = sorted(
-        (str(case), line) for case in sorted(CHECK.glob("*.py")) for line in expected_lines(case.with_suffix(".expected"))
+        (str(case), line)
+        for case in sorted(CHECK.glob("*.py")) for line in expected_lines(case.with_suffix(".expected"))
     )
     got = sorted(
         (f.path, f"{f.line}:{f.column} {f.code}" + (f" via {' → '.join(f.chain)}" if f.chain else ""))
@@ -242,3 +244,34 @@ def test_dispatch_reaches_overrides_up_to_the_bound(tmp_path: Path, count: int, 
 )
 def test_framework_precision_rules(rule, arg, double_star, expected) -> None:
     assert rule(arg, double_star) == expected
+
+
+def test_a_loop_variable_hides_a_module_instance(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "net.py": "import torch.nn as nn\nfrom torch.distributions import Normal\n\n\nclass Net(nn.Module):\n"
+                  "    def forward(self, x):\n        return Normal(x, 1.0).log_prob(x)\n",
+        "train.py": "import torch\nfrom net import Net\n\nmodel = Net()\n\n\ndef run(models, x):\n"
+                    "    for model in models:\n        with torch.autocast('cuda'):\n            model(x)\n\n\n"
+                    "def infer(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+    })
+    lines = _render(run_project([str(tmp_path)], Config(), use_cache=False).results, tmp_path)
+    assert lines == ["net.py:7:16 AMP001 via model(x) → Net.forward from train.py:14"]  # from infer() only
+
+
+@pytest.mark.parametrize("assigned, reported", [
+    ("torch.bfloat16 if cfg.bf16 else torch.float32", False),
+    ("torch.bfloat16", False),
+    ("torch.float16 if cfg.fp16 else torch.bfloat16", True),  # may be float16: still reported
+    ("cfg.dtype", True),
+])
+def test_region_dtype_from_a_constructor_attribute(tmp_path: Path, assigned: str, reported: bool) -> None:
+    _write(tmp_path, {"runner.py": (
+        "import torch\nfrom torch.distributions import Normal\n\n\nclass Runner:\n"
+        f"    def __init__(self, cfg):\n        self.amp_dtype = {assigned}\n\n"
+        "    def step(self, mu, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n"
+        "            return Normal(mu, 1.0).log_prob(x)\n"
+    )})
+    found = [f for r in run_project([str(tmp_path)], Config(), use_cache=False).results for f in r.findings]
+    assert bool(found) == reported
+    single = [f for r in check_paths([str(tmp_path)], Config(project=False)) for f in r.findings]
+    assert len(single) == 1  # single-file mode keeps its old reading: a non-literal dtype is maybe-float16

@@ -93,9 +93,28 @@ def verify(text: str, path: str) -> Optional[FileError]:
     try:
         cst.parse_module(text)
         compile(text, path, "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return FileError(path, f"the fix produced code that does not parse or compile ({exc}); file left unchanged")
     return None
+
+
+ROUND_TRIP_ERROR = (
+    "LibCST does not reproduce this file byte for byte (a form feed inside an indent, or a bare CR "
+    "ending the last line?), so a fix could change code it has no finding for; file left unchanged"
+)
+
+
+def _plan_and_rewrite(
+    source: SourceAnalysis, strategy: str, only: Optional[Callable[[Finding], bool]]
+) -> Tuple[FixPlan, Optional[str], bool]:
+    """The plan, the rewritten text (None when the plan is empty), and whether LibCST round-trips the file."""
+    plan = plan_fixes(source, strategy, only)
+    if plan.empty:
+        return plan, None, True
+    assert source.module is not None
+    if source.module.code != source.text:  # e.g. `    \fy = 2` comes back unindented, out of its block
+        return plan, None, False
+    return plan, rewrite(source, plan, strategy).code, True
 
 
 def fix_text(
@@ -114,10 +133,19 @@ def fix_text(
     if isinstance(source, FileError):
         return source
     before = len(source.pairs)
-    plan = plan_fixes(source, config.strategy, only)
-    if plan.empty:
+    try:
+        plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only)
+    except RecursionError:  # deep but valid code: LibCST transforms recurse ~3 frames per tree level
+        from amplint.deep import call_deep
+
+        try:
+            plan, fixed, exact = call_deep(_plan_and_rewrite, source, config.strategy, only)
+        except RecursionError:
+            return FileError(path, "too deeply nested for amplint to rewrite; file left unchanged")
+    if not exact:
+        return FileError(path, ROUND_TRIP_ERROR)
+    if fixed is None:
         return TextFix(path, text, text, before, tuple(source.findings), tuple(plan.skipped))
-    fixed = rewrite(source, plan, config.strategy).code
     error = verify(fixed, path)
     if error is not None:
         return error

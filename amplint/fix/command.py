@@ -43,7 +43,9 @@ def _reasons(run: FixRun) -> Dict[str, int]:
 
 def _source_lines(run: FixRun) -> Dict[str, List[str]]:
     """The fixed text's lines, which the remaining findings' positions refer to."""
-    return {fix.path: fix.fixed.splitlines() for fix in run.fixes if fix.remaining}
+    from amplint.files import source_lines
+
+    return {fix.path: source_lines(fix.fixed) for fix in run.fixes if fix.remaining}
 
 
 def exit_code(run: FixRun, preview: bool, exit_zero: bool) -> int:

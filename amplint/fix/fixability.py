@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from amplint.files import source_lines
 from amplint.model import Finding
-from amplint.noqa import suppressed
+from amplint.noqa import noqa_texts, suppressed
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import Diagnosis
@@ -40,8 +41,12 @@ class NoqaGuard:
     """Which lines carry an amplint noqa, and whether a fix would touch one."""
 
     def __init__(self, source: "SourceAnalysis") -> None:
-        lines = source.text.splitlines() if "noqa" in source.text.lower() else []  # the engine's split
-        self.protected = [False] + [any(suppressed(code, line) for code in NOQA_CODES) for line in lines]
+        lines = source_lines(source.text) if "noqa" in source.text.lower() else []  # the engine's split
+        logical = noqa_texts(source.text) if lines else {}  # and the engine's (flake8's) noqa scope
+        self.protected = [False] + [
+            any(suppressed(code, logical.get(number) or line) for code in NOQA_CODES)
+            for number, line in enumerate(lines, 1)
+        ]
         self.module = source.module
         self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
 

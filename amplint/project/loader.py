@@ -14,24 +14,30 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
+from amplint.engine import may_have_findings
 from amplint.files import read_source
 from amplint.model import FileError, Finding
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, digest
 from amplint.project.modules import ModuleIndex
-from amplint.project.summary import Analyzed, EntryContext, FileSummary
+from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
 
 KEEP_TREES = 16  # parse trees kept for the entry pass; more are parsed again
+LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
 
 
 @dataclass
 class _FileInfo:
-    region: bool
-    candidate: bool
-    content: str  # sha256 of the decoded text
+    flags: prefilter.Flags
+    single: bool  # single-file mode would parse it (`engine.may_have_findings`)
+    content: str = ""  # sha256 of the decoded text, computed when a cache key needs it
+
+    @property
+    def candidate(self) -> bool:
+        return self.flags.candidate
 
 
 @dataclass
@@ -56,9 +62,14 @@ class Loader:
         self.errors: Dict[str, FileError] = {}
         self.stats = Stats()
         self._subclass_index: Dict[str, Set[str]] = {}
+        self._def_index: Dict[str, Set[str]] = {}
+        self._region_files: Optional[List[str]] = None
+        self._attr_index: Set[str] = set()
         self._summaries: Dict[str, Optional[FileSummary]] = {}
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
         self._trees: "OrderedDict[str, ModuleAnalysis]" = OrderedDict()
+        self._edges: Dict[str, Tuple[str, ...]] = {}
+        self._worth: Dict[str, bool] = {}
         self._config_key = repr(config)
         self._options_key = repr((config.extend_autocast, config.extend_distributions))
 
@@ -70,14 +81,17 @@ class Loader:
             if text is None:
                 continue
             self.info[path] = _FileInfo(
-                prefilter.is_region_file(text, self.config.extend_autocast),
-                prefilter.is_candidate_file(text, self.config.extend_distributions),
-                digest(text.encode("utf-8", "surrogatepass")),
+                prefilter.flags(text, self.config.extend_autocast, self.config.extend_distributions),
+                may_have_findings(text, self.config),
             )
             if "class" in text:
                 for _, bases in prefilter.class_bases(text):
                     for base in bases:
                         self._subclass_index.setdefault(base, set()).add(path)
+            for name in prefilter.defined_names(text):
+                self._def_index.setdefault(name, set()).add(path)
+            if "self." in text:
+                self._attr_index.update(prefilter.assigned_attributes(text))
 
     def _read(self, path: str) -> Optional[str]:
         source = read_source(path)
@@ -86,12 +100,76 @@ class Loader:
             return None
         return source.text
 
+    def _content(self, path: str, info: _FileInfo) -> Optional[str]:
+        """The file's content digest (read again: texts are not kept between the passes)."""
+        if not info.content:
+            text = self._read(path)
+            if text is None:
+                return None
+            info.content = digest(text.encode("utf-8", "surrogatepass"))
+        return info.content
+
     def region_files(self) -> List[str]:
-        return [p for p in self.files if p in self.info and self.info[p].region]
+        """The files parsed up front: see `prefilter` for the rule (memoized)."""
+        if self._region_files is None:
+            lightning = bool(self._subclass_index.get("LightningModule"))
+            self._region_files = [p for p in self.files if p in self.info and self._eager(p, lightning)]
+        return self._region_files
+
+    def _eager(self, path: str, lightning: bool) -> bool:
+        info = self.info[path]
+        flags = info.flags
+        if info.single or flags.hf or (flags.lightning and lightning):
+            return True
+        return (flags.autocast or flags.accelerate) and self.worth_entering(path)
 
     def subclass_files(self, base: str) -> List[str]:
         """Files with a `class X(... base ...)` line (by the base's last name)."""
         return sorted(self._subclass_index.get(base, ()))
+
+    def worth_entering(self, path: str) -> bool:
+        """May a function of this file lead to a probability computation? (text only, no parse)
+
+        True for a candidate file, or one within LEAD_HOPS steps of a candidate
+        file, a step being an import or a subclass line naming one of its
+        classes. Entering other files cannot produce a finding, so the walk
+        skips them unparsed.
+        """
+        if path not in self._worth:
+            self._worth[path] = self._reaches_candidate(path)
+        return self._worth[path]
+
+    def may_define_usefully(self, name: str) -> bool:
+        """Is `def name` written in some file worth entering? If not, no call to `name` can lead to a finding."""
+        return any(self.worth_entering(path) for path in sorted(self._def_index.get(name, ())))
+
+    def may_assign(self, attr: str) -> bool:
+        """Does any file write `self.<attr> = ...`? If not, no class holds an instance there."""
+        return attr in self._attr_index
+
+    def _reaches_candidate(self, path: str) -> bool:
+        frontier, seen = [path], {path}
+        for _ in range(LEAD_HOPS + 1):
+            if any(p in self.info and self.info[p].candidate for p in frontier):
+                return True
+            nxt = [n for p in frontier for n in self._neighbours(p) if n not in seen]
+            seen.update(nxt)
+            frontier = sorted(set(nxt))
+        return False
+
+    def _neighbours(self, path: str) -> Tuple[str, ...]:
+        """Project files `path` imports, and files with a class line naming one of its classes as a base."""
+        if path not in self._edges:
+            text = self._read(path) or ""
+            found: Set[str] = set()
+            for name in prefilter.imported_names(text):
+                for absolute, root in self.modules.absolute(path, name):
+                    found.update(p for p, _ in self.modules.locate(path, absolute, root))
+            for cls, _ in prefilter.class_bases(text):
+                found.update(self._subclass_index.get(cls, ()))
+            found.discard(path)
+            self._edges[path] = tuple(sorted(found & self.known))
+        return self._edges[path]
 
     # --- summaries -----------------------------------------------------------
     def summary(self, path: str) -> Optional[FileSummary]:
@@ -100,7 +178,7 @@ class Loader:
             return self._summaries[path]
         self._summaries[path] = None  # a re-entrant request (import cycle) sees "not yet"
         info = self.info.get(path)
-        if info is None or path not in self.known:
+        if info is None or path not in self.known or self._content(path, info) is None:
             return None
         key = digest(self.fingerprint, "summary", self._options_key, info.content)
         cached = self.cache.get("summary", key)
@@ -149,6 +227,8 @@ class Loader:
         info = self.info.get(path)
         if info is None:
             return []
+        if self._content(path, info) is None:
+            return self.errors[path]
         entries = tuple(sorted(set(entries), key=repr))
         if not entries and path in self._own:
             return list(self._own[path])

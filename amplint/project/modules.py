@@ -51,14 +51,21 @@ def _under(directory: str, root: str) -> bool:
     return directory == root or directory.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _names(path: str, tops: Sequence[str]) -> List[ModuleName]:
+def _package_root(directory: str, memo: Dict[str, str]) -> str:
+    """The first directory at or above `directory` without an `__init__.py`."""
+    if directory not in memo:
+        parent = os.path.dirname(directory)
+        is_package = parent != directory and os.path.exists(os.path.join(directory, "__init__.py"))
+        memo[directory] = _package_root(parent, memo) if is_package else directory
+    return memo[directory]
+
+
+def _names(path: str, tops: Sequence[str], memo: Dict[str, str]) -> List[ModuleName]:
     """Every (dotted name, import root) of a file, from its own directory up to the project top."""
     directory, filename = os.path.split(os.path.abspath(path))
     stem = os.path.splitext(filename)[0]
     parts: List[str] = [] if stem == "__init__" else [stem]
-    package_root = directory
-    while os.path.exists(os.path.join(package_root, "__init__.py")) and os.path.dirname(package_root) != package_root:
-        package_root = os.path.dirname(package_root)
+    package_root = _package_root(directory, memo)
     containing = [top for top in tops if _under(directory, top)]
     limit = max(containing, key=len) if containing else directory
     if len(package_root) < len(limit):
@@ -85,8 +92,9 @@ class ModuleIndex:
     @classmethod
     def build(cls, files: Iterable[str], tops: Sequence[str]) -> "ModuleIndex":
         index = cls()
+        memo: Dict[str, str] = {}
         for path in files:
-            names = _names(path, tops)
+            names = _names(path, tops, memo)
             index.names_of[path] = names
             for name in names:
                 index.by_name.setdefault(name.name, []).append((path, name.root))

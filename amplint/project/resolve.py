@@ -91,8 +91,12 @@ class Resolver:
     def _summary(self, path: str) -> Optional[FileSummary]:
         return self.loader.summary(path)
 
-    def lookup(self, path: str, parts: Sequence[str], hops: int = 0) -> List[Symbol]:
-        """What `a.b.c` (parts) names at module level of `path`."""
+    def lookup(self, path: str, parts: Sequence[str], hops: int = 0, for_call: bool = False) -> List[Symbol]:
+        """What `a.b.c` (parts) names at module level of `path`.
+
+        `for_call`: the name is being called, so another file that is not worth
+        entering (`Loader.worth_entering`) is not even parsed to find out.
+        """
         summary = self._summary(path)
         if summary is None or not parts or hops > MAX_IMPORT_HOPS:
             return []
@@ -114,12 +118,12 @@ class Resolver:
         found: List[Symbol] = []
         for qualified in summary.imported(name):
             for absolute, root in self.modules.absolute(path, qualified):
-                found.extend(self.qualified(path, ".".join([absolute, *rest]), root, hops + 1))
+                found.extend(self.qualified(path, ".".join([absolute, *rest]), root, hops + 1, for_call))
         if found or summary.imported(name):
             return found
         for star in summary.star_modules:
             for absolute, root in self.modules.absolute(path, star):
-                found.extend(self.qualified(path, ".".join([absolute, *parts]), root, hops + 1))
+                found.extend(self.qualified(path, ".".join([absolute, *parts]), root, hops + 1, for_call))
         return found
 
     @staticmethod
@@ -128,11 +132,15 @@ class Resolver:
             return [instance]
         return [_Method(instance.cls, rest[0], instance.exact)] if len(rest) == 1 else []
 
-    def qualified(self, importer: str, dotted: str, root: Optional[str] = None, hops: int = 0) -> List[Symbol]:
+    def qualified(
+        self, importer: str, dotted: str, root: Optional[str] = None, hops: int = 0, for_call: bool = False
+    ) -> List[Symbol]:
         """A fully qualified name (relative names already made absolute) in the project's files."""
         found: List[Symbol] = []
         for path, rest in self.modules.locate(importer, dotted, root):
-            found.extend(self.lookup(path, rest, hops) if rest else [_Module(path)])
+            if for_call and not self.loader.worth_entering(path):
+                continue
+            found.extend(self.lookup(path, rest, hops, for_call) if rest else [_Module(path)])
         return found
 
     def class_of(self, path: str, text: str, hops: int = 0) -> List[ClassRef]:
@@ -144,16 +152,34 @@ class Resolver:
         summary = self._summary(cls.path)
         return None if summary is None else summary.classes.get(cls.name)
 
+    def _bases(self, cls: ClassRef) -> List[ClassRef]:
+        info = self.class_summary(cls)
+        return [ref for base in (info.bases if info is not None else ()) if base
+                for ref in self.class_of(cls.path, base)]
+
+    def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]:
+        """The first class on the MRO that defines `name`, loading base files only as far as needed."""
+        seen: Set[ClassRef] = set()
+        stack = [cls]
+        while stack:
+            current = stack.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            info = self.class_summary(current)
+            if info is not None and name in info.methods:
+                return current
+            stack[0:0] = self._bases(current)  # depth-first, left to right, like mro()
+        return None
+
     def mro(self, cls: ClassRef) -> List[ClassRef]:
         """The class, then its project bases depth-first, left to right (no duplicates)."""
         if cls in self._mro:
             return self._mro[cls]
         self._mro[cls] = [cls]  # a cycle in broken code ends here
         order: List[ClassRef] = [cls]
-        info = self.class_summary(cls)
-        for base in info.bases if info is not None else ():
-            for ref in self.class_of(cls.path, base) if base else []:
-                order.extend(c for c in self.mro(ref) if c not in order)
+        for ref in self._bases(cls):
+            order.extend(c for c in self.mro(ref) if c not in order)
         self._mro[cls] = order
         return order
 
@@ -222,20 +248,25 @@ class Resolver:
     def method(self, cls: ClassRef, name: str, exact: bool) -> List[Target]:
         """`obj.name(...)` on an instance of `cls`: the MRO's definition, plus overrides when not exact."""
         targets: List[Target] = []
-        for ref in self.mro(cls):
-            info = self.class_summary(ref)
-            if info is not None and name in info.methods:
-                targets.append(Target(ref.path, f"{ref.name}.{name}", cls, exact))
-                break
+        if not self.loader.may_define_usefully(name):
+            return targets  # no file worth entering defines it: do not load the MRO to find out
+        defining = self._first_defining(cls, name)
+        if defining is not None:
+            targets.append(Target(defining.path, f"{defining.name}.{name}", cls, exact))
         if not exact:
-            overrides = [s for s in self.subclasses(cls)
-                         if (info := self.class_summary(s)) is not None and name in info.methods]
+            overrides = [s for s in self.subclasses(cls) if name in self._methods(s)]
             if len(overrides) <= MAX_OVERRIDES:
                 targets.extend(Target(s.path, f"{s.name}.{name}", s, False) for s in overrides)
         return targets
 
+    def _methods(self, cls: ClassRef) -> Tuple[str, ...]:
+        info = self.class_summary(cls)
+        return info.methods if info is not None else ()
+
     def instance_call(self, cls: ClassRef, exact: bool) -> List[Target]:
         """`obj(...)`: `__call__` if the project defines one on the MRO, else `forward` for an nn.Module."""
+        if not (self.loader.may_define_usefully("__call__") or self.loader.may_define_usefully("forward")):
+            return []
         for ref in self.mro(cls):
             info = self.class_summary(ref)
             if info is not None and "__call__" in info.methods:
@@ -255,6 +286,8 @@ class Resolver:
 
     def _self_attr(self, receiver: ClassRef, attr: str) -> List[_Instance]:
         """The instance `self.<attr>` holds, from the first class on the MRO that assigns it."""
+        if not self.loader.may_assign(attr):
+            return []
         for ref in self.mro(receiver):
             info = self.class_summary(ref)
             for name, text, exact in info.attrs if info is not None else ():
@@ -274,10 +307,14 @@ class Resolver:
             exact = exact if receiver is not None else False
             if len(parts) == 1:
                 return self.instance_call(own, exact) if root == "self" else []
-            found = self.method(own, parts[1], exact)
-            if found or root != "self":
-                return found if len(parts) == 2 else []
-            return self._targets([s for inst in self._self_attr(own, parts[1]) for s in self._attribute(inst, parts[2:])])
+            if len(parts) == 2:
+                found = self.method(own, parts[1], exact)
+                if found or root == "cls":
+                    return found
+            elif root == "cls":
+                return []
+            held = self._self_attr(own, parts[1])  # `self.policy(...)`, `self.policy.act(...)`
+            return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
         if call.receiver is not None:
             text, bound_exact = call.receiver
             classes = self.class_of(path, text)
@@ -293,7 +330,7 @@ class Resolver:
             if root in nested:
                 return [Target(path, nested[root], receiver, exact)] if len(parts) == 1 else []
             scope = summary.functions.get(scope.parent) if scope.parent else None
-        return self._targets(self.lookup(path, parts))
+        return self._targets(self.lookup(path, parts, for_call=True))
 
     def display(self, target: Target) -> str:
         """How a chain names a function: `Class.method`, or `module.function` for plain functions."""
@@ -305,6 +342,3 @@ class Resolver:
             return function.display
         return f"{self.modules.short(target.path)}.{function.display}"
 
-
-def region_seeds_order(item: Tuple[str, CallSummary]) -> Tuple[str, int, int]:
-    return (item[0], item[1].line, item[1].column)

@@ -49,13 +49,13 @@ def run_project(
         loader, resolver, root
     )
     entries = walk(seeds, loader, resolver, config.max_depth)
+    eager = set(loader.region_files())
     results = [FileResult(error.path, error=error) for error in errors]
     for path in files:
         if path in loader.errors:
             results.append(FileResult(path, error=loader.errors[path]))
             continue
-        info = loader.info.get(path)
-        if info is None or not (info.region or path in entries):
+        if path not in eager and path not in entries:
             results.append(FileResult(path))
             continue
         outcome = loader.findings(path, entries.get(path, ()))

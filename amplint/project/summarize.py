@@ -56,7 +56,9 @@ def summarize(analysis: "ModuleAnalysis") -> FileSummary:
             name=name,
             bases=tuple(bases),
             methods=tuple(methods.get(name, ())),
-            attrs=tuple((attr, text, exact) for attr, (text, exact) in sorted(analysis.class_attrs.get(name, {}).items())),
+            attrs=tuple(
+                (attr, text, exact) for attr, (text, exact) in sorted(analysis.class_attrs.get(name, {}).items())
+            ),
         )
         for name, bases in analysis.class_bases.items()
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from amplint.model import Finding, Precision, RegionInfo
+from amplint.model import Precision, RegionInfo
 from amplint.project.frameworks import LiteralArg
 
 FLOAT16_LIKE = (Precision.FLOAT16, Precision.MAYBE_FLOAT16)
@@ -92,14 +92,6 @@ class FileSummary:
 
     def instance(self, name: str) -> Optional[Tuple[str, bool]]:
         return next(((text, exact) for local, text, exact in self.instances if local == name), None)
-
-
-@dataclass(frozen=True)
-class Analyzed:
-    """What the cache stores for a file: its summary and its own findings before selection and noqa."""
-
-    summary: FileSummary
-    findings: Tuple[Finding, ...]
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) 
         if target in entered or depth > max_depth:
             continue
         entered.add(target)
+        if not loader.worth_entering(target.path):
+            continue
         summary = loader.summary(target.path)
         function = summary.functions.get(target.key) if summary is not None else None
         if function is None:
