@@ -6,8 +6,9 @@ all three promises at once: exactly one line `PATH: error: PROBLEM` on
 stderr, the good file's finding still on stdout, and the exit code of issue
 2 (1 when some file could not be checked, 2 when nothing could be).
 
-The engine's text prefilter skips files that never mention autocast without
-parsing them, so every bad file here mentions autocast. That is deliberate,
+The engine's text prefilter skips files that never mention autocast (and, for a
+file on its own, a probability method such as log_prob) without parsing them,
+so every bad file here mentions both. That is deliberate,
 and pinned by `test_prefilter_*` below: a file that cannot contain a region
 cannot have a finding, so a syntax error in it hides nothing from amplint
 (flake8/ruff report those). Decoding happens before the prefilter, for every
@@ -46,7 +47,7 @@ def nll(model, h, x):
         return -D.Normal(mu, sigma).log_prob(x)
 '''
 GOOD_FINDING = "good.py:8:17: AMP001"
-REGION = b'import torch\nwith torch.autocast("cuda"):\n'
+REGION = b'import torch  # log_prob\nwith torch.autocast("cuda"):\n'
 OLD = 1_000_000_000  # a fixed old mtime: any write would move it
 DROP_PRIVILEGES = ("setpriv", "--inh-caps=-all", "--bounding-set=-all", "--")
 
@@ -57,6 +58,18 @@ def _cli(args: Sequence[str], cwd: Path, prefix: Sequence[str] = (), timeout: fl
         [*prefix, sys.executable, "-m", "amplint", *args],
         cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout,
     )
+
+
+def _main(args: Sequence[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> subprocess.CompletedProcess:
+    """`amplint.cli.main` in this process: the same code path as the CLI, without the start-up cost."""
+    from amplint.cli import main
+
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("AMPLINT_CACHE_DIR", str(cwd / ".cache"))
+    capsys.readouterr()
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
 
 
 def _tree(root: Path, files: Dict[str, Union[str, bytes]]) -> Path:
@@ -100,13 +113,13 @@ WRONG_COOKIE = b"# -*- coding: utf-8 -*-\n" + REGION + b'    s = "caf\xe9"\n'  #
 ASCII_COOKIE = b"# coding: ascii\n" + REGION + b'    s = "\xc3\xa9"\n'
 UNKNOWN_COOKIE = b"# -*- coding: klingon -*-\n" + REGION + b"    pass\n"
 BOM_AND_OTHER_COOKIE = b"\xef\xbb\xbf# coding: latin-1\n" + REGION + b"    pass\n"
-UTF16 = ('import torch\nwith torch.autocast("cuda"):\n    pass\n').encode("utf-16")
+UTF16 = ('import torch  # log_prob\nwith torch.autocast("cuda"):\n    pass\n').encode("utf-16")
 NUL_BYTE = REGION + b"    x = 1\x00\n"
 INCONSISTENT_TABS = REGION + b"\tx = 1\n        y = 2\n"
 TOO_MANY_PARENS = REGION + b"    x = " + b"(" * 3000 + b"1" + b")" * 3000 + b"\n"  # was a segfault in LibCST
 TOO_DEEP_UNARY = REGION + b"    x = " + b"not " * 20000 + b"a\n"  # was a segfault in LibCST
 TOO_LONG_SUM = REGION + b"    x = " + b"+".join([b"a"] * 20000) + b"\n"  # was a many-minute LibCST parse
-TOO_MANY_INDENTS = b"import torch  # autocast\n" + b"".join(b" " * i + b"if a:\n" for i in range(120)) + b" " * 120 + b"pass\n"
+TOO_MANY_INDENTS = b"import torch  # autocast, log_prob\n" + b"".join(b" " * i + b"if a:\n" for i in range(120)) + b" " * 120 + b"pass\n"
 
 BAD_FILES = {
     "python2_print": (PY2_PRINT, ("syntax error", "line 3")),
@@ -396,9 +409,9 @@ NOT_ROUND_TRIPPED = {"cr", "form_feed_before_def"}
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS), ids=str)
-def test_line_endings_bom_and_tabs_are_checked(tmp_path: Path, name: str) -> None:
+def test_line_endings_bom_and_tabs_are_checked(tmp_path: Path, name: str, monkeypatch, capsys) -> None:
     _tree(tmp_path / "src", {f"{name}.py": VARIANTS[name]})
-    proc = _cli(["check", "src"], tmp_path)
+    proc = _main(["check", "src"], tmp_path, monkeypatch, capsys)
     assert proc.stderr == ""
     assert f"src/{name}.py:{WHERE[name]}: AMP001" in proc.stdout
     assert proc.returncode == 1
@@ -414,12 +427,14 @@ def _decode(data: bytes) -> str:
 
 @pytest.mark.parametrize("strategy", ["cast", "disable-autocast"])
 @pytest.mark.parametrize("name", sorted(VARIANTS), ids=str)
-def test_fix_keeps_line_endings_bom_encoding_and_tabs(tmp_path: Path, name: str, strategy: str) -> None:
+def test_fix_keeps_line_endings_bom_encoding_and_tabs(
+    tmp_path: Path, name: str, strategy: str, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     original = VARIANTS[name]
     root = _tree(tmp_path / "src", {f"{name}.py": original})
     path = root / f"{name}.py"
     _stamp(path)
-    proc = _fix_cli(["--strategy", strategy, "src"], tmp_path)
+    proc = _main(["check", "--fix", "--strategy", strategy, "src"], tmp_path, monkeypatch, capsys)
     if name in NOT_ROUND_TRIPPED:
         _one_error(proc, f"src/{name}.py", "byte for byte", "left unchanged")
         assert proc.returncode == 2 and _untouched(path, original)
@@ -444,7 +459,7 @@ def test_fix_keeps_line_endings_bom_encoding_and_tabs(tmp_path: Path, name: str,
             assert "\n" not in after  # a CR-only file stays CR-only
         if name == "tabs":
             assert all(not line.startswith(" ") for line in out)  # new lines indent with tabs too
-    second = _fix_cli(["--strategy", strategy, "src"], tmp_path)
+    second = _main(["check", "--fix", "--strategy", strategy, "src"], tmp_path, monkeypatch, capsys)
     assert second.returncode == 0 and path.read_bytes() == fixed
 
 
