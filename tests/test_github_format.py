@@ -39,7 +39,7 @@ def test_clean_run_prints_nothing_and_exits_zero(tmp_path: Path) -> None:
 
 
 def test_unreadable_file_is_an_error_annotation(tmp_path: Path) -> None:
-    (tmp_path / "broken.py").write_text("import torch\nwith torch.autocast('cuda'):\n    x = (\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("import torch\nwith torch.autocast('cuda'):\n    x = d.log_prob(\n", encoding="utf-8")
     proc = run_amplint(["check", "broken.py", "--format", "github"], cwd=tmp_path)
     assert proc.returncode == 2  # nothing could be checked
     assert proc.stdout.startswith("::error file=broken.py,title=amplint::syntax error")
