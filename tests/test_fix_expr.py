@@ -44,8 +44,8 @@ def cast(code: str) -> str:
         # Operands that may be Python numbers or shapes: cast the whole expression.
         ("mu + delta", "(mu + delta).float()"),
         ("mu * k", "(mu * k).float()"),
-        ("x.view(n, -1)", "x.view(n, -1).float()"),
-        ("torch.clamp(s, min=lo)", "torch.clamp(s, min=lo).float()"),
+        ("x.view(n, -1)", "x.float().view(n, -1)"),  # shape arguments are not operands: cast the tensor
+        ("torch.clamp(s, min=lo)", "torch.clamp(s.float(), min=lo)"),  # so are clamp bounds
         ("a if c else b", "(a if c else b).float()"),
         ("(mu + delta)", "(mu + delta).float()"),
         # Already float32, or a number: unchanged.

@@ -157,7 +157,7 @@ def test_fix_is_a_few_small_insertions_not_a_rewritten_line(tmp_path: Path) -> N
 
 
 def test_file_errors_become_notifications_and_the_log_stays_valid(tmp_path: Path) -> None:
-    (tmp_path / "broken.py").write_text("import torch\nwith torch.autocast('cuda'):\n    x = (\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("import torch\nwith torch.autocast('cuda'):\n    x = d.log_prob(\n", encoding="utf-8")
     (tmp_path / "ok.py").write_text("x = 1\n", encoding="utf-8")
     proc = run_amplint(["check", ".", "--format", "sarif"], cwd=tmp_path)
     assert proc.returncode == 1
