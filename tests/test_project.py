@@ -275,3 +275,18 @@ def test_region_dtype_from_a_constructor_attribute(tmp_path: Path, assigned: str
     assert bool(found) == reported
     single = [f for r in check_paths([str(tmp_path)], Config(project=False)) for f in r.findings]
     assert len(single) == 1  # single-file mode keeps its old reading: a non-literal dtype is maybe-float16
+
+
+def test_concurrent_runs_share_the_cache_safely(project_copy: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = dict(os.environ, AMPLINT_CACHE_DIR=str(tmp_path / "cache"), PYTHONWARNINGS="ignore")
+    command = [sys.executable, "-m", "amplint", "check", str(project_copy), "--format", "json"]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(3)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    assert [run.returncode for run in runs] == [1, 1, 1], [err for _, err in outputs]
+    assert len({out for out, _ in outputs}) == 1
+    assert len(json.loads(outputs[0][0])) == len(expected_lines(PROJECT / "expected"))
+    assert not list((tmp_path / "cache").rglob(".tmp-*"))

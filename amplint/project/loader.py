@@ -75,7 +75,7 @@ class Loader:
 
     # --- the text pass -------------------------------------------------------
     def scan(self) -> None:
-        """Read every file once: flags, content digest and the subclass index (no parsing)."""
+        """Read every file once for the text tests and the subclass/def/attribute indexes (no parsing)."""
         for path in self.files:
             text = self._read(path)
             if text is None:
