@@ -184,7 +184,13 @@ def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Op
             {
                 "id": 1,
                 "message": {"text": f"{finding.region.precision.value} autocast region"},
-                "physicalLocation": {"artifactLocation": location, "region": {"startLine": finding.region.line}},
+                "physicalLocation": {
+                    # A project-mode region may sit in another file than the finding.
+                    "artifactLocation": (
+                        artifact_location(finding.region_path, root) if finding.region_path else location
+                    ),
+                    "region": {"startLine": finding.region.line},
+                },
             }
         ]
     if finding.fixable and fix_for is not None:

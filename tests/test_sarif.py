@@ -237,3 +237,16 @@ def test_sarif_log_without_fix_provider_is_valid_and_has_no_fixes() -> None:
     log = sarif.sarif_log(outcome.findings, [], ALL_RULES, fix_for=None, root=str(ROOT))
     validate(log)
     assert all("fixes" not in result for result in log["runs"][0]["results"])
+
+
+def test_cross_file_region_points_at_the_region_file() -> None:
+    """A project-mode finding in vaepkg/utils.py names the region in train.py, not in utils.py."""
+    proc = run_amplint(["check", "fixtures/project", "--format", "sarif", "--no-default-paths"], cwd=ROOT)
+    log = json.loads(proc.stdout)
+    validate(log)
+    results = log["runs"][0]["results"]
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results]
+    [utils] = [r for r, uri in zip(results, uris) if uri.endswith("vaepkg/utils.py")]
+    [related] = utils["relatedLocations"]
+    assert related["physicalLocation"]["artifactLocation"]["uri"].endswith("fixtures/project/train.py")
+    assert related["physicalLocation"]["region"] == {"startLine": 16}
