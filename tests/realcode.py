@@ -12,6 +12,8 @@ from typing import List, Optional, Sequence
 
 import libcst as cst
 
+from amplint.fix.disable import is_docstring
+
 TRIGGERS = frozenset({"log_prob", "entropy", "kl_divergence"})
 
 
@@ -44,15 +46,6 @@ def _calls_trigger(statements: Sequence[cst.BaseStatement]) -> bool:
     return calls.found
 
 
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
 AUTOCAST = cst.WithItem(
     cst.Call(cst.Attribute(cst.Name("torch"), cst.Name("autocast")), [cst.Arg(cst.SimpleString('"cuda"'))])
 )
@@ -67,7 +60,7 @@ class _Wrap(cst.CSTTransformer):
         if not isinstance(body, cst.IndentedBlock):
             return updated  # `def f(): return x.log_prob(y)` on one line: left alone
         statements = list(body.body)
-        head: List[cst.BaseStatement] = statements[:1] if statements and _is_docstring(statements[0]) else []
+        head: List[cst.BaseStatement] = statements[:1] if statements and is_docstring(statements[0]) else []
         rest = statements[len(head):]
         if not rest or not _calls_trigger(rest):
             return updated
@@ -90,7 +83,7 @@ def _binds_torch(module: cst.Module) -> bool:
 def _insert_import(module: cst.Module) -> cst.Module:
     body = list(module.body)
     index = 0
-    if body and _is_docstring(body[0]):
+    if body and is_docstring(body[0]):
         index = 1
     while index < len(body) and isinstance(body[index], cst.SimpleStatementLine) and any(
         isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"

@@ -158,7 +158,7 @@ def _is_future(statement: cst.BaseStatement) -> bool:
     )
 
 
-def _is_docstring(statement: cst.BaseStatement) -> bool:
+def is_docstring(statement: cst.BaseStatement) -> bool:
     return (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
@@ -169,7 +169,7 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 def _import_position(body: Sequence[cst.BaseStatement]) -> int:
     index = 0
-    if body and _is_docstring(body[0]):
+    if body and is_docstring(body[0]):
         index = 1
     while index < len(body) and _is_future(body[index]):
         index += 1
