@@ -3,8 +3,9 @@
 A single LibCST pass records, per function, the probability computations and
 calls it makes together with the autocast state at that point (a stack of
 regions, local to the function). A second, cheap pass follows calls made in
-float16 regions into helpers and methods of the same file. Only
-PositionProvider metadata is used; names are resolved by `names.ImportTable`.
+float16 regions into helpers and methods of the same file. No LibCST metadata
+is used: positions of calls, decorators and `with` statements come from
+`amplint.positions`, names from `names.ImportTable`.
 
 Project mode (`AnalysisOptions.project`) makes the same pass record what the
 cross-file walk in `amplint.project` needs: every dotted call with the
@@ -23,13 +24,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Deque, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from amplint import dtypes
 from amplint.model import ArgSpec, DistSpec, Precision, RegionInfo, SiteSpec
 from amplint.names import ImportTable, collect_imports, dotted_name
+from amplint.cstwalk import children, walk
+from amplint.positions import positions
 from amplint.project import frameworks
 from amplint.project.summary import FrameworkCall
+from amplint.receivers import Receivers
 from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory_of, region_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +43,8 @@ VALUE_METHODS = frozenset({"log_prob", "cdf", "icdf"})
 KNOWN_DIST_METHODS = frozenset({"entropy", "cdf", "icdf"})
 FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
 MODULE_KEY = "<module>"
+# The nodes whose positions the analysis reads (`amplint.positions`): sites and calls, region lines.
+POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With})
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,8 @@ def _has_star(ref: DistRef) -> bool:
 
 @dataclass
 class CallRecord:
-    kind: str  # "name" (`f(...)`), "self" (`self.m(...)`/`cls.m(...)`) or "attr" (any other dotted callee)
+    kind: str  # "name" (`f(...)`), "self" (`self.m(...)`/`cls.m(...)`), "attr" (any other dotted callee)
+    # or "method" (`name` is the scope key of a method of this file's class the receiver is known to be)
     name: str
     scope: "Scope"
     state: Optional[RegionEntry]
@@ -151,6 +158,7 @@ class Scope:
     nested: Dict[str, str] = field(default_factory=dict)
     sites: List[Site] = field(default_factory=list)
     calls: List[CallRecord] = field(default_factory=list)
+    node: Optional[cst.CSTNode] = None  # the FunctionDef (the Module for MODULE_KEY): rescanned only on demand
     # Project mode only.
     params: Set[str] = field(default_factory=set)
     assigned: Set[str] = field(default_factory=set)
@@ -213,7 +221,7 @@ def _names_in(node: cst.CSTNode) -> Iterator[str]:
     if isinstance(node, cst.Arg):
         yield from _names_in(node.value)
         return
-    for child in node.children:
+    for child in children(node):
         yield from _names_in(child)
 
 
@@ -228,18 +236,18 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
 
 
 class _Collector(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, module: cst.Module, imports: ImportTable, options: AnalysisOptions) -> None:
         super().__init__()
         self.module = module
+        self.positions = positions(module, POSITIONED)
         self.imports = imports
         self.options = options
-        self.scope = Scope(MODULE_KEY, "<module>", None, None)
+        self.scope = Scope(MODULE_KEY, "<module>", None, None, node=module)
         self.scopes: Dict[str, Scope] = {MODULE_KEY: self.scope}
         self.class_stack: List[str] = []
         self.containers: List[str] = []  # "class" / "function", innermost last
         self.class_bases: Dict[str, List[str]] = {}
+        self.class_defs: Dict[str, List[cst.ClassDef]] = {}  # a name defined twice has two nodes
         self.statements: List[cst.SimpleStatementLine] = []
         self.pushed: Dict[int, int] = {}  # id(With) -> regions pushed
         # Project mode only.
@@ -252,7 +260,7 @@ class _Collector(cst.CSTVisitor):
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
-        return self.get_metadata(PositionProvider, node).start.line
+        return self.positions[node].start.line
 
     def _wide(self, node: cst.BaseExpression) -> bool:
         scope = self.scope
@@ -387,6 +395,7 @@ class _Collector(cst.CSTVisitor):
         self.class_nodes.append(node)
         self.containers.append("class")
         self.class_bases[name] = [dotted_name(b.value) or "" for b in node.bases]
+        self.class_defs.setdefault(name, []).append(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.class_stack.pop()
@@ -408,7 +417,7 @@ class _Collector(cst.CSTVisitor):
         else:
             key = display = name
             class_name = None
-        scope = Scope(key, display, class_name, parent)
+        scope = Scope(key, display, class_name, parent, node=node)
         if self.options.project:
             self._record_params(scope, node.params, container == "class")
         for decorator in node.decorators:
@@ -529,10 +538,9 @@ class _Collector(cst.CSTVisitor):
         dist = self._dist_ref(value) if single is not None else None
         autocast = self._autocast_value(value) if single is not None else None
         state = scope.effective()
-        reads = set(_names_in(value))
         made_in = state.line if state is not None and state.is_float16 else None
-        if made_in is None and not wide:
-            made_in = next((scope.tainted[n] for n in sorted(reads) if n in scope.tainted), None)
+        if made_in is None and not wide and scope.tainted:
+            made_in = next((scope.tainted[n] for n in sorted(set(_names_in(value))) if n in scope.tainted), None)
         for name in names:
             scope.wide_names.discard(name)
             scope.dist_bindings.pop(name, None)
@@ -655,7 +663,7 @@ class _Collector(cst.CSTVisitor):
 
     def _record_project_call(self, node: cst.Call, kind: str, name: str, callee: str, protected: bool) -> None:
         scope = self.scope
-        position = self.get_metadata(PositionProvider, node).start
+        position = self.positions[node].start
         state = scope.effective()
         root = callee.split(".", 1)[0]
         parts = callee.split(".")
@@ -731,14 +739,14 @@ class _Collector(cst.CSTVisitor):
         uncast = [i for i in inputs if not self._wide(i)]
         scope = self.scope
         tainted = []
-        for expr in uncast:
+        for expr in uncast if scope.tainted else ():
             line = next((scope.tainted[n] for n in _names_in(expr) if n in scope.tainted), None)
             if line is not None:
                 tainted.append((expr, line))
         statement = self.statements[-1] if self.statements else None
         return Site(
             node, method, dists, values, statement, scope, scope.effective(), uncast, tainted,
-            self.get_metadata(PositionProvider, node),
+            self.positions[node],
         )
 
 
@@ -753,6 +761,8 @@ def _resolve_call(call: CallRecord, scopes: Dict[str, Scope], bases: Dict[str, L
             if call.name in scope.nested:
                 return scopes.get(scope.nested[call.name])
             scope = scope.parent
+        return scopes.get(call.name)
+    if call.kind == "method":
         return scopes.get(call.name)
     if call.kind != "self":
         return None
@@ -770,7 +780,51 @@ def _resolve_call(call: CallRecord, scopes: Dict[str, Scope], bases: Dict[str, L
     return None
 
 
+def _drop_non_distributions(collector: _Collector) -> None:
+    """Forget `x.log_prob(v)` sites whose receiver is known not to be a distribution (`amplint.receivers`).
+
+    Only sites that could be reported are examined (no visible constructor,
+    an uncast input), so files without them pay nothing. A receiver of a class
+    of this file becomes a call into its method instead: a wrapper whose
+    `log_prob` builds a distribution is still reached from the region.
+    """
+    receivers: Optional[Receivers] = None
+    for scope in list(collector.scopes.values()):
+        for site in list(scope.sites):
+            if site.dists or not site.uncast or not isinstance(site.call.func, cst.Attribute):
+                continue
+            if receivers is None:
+                receivers = Receivers(collector.module, collector.imports, collector.class_defs,
+                                      collector.options.extend_distributions)
+            chain = [s.node for s in _scope_chain(scope) if s.node is not None]
+            callees = receivers.callees(site.call.func.value, chain, scope.class_name)
+            if not callees or not all(receivers.is_non_distribution_class(c) for c in callees):
+                continue
+            scope.sites.remove(site)
+            for callee in callees:
+                _call_method(collector.scopes, receivers, scope, site, callee)
+
+
+def _scope_chain(scope: Scope) -> Iterator[Scope]:
+    each: Optional[Scope] = scope
+    while each is not None:
+        yield each
+        each = each.parent
+
+
+def _call_method(scopes: Dict[str, Scope], receivers: Receivers, scope: Scope, site: Site,
+                 callee: cst.BaseExpression) -> None:
+    """Record `C(...).log_prob(v)` on a class of this file as a call of `C.log_prob` (or a base's)."""
+    local = receivers.file_class(callee)
+    owners = [] if local is None else receivers.method_owners(local)
+    key = next((k for k in (f"{owner}.{site.method}" for owner in owners) if k in scopes), None)
+    if key is not None:
+        start = site.position.start
+        scope.calls.append(CallRecord("method", key, scope, site.state, start.line, False, start.column + 1))
+
+
 def _diagnose(collector: _Collector) -> List[Diagnosis]:
+    _drop_non_distributions(collector)
     diagnoses: List[Diagnosis] = []
     reported: Set[int] = set()
     for scope in collector.scopes.values():
@@ -840,17 +894,21 @@ def _entered(scopes: Dict[str, Scope], entries: Sequence["EntryContext"], report
 
 
 def analyze_module(
-    module: cst.Module, options: AnalysisOptions = AnalysisOptions(), entries: Sequence["EntryContext"] = ()
+    module: cst.Module,
+    options: AnalysisOptions = AnalysisOptions(),
+    entries: Sequence["EntryContext"] = (),
+    imports: Optional[ImportTable] = None,
 ) -> ModuleAnalysis:
     """Analyze a parsed module; raises nothing for valid LibCST trees.
 
     `entries` are functions of this module entered from float16 regions found by
     the project walk; their exposed sites become AMP001 with the walk's chain.
+    `imports` is the file's `names.import_table`, when the caller has CPython's tree.
     """
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    imports = collect_imports(module)
+    if imports is None:
+        imports = collect_imports(module)
     collector = _Collector(module, imports, options)
-    wrapper.visit(collector)
+    walk(module, collector)
     diagnoses = _diagnose(collector)
     if entries:
         diagnoses.extend(_entered(collector.scopes, entries, {id(d.site) for d in diagnoses}))
@@ -1004,7 +1062,7 @@ def _attribute_dtype(cls: cst.ClassDef, attr: str, imports: ImportTable) -> Opti
     float16, so its region is not a float16 region.
     """
     visitor = _AttributeAssignments(attr)
-    cls.visit(visitor)
+    walk(cls, visitor)
     kinds: Set[Precision] = set()
     for value in visitor.values:
         found = _dtype_kinds(value, imports)

@@ -27,6 +27,18 @@ def _codes(value: str) -> List[str]:
     return [part.strip().upper() for part in value.split(",") if part.strip()]
 
 
+def _jobs(value: str) -> int:
+    if value == "auto":
+        return 0
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {value!r}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="amplint", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"amplint {__version__}")
@@ -49,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--no-project", action="store_true",
         help="check each file on its own: do not follow calls from float16 regions into other files",
+    )
+    check.add_argument(
+        "-j", "--jobs", type=_jobs, metavar="N",
+        help="processes that parse files: 1 for none, 0 or 'auto' (the default) for one per CPU when there are "
+        "enough files to parse to pay for starting them",
     )
     check.add_argument("--fix", action="store_true", help="rewrite fixable findings in place (see --strategy)")
     check.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
@@ -84,6 +101,8 @@ def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Confi
         changes["strategy"] = args.strategy
     if getattr(args, "no_project", False):
         changes["project"] = False
+    if getattr(args, "jobs", None) is not None:
+        changes["jobs"] = args.jobs
     return replace(base, **changes)
 
 
@@ -107,7 +126,7 @@ def _exit_code(findings: Sequence[Finding], errors: Sequence[FileError], checked
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from amplint import output
+    from amplint import output, progress
     from amplint.engine import check_paths
 
     if not args.paths:
@@ -122,7 +141,8 @@ def run_check(args: argparse.Namespace) -> int:
         from amplint.fix.command import run_fix
 
         return run_fix(args, config)
-    results = check_paths(args.paths, config)
+    with progress.attached(progress.wanted(args.format)):  # erased before anything below prints
+        results = check_paths(args.paths, config)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r.error for r in results if r.error is not None]
     checked = sum(1 for r in results if r.error is None)
@@ -201,6 +221,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FINDINGS
+    except KeyboardInterrupt:  # Ctrl-C: the process pool's workers are already stopped (`amplint.parallel`)
+        print("amplint: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,7 +1,7 @@
 """Resolved settings shared by the CLI, the flake8 plugin and the verifier."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Tuple
 
 STRATEGIES = ("cast", "disable-autocast")
@@ -20,3 +20,6 @@ class Config:
     extend_distributions: Tuple[str, ...] = ()
     project: bool = True
     max_depth: int = 8
+    # Worker processes for parsing: 0 one per usable CPU when it pays, 1 never a pool (`amplint.parallel`).
+    # Left out of repr(): the project cache keys findings by repr(config), and -j must not change them.
+    jobs: int = field(default=0, repr=False)

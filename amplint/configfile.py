@@ -149,6 +149,14 @@ def _depth(value: Any) -> Parsed:
     return value, None
 
 
+def _jobs(value: Any) -> Parsed:
+    if value == "auto":
+        return 0, None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None, f"expected 'auto' or a non-negative integer (0: one worker per CPU, 1: no pool), got {value!r}"
+    return value, None
+
+
 # TOML key -> (Config field, parser). The Config field names are the keys with `_`.
 KEYS: Dict[str, Tuple[str, Callable[[Any], Parsed]]] = {
     "select": ("select", _codes),
@@ -160,6 +168,7 @@ KEYS: Dict[str, Tuple[str, Callable[[Any], Parsed]]] = {
     "extend-distributions": ("extend_distributions", _distributions),
     "project": ("project", _bool),
     "max-depth": ("max_depth", _depth),
+    "jobs": ("jobs", _jobs),
 }
 
 

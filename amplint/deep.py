@@ -8,7 +8,7 @@ C stack and a raised recursion limit. Deeper still, LibCST's native parser
 overflows the C stack (a segfault, not an exception) on nesting CPython
 rejects anyway, e.g. 1,500 nested parentheses where CPython allows 200, or
 takes minutes on a 20,000-term sum CPython refuses in milliseconds:
-`python_rejects` asks CPython's own parser first (about a tenth of LibCST's
+`python_parse` asks CPython's own parser first (about a tenth of LibCST's
 parse time), so such files are reported, never handed to LibCST.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 import ast
 import sys
 import threading
-from typing import Any, Callable, Dict, Optional, TypeVar
+import warnings
+from typing import Any, Callable, Dict, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -25,16 +26,19 @@ DEEP_STACK_BYTES = 512 * 1024 * 1024  # address space only: pages are touched as
 _DEEP_LOCK = threading.Lock()  # the recursion limit is process-wide: one deep call at a time
 
 
-def python_rejects(text: str) -> Optional[str]:
-    """Why CPython's parser refuses `text`, in its own words, or None.
+def python_parse(text: str) -> Union[ast.Module, str]:
+    """CPython's tree of `text`, or why its parser refuses it, in its own words.
 
     The running interpreter is the judge, as for flake8's E999 and for the
     `compile()` that `--fix` runs on its output: LibCST accepts some code no
     Python 3 runs (`except E, e:`), and code for a newer Python than the one
-    running amplint could never be verified after a fix anyway.
+    running amplint could never be verified after a fix anyway. The tree is
+    not wasted: the import table is read from it (`names.import_table`).
     """
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like are the user's compiler's to say
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
     except (RecursionError, MemoryError):
         return "too deeply nested to parse (CPython's parser refuses it too)"
     except SyntaxError as exc:  # IndentationError and TabError included
@@ -44,7 +48,6 @@ def python_rejects(text: str) -> Optional[str]:
         return f"syntax error at {where}: {exc.msg}"
     except ValueError as exc:  # null bytes, before Python 3.12
         return f"syntax error: {exc}"
-    return None
 
 
 def call_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

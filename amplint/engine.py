@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
     from amplint.analysis import Diagnosis, ModuleAnalysis
+    from amplint.names import ImportTable
     from amplint.project.summary import EntryContext
 
 PREFILTER_WORDS = ("autocast",)
@@ -30,10 +31,29 @@ def may_have_findings(text: str, config: Config) -> bool:
 
     Region: an autocast spelling. Computation: a method or function name of
     PROBABILITY_WORDS ("cdf" also covers "icdf"). In the measured corpus this
-    leaves 5 of 4,637 files to parse (benchmarks/RESULTS.md).
+    leaves 5 of 4,637 files; `screen.may_have_findings` then reads CPython's
+    tree of those, so words in comments, strings or names such as
+    `cross_entropy` cost no LibCST parse.
     """
     regions = PREFILTER_WORDS + tuple(name.rsplit(".", 1)[-1] for name in config.extend_autocast)
     return any(word in text for word in regions) and any(word in text for word in PROBABILITY_WORDS)
+
+
+def will_parse(text: str, config: Config) -> bool:
+    """Would single-file mode parse `text` with LibCST (or report that it cannot)?
+
+    The text prefilter, then the syntax-aware screen on CPython's tree
+    (`screen.may_have_findings`). Front ends decide with it which files are
+    worth a process pool, and project mode which files have findings of their own.
+    """
+    if not may_have_findings(text, config):
+        return False
+    from amplint import screen
+    from amplint.deep import python_parse
+    from amplint.names import import_table
+
+    tree = python_parse(text)
+    return isinstance(tree, str) or screen.may_have_findings(tree, import_table(tree), config.extend_autocast)
 
 
 @dataclass
@@ -72,23 +92,54 @@ def analyze_source(
     """
     if not entries and not project and not may_have_findings(text, config):
         return SourceAnalysis(path, text)
-    from amplint.deep import call_deep, python_rejects
+    from amplint import screen
+    from amplint.deep import call_deep, python_parse
+    from amplint.names import import_table
 
-    refused = python_rejects(text)  # CPython's verdict and message; also keeps LibCST off what crashes it
-    if refused is not None:
-        return FileError(path, refused)
+    tree = python_parse(text)  # CPython's verdict first: it also keeps LibCST off what crashes it
+    if isinstance(tree, str):
+        return FileError(path, tree)
+    imports = import_table(tree)
+    if not entries and not project and not screen.may_have_findings(tree, imports, config.extend_autocast):
+        return SourceAnalysis(path, text)  # the words were in comments, strings or other names: no parse
+    del tree
     try:
-        return _parse_and_analyze(text, path, config, noqa, entries, project)
-    except RecursionError:  # deep but valid code: LibCST recurses ~3 frames per tree level
-        pass
+        return _parse_and_analyze(text, path, config, noqa, entries, project, imports)
+    except Exception as exc:  # deep but valid code: LibCST recurses ~3 frames per tree level
+        if not from_recursion(exc):
+            raise
     try:
-        return call_deep(_parse_and_analyze, text, path, config, noqa, entries, project)
-    except RecursionError:
+        return call_deep(_parse_and_analyze, text, path, config, noqa, entries, project, imports)
+    except Exception as exc:
+        if not from_recursion(exc):
+            raise
         return FileError(path, "too deeply nested for amplint to analyse")
 
 
+def from_recursion(exc: BaseException) -> bool:
+    """Did `exc` come from running out of recursion depth?
+
+    LibCST's PositionProvider records positions in context managers: when the
+    recursion limit hits inside one, its clean-up raises a KeyError whose
+    context is the RecursionError. Both mean "retry with a deeper stack".
+    """
+    seen = 0
+    current: Optional[BaseException] = exc
+    while current is not None and seen < 50:
+        if isinstance(current, RecursionError):
+            return True
+        current, seen = current.__context__, seen + 1
+    return False
+
+
 def _parse_and_analyze(
-    text: str, path: str, config: Config, noqa: bool, entries: Sequence["EntryContext"], project: bool
+    text: str,
+    path: str,
+    config: Config,
+    noqa: bool,
+    entries: Sequence["EntryContext"],
+    project: bool,
+    imports: "ImportTable",
 ) -> Union[SourceAnalysis, FileError]:
     import libcst as cst
 
@@ -96,12 +147,12 @@ def _parse_and_analyze(
 
     try:
         module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_rejects`), LibCST does not
+    except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_parse`), LibCST does not
         return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
     options = AnalysisOptions(
         frozenset(config.extend_autocast), frozenset(config.extend_distributions), project or bool(entries)
     )
-    analysis = analyze_module(module, options, entries)
+    analysis = analyze_module(module, options, entries, imports)
     return finish(text, path, analysis, config, noqa=noqa)
 
 
@@ -227,8 +278,32 @@ def check_paths(paths: Sequence[str], config: Config = Config()) -> List[FileRes
         from amplint.project import check_project
 
         return check_project(paths, config)
+    from amplint import parallel, progress
+
     files, errors = discover(paths, config.exclude)
-    results = [FileResult(error.path, error=error) for error in errors]
-    results.extend(check_file(path, config) for path in files)
-    return results
+    results: List[Optional[FileResult]] = [FileResult(error.path, error=error) for error in errors]
+    parse: List[Tuple[str, str, Config]] = []  # files the prefilter keeps: parsed below, in a pool if it pays
+    slots: List[int] = []
+    report = progress.current()
+    report.phase("reading", len(files))
+    for path in files:
+        source = read_source(path)
+        if isinstance(source, FileError):
+            results.append(FileResult(path, error=source))
+        elif will_parse(source.text, config):
+            slots.append(len(results))
+            results.append(None)
+            parse.append((source.text, path, config))
+        else:  # no parse: `check_source` stops at the same prefilter
+            results.append(check_source(source.text, path, config))
+        report.advance()
+    weights = [len(text) for text, _, _ in parse]
+    for slot, result in zip(slots, parallel.run_map(_check_job, parse, jobs=config.jobs, weights=weights)):
+        results[slot] = result
+    return [result for result in results if result is not None]
+
+
+def _check_job(job: Tuple[str, str, Config]) -> FileResult:
+    """`check_source` on one (text, path, config): the unit of work `check_paths` hands to a process pool."""
+    return check_source(*job)
 

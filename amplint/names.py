@@ -7,8 +7,9 @@ places resolves to both, and a match on any of them counts.
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set
 
 import libcst as cst
 
@@ -23,11 +24,6 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _module_name(node: Optional[cst.BaseExpression], dots: int) -> str:
-    base = dotted_name(node) if node is not None else ""
-    return "." * dots + (base or "")
-
-
 @dataclass
 class ImportTable:
     """Local name -> every qualified name it may stand for."""
@@ -40,16 +36,16 @@ class ImportTable:
 
     def qualnames(self, node: cst.BaseExpression) -> FrozenSet[str]:
         """All qualified names `node` may refer to (empty for non-name expressions)."""
-        if isinstance(node, cst.Name):
-            found = self.bindings.get(node.value)
-            if found:
-                return frozenset(found)
-            names = {node.value}
-            names.update(f"{module}.{node.value}" for module in self.star_modules)
-            return frozenset(names)
-        if isinstance(node, cst.Attribute):
-            return frozenset(f"{base}.{node.attr.value}" for base in self.qualnames(node.value))
-        return frozenset()
+        dotted = dotted_name(node)
+        return frozenset() if dotted is None else self.qualnames_of(dotted)
+
+    def qualnames_of(self, dotted: str) -> FrozenSet[str]:
+        """`qualnames` for a dotted name given as text (`torch.autocast`)."""
+        head, *rest = dotted.split(".")
+        found = self.bindings.get(head)
+        bases = set(found) if found else {head, *(f"{module}.{head}" for module in self.star_modules)}
+        suffix = "".join(f".{part}" for part in rest)
+        return frozenset(base + suffix for base in bases)
 
     def matches(self, node: cst.BaseExpression, wanted: Iterable[str]) -> bool:
         wanted_set = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
@@ -60,49 +56,88 @@ class ImportTable:
         return sorted(name for name, quals in self.bindings.items() if quals == {qualified})
 
 
-class _ImportCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.table = ImportTable()
+def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement, in source order, without visiting expressions.
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            full = dotted_name(alias.name) or ""
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.table.bind(alias.asname.name.value, full)
-            else:
-                top = full.split(".")[0]
-                self.table.bind(top, top)
+    Imports and aliases are statements, so expressions (most of a tree, and
+    the deep part of deep code) are never walked. Iterative: block nesting is
+    bounded by CPython's parser anyway, but a stack costs nothing.
+    """
+    stack: List[ast.AST] = [tree]
+    found: List[ast.stmt] = []
+    while stack:
+        node = stack.pop()
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], (ast.stmt, ast.excepthandler, _MATCH_CASE)):
+                for child in value:
+                    if isinstance(child, ast.stmt):
+                        found.append(child)
+                    stack.append(child)
+    found.sort(key=lambda stmt: (stmt.lineno, stmt.col_offset))
+    return iter(found)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        module = _module_name(node.module, len(node.relative))
-        if isinstance(node.names, cst.ImportStar):
-            self.table.star_modules.append(module)
-            return
-        for alias in node.names:
-            name = dotted_name(alias.name) or ""
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            # `from .. import x` is "..x", the same name `from ..x import ...` builds on.
-            self.table.bind(local, f"{module}.{name}" if module.strip(".") else module + name)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        # `ac = torch.autocast`: an alias by plain assignment.
-        if not isinstance(node.value, (cst.Name, cst.Attribute)):
-            return
-        root = node.value
-        while isinstance(root, cst.Attribute):
-            root = root.value
-        if not (isinstance(root, cst.Name) and root.value in self.table.bindings):
-            return
-        quals = self.table.qualnames(node.value)
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                for qual in quals:
-                    self.table.bind(target.target.value, qual)
+_MATCH_CASE = getattr(ast, "match_case", ast.excepthandler)  # Python 3.8/3.9 have no `match`
+
+
+def ast_dotted(node: ast.expr) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain of CPython's tree, else None (iterative: chains can be long)."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def import_table(tree: ast.Module) -> ImportTable:
+    """The file's imports and plain-assignment aliases, from CPython's tree.
+
+    `engine.analyze_source` already has this tree (CPython screens every file
+    first), and walking its statements costs a few milliseconds where a LibCST
+    visitor over the whole module cost ~25% of an analysis (benchmarks/README.md).
+    """
+    table = ImportTable()
+    for stmt in _statements(tree):
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    table.bind(alias.asname, alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    table.bind(top, top)
+        elif isinstance(stmt, ast.ImportFrom):
+            _bind_from(table, stmt)
+        elif isinstance(stmt, ast.Assign):
+            _bind_alias(table, stmt)
+    return table
+
+
+def _bind_from(table: ImportTable, stmt: ast.ImportFrom) -> None:
+    module = "." * stmt.level + (stmt.module or "")
+    if any(alias.name == "*" for alias in stmt.names):
+        table.star_modules.append(module)
+        return
+    for alias in stmt.names:
+        local = alias.asname or alias.name
+        # `from .. import x` is "..x", the same name `from ..x import ...` builds on.
+        table.bind(local, f"{module}.{alias.name}" if module.strip(".") else module + alias.name)
+
+
+def _bind_alias(table: ImportTable, stmt: ast.Assign) -> None:
+    """`ac = torch.autocast`: an alias by plain assignment of an imported name."""
+    dotted = ast_dotted(stmt.value)
+    if dotted is None or dotted.split(".")[0] not in table.bindings:
+        return
+    quals = table.qualnames_of(dotted)
+    for target in stmt.targets:
+        if isinstance(target, ast.Name):
+            for qual in quals:
+                table.bind(target.id, qual)
 
 
 def collect_imports(module: cst.Module) -> ImportTable:
-    collector = _ImportCollector()
-    module.visit(collector)
-    return collector.table
+    """`import_table` for a LibCST module (tests and callers without CPython's tree)."""
+    return import_table(ast.parse(module.code))

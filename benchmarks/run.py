@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -159,11 +160,36 @@ def _amplint_cases(amp: Amplint, sl: FileSet, full: FileSet,
         if amp.has("--fix") and tag in fix_sets:
             cases.append(Case(f"amp_fix_{tag}", "amplint check --fix (copy, no findings left)",
                               fix_sets[tag], [*amp.project(), "--fix"], env=cold))
+    largest = _largest_parsed(full)
+    if largest is not None:
+        cases.append(Case("amp_project_largest", project_label, largest, amp.project(), env=cold,
+                          note="the largest file project mode parses in the full corpus, alone: "
+                               "the memory baseline"))
     if not single:
         skipped.append(Skipped("amplint check --no-project", "flag not offered yet"))
     if not amp.has("--fix"):
         skipped.append(Skipped("amplint check --fix", "flag not offered yet"))
     return cases, skipped
+
+
+def _largest_parsed(full: FileSet) -> Optional[FileSet]:
+    """The largest file project mode parses in *full*, as a one-file set (None if it cannot tell).
+
+    Peak memory is one parse tree at a time (plus a bounded few kept for the
+    entry pass), so amplint's RSS on the whole corpus should be close to its
+    RSS on this file alone: that ratio, not full / slice, shows whether memory
+    grows with the number of files.
+    """
+    code = ("import sys; from amplint.config import Config; from amplint.project.run import run_project; "
+            "r = run_project([sys.argv[1]], Config(jobs=1), use_cache=False); "
+            "import os; print(max(set(r.stats.parsed), key=os.path.getsize) if r.stats.parsed else '')")
+    proc = subprocess.run([str(common.MAIN_PYTHON), "-c", code, str(full.root)], capture_output=True,
+                          text=True, env=common.amplint_env())
+    name = proc.stdout.strip()
+    if proc.returncode != 0 or not name:
+        return None
+    path = Path(name).resolve()
+    return FileSet(f"largest parsed file ({path.relative_to(full.root.resolve())})", full.root, (path,))
 
 
 def _prepare_fix_copy(amp: Amplint, fs: FileSet, tag: str) -> Tuple[FileSet, str]:
@@ -349,6 +375,7 @@ def ratio_table(cases: Sequence[Case], single_key: str) -> str:
                     f"| {cpu:.2f} | {_meets(cpu, r.target)} "
                     f"| {cpu_min:.2f} | {_meets(cpu_min, r.target)} |")
     rows.append(_rss_row(by_key, single_key))
+    rows.append(_rss_project_row(by_key))
     return "\n".join(rows)
 
 
@@ -362,6 +389,17 @@ def _rss_row(by_key: Dict[str, Case], single_key: str) -> str:
     files = len(a.fileset.files) / max(1, len(b.fileset.files))
     return (f"| amplint peak RSS full / slice ({files:.0f}× the files) | flat (<= 1.5) "
             f"| {ra / rb:.2f} | {_meets(ra / rb, '<= 1.5')} | | | | |")
+
+
+def _rss_project_row(by_key: Dict[str, Case]) -> str:
+    """Memory flatness in project mode: the whole corpus vs the largest file it parses, alone."""
+    a, b = by_key.get("amp_project_full"), by_key.get("amp_project_largest")
+    if not a or not b:
+        return "| amplint project peak RSS full / largest parsed file alone | flat | n/a | | | | | |"
+    ra = max(m.maxrss_kb for m in a.runs)
+    rb = max(m.maxrss_kb for m in b.runs)
+    return (f"| amplint project peak RSS full / largest parsed file alone ({len(a.fileset.files)} files vs 1) "
+            f"| flat (<= 1.5) | {ra / rb:.2f} | {_meets(ra / rb, '<= 1.5')} | | | | |")
 
 
 def _busy_note() -> List[str]:

@@ -12,7 +12,11 @@ RULE = Rule(
         "methods of the same file called from such a region. A computation is protected when every tensor "
         "input (the distribution's constructor arguments, when visible, and the value) is cast with "
         "`.float()`, `.double()`, `.to(torch.float32)` and the like, or when it runs in a disabled region "
-        "with cast inputs. bfloat16 regions are not flagged."
+        "with cast inputs. bfloat16 regions are not flagged. A `log_prob` whose receiver's constructor is not "
+        "visible is assumed to be a distribution's, unless every class the receiver may be an instance of "
+        "(a local name's constructor, every class assignment to a `self.` attribute, every argument the "
+        "file's constructions pass to the `__init__` parameter stored there) is known not to be one: a "
+        "`torch.nn` class, or a class of the same file with no base that may be a distribution."
     ),
     why_bad=(
         "Parameters that leave a `Linear` layer under autocast are float16. float16's smallest normal is "
@@ -61,6 +65,28 @@ from torch.distributions import Normal
 with scaler.autocast():
     lp = Normal(mu, sigma).log_prob(x)
 """,
+        # Receivers known not to be distributions: an nn module in every branch, a plain class of the file.
+        """
+import torch
+from torch import nn
+class PredictionLayer(nn.Module):
+    def __init__(self, adaptive):
+        super().__init__()
+        if adaptive:
+            self.proj = nn.AdaptiveLogSoftmaxWithLoss(512, 30000, cutoffs=[1000])
+        else:
+            self.proj = nn.Linear(512, 30000)
+    def forward(self, x):
+        with torch.autocast("cuda"):
+            return self.proj.log_prob(x)
+class TraceEvaluator:
+    def log_prob(self, trace):
+        return trace.log_prob_sum()
+def potential(trace):
+    evaluator = TraceEvaluator()
+    with torch.autocast("cuda"):
+        return -evaluator.log_prob(trace)
+""",
         # Disabled region with cast inputs (fix C).
         """
 import torch
@@ -104,6 +130,20 @@ with torch.autocast("cuda"):
 """,
             4,
             12,
+        ),
+        Invalid(
+            """
+import torch
+from torch.distributions import Normal
+class Scorer:
+    def __init__(self, loc, scale):
+        self.dist = Normal(loc, scale)
+    def score(self, x):
+        with torch.autocast("cuda"):
+            return self.dist.log_prob(x)
+""",
+            8,
+            20,
         ),
     ),
 )

@@ -137,7 +137,32 @@ def test_linting_imports_neither_torch_nor_libcst_for_files_without_autocast(tmp
     assert out.stdout.split() == ["1", "False", "False"]
 
 
+def test_fix_on_a_tree_without_findings_does_not_import_libcst(tmp_path: Path) -> None:
+    # `--fix` with nothing to fix must cost what `check` costs (issue 8): no LibCST start-up.
+    (tmp_path / "plain.py").write_text("import torch\nx = torch.ones(1)\n")
+    code = (
+        "import sys; from amplint.cli import main; "
+        f"rc = main(['check', '--fix', {str(tmp_path)!r}]); "
+        "print(rc, 'libcst' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.split()[-2:] == ["0", "False"], out.stderr
+
+
 def test_linting_a_file_with_findings_does_not_import_torch() -> None:
     code = f"import sys; from amplint.engine import check_paths; check_paths([{str(SEED)!r}]); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
+
+
+def test_compiler_warnings_about_the_users_code_are_not_printed(tmp_path: Path) -> None:
+    # CPython's parser screens each file; its SyntaxWarnings are the user's compiler's business, not ours.
+    target = tmp_path / "warns.py"
+    target.write_text(
+        'import torch\nx = "\\d"\nassert (x, "tuple is always true")\n'
+        'with torch.autocast("cuda"):\n    y = torch.distributions.Normal(a, b).log_prob(c)\n'
+    )
+    out = subprocess.run([sys.executable, "-W", "default", "-m", "amplint.cli", "check", "--no-project", str(target)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 1 and ":5:9: AMP001" in out.stdout
+    assert "Warning" not in out.stderr, out.stderr

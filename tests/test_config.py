@@ -153,6 +153,7 @@ extend-autocast = ["mypkg.amp.half_precision"]
 extend-distributions = ["mypkg.dists", "mypkg.flows.Flow", "other.mod.*"]
 project = false
 max-depth = 3
+jobs = 2
 
 [tool.amplint.per-file-ignores]
 "tests/*" = ["AMP001"]
@@ -170,6 +171,7 @@ max-depth = 3
         extend_distributions=("mypkg.dists.", "mypkg.flows.Flow", "other.mod."),
         project=False,
         max_depth=3,
+        jobs=2,
     )
 
 
@@ -246,6 +248,8 @@ def test_strategy_flag_overrides_config_strategy(tmp_path: Path) -> None:
         ("project = 1", "project", "true or false"),
         ("max-depth = -1", "max-depth", "non-negative integer"),
         ("max-depth = true", "max-depth", "non-negative integer"),
+        ("jobs = -2", "jobs", "non-negative integer"),
+        ('jobs = "many"', "jobs", "non-negative integer"),
     ],
 )
 def test_bad_key_or_value_is_a_clear_error_with_exit_2(

@@ -9,15 +9,20 @@ from __future__ import annotations
 import difflib
 import io
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.engine import SourceAnalysis, analyze_source
-from amplint.files import discover, read_source
-from amplint.fix.plan import DISABLE, FixPlan, Skipped, plan_fixes
+from amplint.files import SourceFile, discover, read_source
 from amplint.model import FileError, Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from amplint.fix.plan import FixPlan, Skipped
+
+# LibCST and the planner load only when a file has a finding: `--fix` on a clean
+# tree then costs what `check` costs (issue 8; `import libcst` alone is ~0.2 s).
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ def rewrite(source: SourceAnalysis, plan: FixPlan, strategy: str) -> cst.Module:
     """The analysed module with the plan applied (fix A, or fix C when wraps are planned)."""
     from amplint.fix.cast import apply_casts
     from amplint.fix.disable import apply_disable
+    from amplint.fix.plan import DISABLE
 
     assert source.module is not None and source.analysis is not None
     table = source.analysis.imports
@@ -90,6 +96,8 @@ def rewrite(source: SourceAnalysis, plan: FixPlan, strategy: str) -> cst.Module:
 
 def verify(text: str, path: str) -> Optional[FileError]:
     """The rewritten text must parse with LibCST and compile with CPython."""
+    import libcst as cst
+
     try:
         cst.parse_module(text)
         compile(text, path, "exec", dont_inherit=True)
@@ -108,6 +116,8 @@ def _plan_and_rewrite(
     source: SourceAnalysis, strategy: str, only: Optional[Callable[[Finding], bool]]
 ) -> Tuple[FixPlan, Optional[str], bool]:
     """The plan, the rewritten text (None when the plan is empty), and whether LibCST round-trips the file."""
+    from amplint.fix.plan import plan_fixes
+
     plan = plan_fixes(source, strategy, only)
     if plan.empty:
         return plan, None, True
@@ -133,6 +143,8 @@ def fix_text(
     if isinstance(source, FileError):
         return source
     before = len(source.pairs)
+    if not source.pairs:  # nothing to plan: no LibCST import, no plan
+        return TextFix(path, text, text, 0, (), ())
     try:
         plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only)
     except RecursionError:  # deep but valid code: LibCST transforms recurse ~3 frames per tree level
@@ -157,12 +169,17 @@ def fix_text(
 
 def fix_file(path: str, config: Config = Config(), write: bool = True, **analyze_options: Any) -> FileFix:
     """Fix one file; it is written (atomically) only when `write` and its text changed."""
-    from amplint.fix.write import atomic_write, encode
-
     source = read_source(path)
     if isinstance(source, FileError):
         return FileFix(path, error=source)
-    outcome = fix_text(source.text, path, config, **analyze_options)
+    return _finish_fix(source, fix_text(source.text, path, config, **analyze_options), write)
+
+
+def _finish_fix(source: SourceFile, outcome: Union[TextFix, FileError], write: bool) -> FileFix:
+    """`fix_file` after the fix: write the file when `write` and its text changed."""
+    from amplint.fix.write import atomic_write, encode
+
+    path = source.path
     if isinstance(outcome, FileError):
         return FileFix(path, error=outcome)
     if not write or not outcome.changed:
@@ -197,10 +214,50 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
     """
     if config.project:
         return _fix_project(paths, config, write)
+    from amplint import progress
+    from amplint.engine import will_parse
+
     files, errors = discover(paths, config.exclude)
     run = FixRun([FileFix(error.path, error=error) for error in errors])
-    run.files.extend(fix_file(path, config, write) for path in files)
+    slots: List[int] = []
+    sources: List[SourceFile] = []
+    report = progress.current()
+    report.phase("reading", len(files))
+    for path in files:
+        source = read_source(path)
+        if isinstance(source, FileError):
+            run.files.append(FileFix(path, error=source))
+        elif will_parse(source.text, config):  # parsed below, in a process pool when it pays
+            slots.append(len(run.files))
+            run.files.append(FileFix(path))
+            sources.append(source)
+        else:
+            run.files.append(_finish_fix(source, fix_text(source.text, path, config), write))
+        report.advance()
+    for slot, fix in zip(slots, _fix_sources(sources, config, write, [{} for _ in sources])):
+        run.files[slot] = fix
     return run
+
+
+def _fix_sources(
+    sources: Sequence[SourceFile], config: Config, write: bool, options: Sequence[dict]
+) -> List[FileFix]:
+    """`fix_file` for each source (with its `analyze_source` options): the analyses and rewrites in a
+    process pool when it pays, the writes here."""
+    from amplint import parallel
+
+    jobs = [(source.text, source.path, config, option) for source, option in zip(sources, options)]
+    outcomes = parallel.run_map(
+        _fix_job, jobs, jobs=config.jobs, weights=[len(source.text) for source in sources], label="fixing",
+        preload=parallel.PRELOAD + ("amplint.fix.plan", "amplint.fix.cast", "amplint.fix.disable"),
+    )
+    return [_finish_fix(source, outcome, write) for source, outcome in zip(sources, outcomes)]
+
+
+def _fix_job(job: Tuple[str, str, Config, dict]) -> Union[TextFix, FileError]:
+    """`fix_text` on one (text, path, config, analyze options): the unit of work of the process pool."""
+    text, path, config, options = job
+    return fix_text(text, path, config, **options)
 
 
 def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
@@ -208,14 +265,24 @@ def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
 
     project = run_project(paths, config)
     run = FixRun()
+    slots: List[int] = []
+    sources: List[SourceFile] = []
+    options: List[dict] = []
     for result in project.results:
         if result.error is not None:
             run.files.append(FileFix(result.path, error=result.error))
-        elif result.findings:
-            entries = project.entries.get(result.path, ())
-            run.files.append(fix_file(result.path, config, write, entries=entries, project=True))
-        else:
-            run.files.append(FileFix(result.path))  # nothing reported, nothing to fix
+            continue
+        if result.findings:  # fixed below, in a process pool when it pays
+            source = read_source(result.path)
+            if isinstance(source, FileError):
+                run.files.append(FileFix(result.path, error=source))
+                continue
+            slots.append(len(run.files))
+            sources.append(source)
+            options.append({"entries": project.entries.get(result.path, ()), "project": True})
+        run.files.append(FileFix(result.path))  # nothing reported, nothing to fix
+    for slot, fix in zip(slots, _fix_sources(sources, config, write, options)):
+        run.files[slot] = fix
     return run
 
 

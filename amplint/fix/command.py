@@ -80,6 +80,9 @@ def report(run: FixRun, args: argparse.Namespace) -> None:
 
 def run_fix(args: argparse.Namespace, config: Config) -> int:
     """The `--fix`/`--diff` branch of `amplint check`; `--diff` writes nothing."""
-    run = fix_paths(args.paths, config, write=not args.diff)
+    from amplint import progress
+
+    with progress.attached(progress.wanted(args.format)):  # erased before the report prints
+        run = fix_paths(args.paths, config, write=not args.diff)
     report(run, args)
     return exit_code(run, bool(args.diff), args.exit_zero)

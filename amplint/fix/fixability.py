@@ -17,11 +17,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from amplint.files import source_lines
 from amplint.model import Finding
 from amplint.noqa import noqa_texts, suppressed
+from amplint.positions import Positions, positions
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import Diagnosis
@@ -48,7 +49,12 @@ class NoqaGuard:
             for number, line in enumerate(lines, 1)
         ]
         self.module = source.module
-        self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
+        diagnoses = source.analysis.diagnoses if source.analysis is not None else []
+        # The nodes `blocks` asks about: every site's inputs and statement, positioned in one pass.
+        self._nodes = tuple(
+            node for d in diagnoses for node in (*d.site.uncast, *(() if d.site.statement is None else (d.site.statement,)))
+        )
+        self._positions: Optional[Positions] = None
 
     @property
     def active(self) -> bool:
@@ -57,7 +63,10 @@ class NoqaGuard:
     def _span(self, node: cst.CSTNode) -> CodeRange:
         if self._positions is None:
             assert self.module is not None
-            self._positions = dict(MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider))
+            self._positions = positions(self.module, nodes=self._nodes)
+        if node not in self._positions:  # not a site's input or statement: position it on its own
+            assert self.module is not None
+            return positions(self.module, nodes=(node,))[node]
         return self._positions[node]
 
     def touches(self, nodes: Sequence[cst.CSTNode]) -> bool:

@@ -73,6 +73,10 @@ class DiskCache:
         self.hits += 1
         return value
 
+    def contains(self, kind: str, key: str) -> bool:
+        """Is there an entry (not read: a corrupt one is still a miss for `get`)? Counts nothing."""
+        return self.directory is not None and os.path.isfile(self._path(kind, key))
+
     def put(self, kind: str, key: str, value: object) -> None:
         if self.directory is None:
             return

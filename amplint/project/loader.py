@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
-from amplint.engine import may_have_findings
+from amplint.engine import will_parse
 from amplint.files import read_source
 from amplint.model import FileError, Finding
 from amplint.project import prefilter
@@ -25,14 +25,24 @@ from amplint.project.summary import EntryContext, FileSummary
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
 
-KEEP_TREES = 16  # parse trees kept for the entry pass; more are parsed again
+# Parse trees kept for the entry pass, by the source size they were parsed from; older ones are
+# parsed again when needed. A LibCST tree takes ~500 bytes of memory per byte of source (measured:
+# transformers' trainer.py, 190 KB, ~90 MB), so this bounds peak memory whatever the project's size.
+KEEP_SOURCE_BYTES = 400_000
+SCAN_CHUNK = 64  # files per unit of work of the text pass
+# The text pass reads ~50 MB/s (0.35 ms a file in the benchmark corpus): a pool pays from ~1,000 files.
+SCAN_POOL_FILES = 1000
 LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
+
+
+# The text pass's result for one file: flags, `single`, class bases named, defs, `self.<attr> =` names.
+_Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]
 
 
 @dataclass
 class _FileInfo:
     flags: prefilter.Flags
-    single: bool  # single-file mode would parse it (`engine.may_have_findings`)
+    single: bool  # single-file mode would parse it (`engine.will_parse`)
     content: str = ""  # sha256 of the decoded text, computed when a cache key needs it
 
     @property
@@ -67,7 +77,8 @@ class Loader:
         self._attr_index: Set[str] = set()
         self._summaries: Dict[str, Optional[FileSummary]] = {}
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
-        self._trees: "OrderedDict[str, ModuleAnalysis]" = OrderedDict()
+        self._trees: "OrderedDict[str, Tuple[ModuleAnalysis, int]]" = OrderedDict()  # with the source size
+        self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
         self._config_key = repr(config)
@@ -75,23 +86,32 @@ class Loader:
 
     # --- the text pass -------------------------------------------------------
     def scan(self) -> None:
-        """Read every file once for the text tests and the subclass/def/attribute indexes (no parsing)."""
-        for path in self.files:
-            text = self._read(path)
-            if text is None:
-                continue
-            self.info[path] = _FileInfo(
-                prefilter.flags(text, self.config.extend_autocast, self.config.extend_distributions),
-                may_have_findings(text, self.config),
-            )
-            if "class" in text:
-                for _, bases in prefilter.class_bases(text):
-                    for base in bases:
-                        self._subclass_index.setdefault(base, set()).add(path)
-            for name in prefilter.defined_names(text):
-                self._def_index.setdefault(name, set()).add(path)
-            if "self." in text:
-                self._attr_index.update(prefilter.assigned_attributes(text))
+        """Read every file once for the text tests and the subclass/def/attribute indexes (no parsing).
+
+        A large project is read in chunks of SCAN_CHUNK files over a process pool
+        (`amplint.parallel`, from SCAN_POOL_FILES files); the chunks' texts are
+        merged in file order, so the indexes are the same as read here.
+        """
+        from amplint import parallel
+
+        chunks = [self.files[start:start + SCAN_CHUNK] for start in range(0, len(self.files), SCAN_CHUNK)]
+        sizes = [len(chunk) for chunk in chunks]
+        scanned = parallel.run_map(
+            _scan_job, [(chunk, self.config) for chunk in chunks], jobs=self.config.jobs, label="reading",
+            units=sizes, min_size=SCAN_POOL_FILES, size=len(self.files), preload=(),
+        )
+        for chunk in scanned:
+            for path, outcome in chunk:
+                if isinstance(outcome, FileError):
+                    self.errors[path] = outcome
+                    continue
+                flags, single, bases, names, attributes = outcome
+                self.info[path] = _FileInfo(flags, single)
+                for base in bases:
+                    self._subclass_index.setdefault(base, set()).add(path)
+                for name in names:
+                    self._def_index.setdefault(name, set()).add(path)
+                self._attr_index.update(attributes)
 
     def _read(self, path: str) -> Optional[str]:
         source = read_source(path)
@@ -180,7 +200,7 @@ class Loader:
         info = self.info.get(path)
         if info is None or path not in self.known or self._content(path, info) is None:
             return None
-        key = digest(self.fingerprint, "summary", self._options_key, info.content)
+        key = self._summary_key(info)
         cached = self.cache.get("summary", key)
         if isinstance(cached, FileSummary):
             self.stats.summaries_cached += 1
@@ -189,6 +209,14 @@ class Loader:
         analyzed = self._parse(path, ())
         if analyzed is None:
             return None
+        return self._keep_summary(path, info, key, analyzed)
+
+    def _summary_key(self, info: _FileInfo) -> str:
+        return digest(self.fingerprint, "summary", self._options_key, info.content)
+
+    def _keep_summary(
+        self, path: str, info: _FileInfo, key: str, analyzed: Tuple[FileSummary, Tuple[Finding, ...]]
+    ) -> FileSummary:
         summary, findings = analyzed
         self._own[path] = findings
         self.cache.put("summary", key, summary)
@@ -196,7 +224,55 @@ class Loader:
         self._summaries[path] = summary
         return summary
 
+    def prepare_summaries(self, paths: Sequence[str]) -> None:
+        """Parse, in a process pool when it pays (`amplint.parallel`), the files `summary` would parse.
+
+        `summary(path)` then answers from memory for them, exactly as if it had
+        parsed them itself, except that no parse tree is kept for the entry pass.
+        With no pool, nothing happens here and `summary` parses them one by one.
+        """
+        todo: List[Tuple[str, _FileInfo, str]] = []
+        for path in paths:
+            info = self.info.get(path)
+            if path in self._summaries or info is None or path not in self.known:
+                continue
+            if self._content(path, info) is None:
+                continue
+            key = self._summary_key(info)
+            if not self.cache.contains("summary", key):
+                todo.append((path, info, key))
+        outcomes = self._parse_batch([(path, ()) for path, _, _ in todo], summaries=True)
+        for (path, info, key), outcome in zip(todo, outcomes or ()):
+            if outcome is not None:
+                self._keep_summary(path, info, key, outcome)
+            else:
+                self._summaries[path] = None
+
+    def _parse_batch(
+        self, requests: Sequence[Tuple[str, Tuple[EntryContext, ...]]], summaries: bool
+    ) -> Optional[List[Optional[Tuple[FileSummary, Tuple[Finding, ...]]]]]:
+        """`_parse` for each request in a process pool; None (and nothing done) when a pool would not pay."""
+        from amplint import parallel, progress
+
+        progress.current().phase("parsing", len(requests))  # `_parse` advances it when there is no pool
+        sizes = [_size(path) for path, _ in requests]
+        if parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
+            return None
+        jobs = [(path, self.config, entries, summaries) for path, entries in requests]
+        outcomes = []
+        for (path, _), (read, outcome) in zip(requests, parallel.run_map(_parse_job, jobs, jobs=self.config.jobs,
+                                                                          weights=sizes)):
+            if read:
+                self.stats.parsed.append(path)
+            if isinstance(outcome, FileError):
+                self.errors[path] = outcome
+                outcomes.append(None)
+            else:
+                outcomes.append(outcome)
+        return outcomes
+
     def _parse(self, path: str, entries: Sequence[EntryContext]) -> Optional[Tuple[FileSummary, Tuple[Finding, ...]]]:
+        from amplint import progress
         from amplint.engine import analyze_source
         from amplint.project.summarize import summarize
 
@@ -204,6 +280,7 @@ class Loader:
         if text is None:
             return None
         self.stats.parsed.append(path)
+        progress.current().advance()
         outcome = analyze_source(text, path, self.config, entries=entries, project=True)
         if isinstance(outcome, FileError):
             self.errors[path] = outcome
@@ -211,9 +288,7 @@ class Loader:
         assert outcome.analysis is not None
         summary = summarize(outcome.analysis)
         if any(f.exposed for f in summary.functions.values()):
-            self._trees[path] = outcome.analysis
-            while len(self._trees) > KEEP_TREES:
-                self._trees.popitem(last=False)
+            self._keep_tree(path, outcome.analysis, len(text))
         return summary, tuple(outcome.findings)
 
     # --- findings ------------------------------------------------------------
@@ -233,6 +308,8 @@ class Loader:
         if not entries and path in self._own:
             return list(self._own[path])
         key = self._findings_key(path, info, entries)
+        if key in self._ready:
+            return list(self._ready.pop(key))
         cached = self.cache.get("findings", key)
         if isinstance(cached, tuple):
             self.stats.findings_cached += 1
@@ -243,8 +320,42 @@ class Loader:
         self.cache.put("findings", key, tuple(findings))
         return findings
 
+    def prepare_findings(self, requests: Sequence[Tuple[str, Sequence[EntryContext]]]) -> None:
+        """Parse, in a process pool when it pays, the files `findings(path, entries)` would parse.
+
+        Those are the files with neither findings in memory or in the disk cache
+        nor a kept parse tree. `findings` then returns what was parsed here;
+        with no pool nothing happens, and `findings` parses them in turn.
+        """
+        todo: List[Tuple[str, Tuple[EntryContext, ...], str]] = []
+        for path, entries in requests:
+            info = self.info.get(path)
+            if path in self.errors or info is None or path in self._trees or self._content(path, info) is None:
+                continue
+            entries = tuple(sorted(set(entries), key=repr))
+            if not entries and path in self._own:
+                continue
+            key = self._findings_key(path, info, entries)
+            if key not in self._ready and not self.cache.contains("findings", key):
+                todo.append((path, entries, key))
+        outcomes = self._parse_batch([(path, entries) for path, entries, _ in todo], summaries=False)
+        for (_, _, key), outcome in zip(todo, outcomes or ()):
+            if outcome is not None:
+                self.cache.put("findings", key, outcome[1])
+                self._ready[key] = outcome[1]
+
+    def _keep_tree(self, path: str, analysis: "ModuleAnalysis", size: int) -> None:
+        """Keep a parsed file's analysis for its entry pass, within KEEP_SOURCE_BYTES (oldest out first)."""
+        self._trees[path] = (analysis, size)
+        self._trees.move_to_end(path)
+        while sum(kept for _, kept in self._trees.values()) > KEEP_SOURCE_BYTES and len(self._trees) > 1:
+            self._trees.popitem(last=False)
+        if size > KEEP_SOURCE_BYTES:  # alone above the budget: not kept either
+            self._trees.pop(path)
+
     def _entry_findings(self, path: str, entries: Sequence[EntryContext]) -> Union[List[Finding], FileError]:
-        tree = self._trees.get(path)
+        kept = self._trees.get(path)
+        tree = kept[0] if kept is not None else None
         if tree is not None:
             from amplint.analysis import with_entries
             from amplint.engine import finish
@@ -257,6 +368,55 @@ class Loader:
         if parsed is None:
             return self.errors.get(path, FileError(path, "cannot be read"))
         return list(parsed[1])
+
+
+def _scan_job(job: Tuple[Sequence[str], Config]) -> List[Tuple[str, Union[_Scanned, FileError]]]:
+    """The text pass over a chunk of files (`Loader.scan`, maybe in a pool worker)."""
+    paths, config = job
+    out: List[Tuple[str, Union[_Scanned, FileError]]] = []
+    for path in paths:
+        source = read_source(path)
+        if isinstance(source, FileError):
+            out.append((path, source))
+            continue
+        text = source.text
+        bases = [base for _, names in prefilter.class_bases(text) for base in names] if "class" in text else []
+        out.append((path, (
+            prefilter.flags(text, config.extend_autocast, config.extend_distributions),
+            will_parse(text, config),
+            tuple(bases),
+            tuple(prefilter.defined_names(text)),
+            tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
+        )))
+    return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _parse_job(
+    job: Tuple[str, Config, Tuple[EntryContext, ...], bool]
+) -> Tuple[bool, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]:
+    """`Loader._parse` in a pool worker: (was the file read, (summary, findings) or the error).
+
+    The summary is None unless asked for (the entry pass needs only findings).
+    """
+    from amplint.engine import analyze_source
+    from amplint.project.summarize import summarize
+
+    path, config, entries, want_summary = job
+    source = read_source(path)
+    if isinstance(source, FileError):
+        return False, source
+    outcome = analyze_source(source.text, path, config, entries=entries, project=True)
+    if isinstance(outcome, FileError):
+        return True, outcome
+    assert outcome.analysis is not None
+    return True, (summarize(outcome.analysis) if want_summary else None, tuple(outcome.findings))
 
 
 def cache_directory(paths: Sequence[str], top: str) -> str:

@@ -1,7 +1,7 @@
 """Cheap text tests that decide which files project mode parses at all.
 
 Parsing with LibCST is the cost of a run (issue 8), so project mode parses:
-- the files single-file mode parses (`engine.may_have_findings`), whose own
+- the files single-file mode parses (`engine.will_parse`), whose own
   findings project mode keeps;
 - *region files* that may lead somewhere: a file that may open an enabled
   float16 region (`may_open_float16_region`) or that builds an Accelerator

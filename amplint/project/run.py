@@ -43,6 +43,7 @@ def run_project(
     loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint())
     loader.scan()
     resolver = Resolver(loader)
+    loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
     seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root) + hf_seeds(
@@ -51,6 +52,9 @@ def run_project(
     entries = walk(seeds, loader, resolver, config.max_depth)
     eager = set(loader.region_files())
     results = [FileResult(error.path, error=error) for error in errors]
+    loader.prepare_findings(
+        [(path, entries.get(path, ())) for path in files if path in eager or path in entries]
+    )
     for path in files:
         if path in loader.errors:
             results.append(FileResult(path, error=loader.errors[path]))

@@ -1,0 +1,59 @@
+"""The second, syntax-aware prefilter: does the code (not its comments or strings) hold both halves of a finding?
+
+The text prefilter (`engine.may_have_findings`) looks for words anywhere, so
+`cross_entropy(...)` next to an `autocast` in a docstring passes it. Parsing
+such a file with LibCST is then the whole cost of the run (benchmarks/README.md,
+"Profile"). CPython's tree, which the engine builds anyway to screen syntax,
+answers the question for a few milliseconds: a finding needs
+
+- a region: a name or attribute spelled `autocast` (or a configured autocast
+  name's last part), or such a name imported, and
+- a site: a call of a method `log_prob`, `cdf`, `icdf` or `entropy`, or of a
+  function that is, or resolves through the imports to, `kl_divergence`.
+
+It is a superset of what `analysis._Collector` recognises, so it only ever
+spares a parse that could not report anything. Single-file mode only: in
+project mode a site may be reached from a region in another file.
+"""
+from __future__ import annotations
+
+import ast
+from typing import AbstractSet, Iterable
+
+from amplint.dtypes import KL_NAMES
+from amplint.names import ImportTable, ast_dotted
+
+SITE_METHODS = frozenset({"log_prob", "cdf", "icdf", "entropy"})
+
+
+def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: Iterable[str] = ()) -> bool:
+    """Are there both an autocast spelling and a probability call in the code of `tree`?"""
+    region_words = {"autocast", *(name.rsplit(".", 1)[-1] for name in extend_autocast)}
+    region = site = False
+    for node in ast.walk(tree):
+        if not region and _spells(node, region_words):
+            region = True
+        elif not site and isinstance(node, ast.Call) and _is_site(node.func, imports):
+            site = True
+        if region and site:
+            return True
+    return False
+
+
+def _spells(node: ast.AST, words: AbstractSet[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in words
+    if isinstance(node, ast.Attribute):
+        return node.attr in words
+    if isinstance(node, ast.alias):
+        return node.name.rsplit(".", 1)[-1] in words
+    return False
+
+
+def _is_site(func: ast.expr, imports: ImportTable) -> bool:
+    if isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence"):
+        return True
+    dotted = ast_dotted(func)
+    if dotted is None:
+        return False
+    return dotted.rsplit(".", 1)[-1] == "kl_divergence" or bool(imports.qualnames_of(dotted) & KL_NAMES)

@@ -1,0 +1,224 @@
+"""`amplint.positions` and `amplint.cstwalk` against LibCST's own PositionProvider and `visit`.
+
+Both replace LibCST machinery for speed (issue 8), so each is checked to give
+exactly what LibCST gives: every node's CodeRange, and every hook call in
+the same order, on the fixtures, on tricky hand-written sources and on
+hypothesmith's grammar-generated programs.
+"""
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import libcst as cst
+import libcst._nodes.base as cst_base
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from amplint.cstwalk import SKIPPED, children, walk
+from amplint.names import collect_imports, import_table
+from amplint.positions import positions
+from conftest import ROOT
+
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))
+
+TRICKY = {
+    "fstrings": 'x = f"{d}" + f"{a:{b(c)}>{d}}" + f"{e!r:{g()}}" + f"{h=}"\n',
+    "decorators": "@a.b(c)\n@d\nclass K:\n    @staticmethod\n    def f(x, /, y=1, *a, z, **k) -> int:\n        return x\n",
+    "with": "async def f():\n    async with a() as b, c(d) as (e, f):\n        pass\n    with (g() as h,\n          i()):\n        j()\n",
+    "match": "match p:\n    case [1, *rest] if rest:\n        f(rest)\n    case {'k': v, **kw}:\n        pass\n    case C(x=1) | None:\n        pass\n",
+    "expressions": "y = [f(i) for i in range(3) if (j := g(i))]\nz = lambda q=h(): q\nw = a if b else c[d:e:f, ...]\n",
+    "crlf": "def f(x):\r\n    return g(\r\n        x)\r\n",
+    "continuation": "x = f(1, \\\n      2)\nif a and \\\n   b:\n    c()\n",
+    "tabs_unicode": "def f():\n\tδ = g('é')\n\treturn h(δ)  # ü\n",
+    "formfeed": "x = 1\n\x0c\ndef f():\n    return g()\n",
+    "no_trailing_newline": "x = f(y)",
+    "empty": "",
+    "comments_only": "# a\n\n# b\n",
+    "semicolons": "import a; b = a.c(); d = b\n",
+}
+
+
+def _all_node_types() -> set:
+    found: set = set()
+    stack = [cst_base.CSTNode]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            found.add(sub)
+            stack.append(sub)
+    return found
+
+
+def _sources() -> List[Tuple[str, str]]:
+    out = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in FIXTURES]
+    return out + sorted(TRICKY.items())
+
+
+# --- positions --------------------------------------------------------------------------------
+
+def _assert_same_positions(text: str) -> int:
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    found = positions(module, {type(node) for node in expected})
+    for node, span in expected.items():
+        assert node in found and found[node] == span, (type(node).__name__, span)
+    return len(expected)
+
+
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_positions_equal_position_provider_for_every_node(name: str, text: str) -> None:
+    assert _assert_same_positions(text) > 0
+
+
+def test_positions_records_only_what_is_asked() -> None:
+    module = cst.parse_module("def f():\n    return g(h(1))\n")
+    found = positions(module, {cst.Call})
+    ret = module.body[0].body.body[0].body[0]  # type: ignore[attr-defined]
+    outer, inner = ret.value, ret.value.args[0].value
+    assert (found[outer].start.line, found[outer].start.column, found[outer].end.column) == (2, 11, 18)
+    assert (found[inner].start.column, found[inner].end.column) == (13, 17)
+    assert ret not in found and module not in found
+    by_node = positions(module, nodes=(ret,))  # a single node, by identity
+    assert ret in by_node and outer not in by_node
+    with pytest.raises(KeyError):
+        found[ret]
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+def _recorder() -> type:
+    """A visitor with every hook LibCST knows, each logging (kind, type, node id[, field])."""
+
+    def hook(kind: str, field: str = ""):  # type: ignore[no-untyped-def]
+        def record(self, node):  # type: ignore[no-untyped-def]
+            self.log.append((kind, type(node).__name__, id(node), field))
+        return record
+
+    methods: Dict[str, object] = {}
+    skipped = {t.__name__ for t in SKIPPED}  # by name: LibCST's add_slots leaves same-named originals around
+    for node_type in _all_node_types():
+        name = node_type.__name__
+        if name in skipped:  # walk() refuses visitors that hook skipped types
+            continue
+        methods[f"visit_{name}"] = hook("visit")
+        methods[f"leave_{name}"] = hook("leave")
+        for field in getattr(node_type, "__dataclass_fields__", {}):
+            methods[f"visit_{name}_{field}"] = hook("visit_attr", field)
+            methods[f"leave_{name}_{field}"] = hook("leave_attr", field)
+    return type("Recorder", (cst.CSTVisitor,), methods)
+
+
+RECORDER = _recorder()
+
+
+def _logs(text: str) -> Tuple[list, list]:
+    module = cst.parse_module(text)
+    by_libcst, by_walk = RECORDER(), RECORDER()
+    by_libcst.log, by_walk.log = [], []
+    module.visit(by_libcst)
+    walk(module, by_walk)
+    return by_libcst.log, by_walk.log
+
+
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_walk_calls_the_hooks_libcst_calls_in_the_same_order(name: str, text: str) -> None:
+    expected, found = _logs(text)
+    assert found == expected
+    assert expected or not text.strip("\n# ab")
+
+
+def test_walk_skips_children_when_visit_returns_false() -> None:
+    class TopLevelCalls(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: List[str] = []
+            self.left: List[str] = []
+
+        def visit_Call(self, node: cst.Call) -> bool:
+            self.calls.append(cst.Module([]).code_for_node(node.func))
+            return False
+
+        def leave_Call(self, original_node: cst.Call) -> None:
+            self.left.append("call")
+
+    visitor = TopLevelCalls()
+    walk(cst.parse_module("a(b(c()))\nd()\n"), visitor)
+    assert visitor.calls == ["a", "d"]
+    assert visitor.left == ["call", "call"]  # leave still runs, as in LibCST
+
+
+# --- imports from CPython's tree ------------------------------------------------------------------
+
+def test_import_table_reads_imports_and_aliases_in_source_order() -> None:
+    text = (
+        "import torch, torch.distributions as D\n"
+        "from torch.amp import autocast as ac\n"
+        "from . import sibling\n"
+        "from ..pkg import *\n"
+        "def f():\n"
+        "    from torch.cuda.amp import autocast\n"
+        "    if x:\n"
+        "        other = ac; again = other\n"
+        "    late = later\n"
+        "later = torch.autocast\n"
+    )
+    table = import_table(ast.parse(text))
+    assert table.bindings["torch"] == {"torch"}
+    assert table.bindings["D"] == {"torch.distributions"}
+    assert table.bindings["ac"] == {"torch.amp.autocast"}
+    assert table.bindings["autocast"] == {"torch.cuda.amp.autocast"}
+    assert table.bindings["sibling"] == {".sibling"}
+    assert table.bindings["other"] == table.bindings["again"] == {"torch.amp.autocast"}
+    assert "late" not in table.bindings  # `later` was bound after it: source order
+    assert table.bindings["later"] == {"torch.autocast"}
+    assert table.star_modules == ["..pkg"]
+    assert collect_imports(cst.parse_module(text)) == table
+
+
+# --- generated programs ---------------------------------------------------------------------------
+
+try:
+    import hypothesmith
+except ImportError:  # pragma: no cover - the dev extra installs it
+    hypothesmith = None
+GRAMMAR = st.deferred(lambda: hypothesmith.from_grammar()) if hypothesmith is not None else st.just("")
+
+
+@pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed (pip install -e '.[dev]')")
+@settings(max_examples=150, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(source=GRAMMAR)
+def test_positions_and_walk_equal_libcst_on_generated_programs(source: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cst.parse_module(source)
+        except (cst.ParserSyntaxError, RecursionError):
+            return
+        _assert_same_positions(source)
+        expected, found = _logs(source)
+    assert found == expected
+
+
+@pytest.mark.parametrize("name,text", sorted(TRICKY.items()), ids=sorted(TRICKY))
+def test_children_are_libcsts_children_less_whitespace(name: str, text: str) -> None:
+    module = cst.parse_module(text)
+    stack: List[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        expected = [child for child in node.children if type(child) not in SKIPPED]
+        assert list(children(node)) == expected, type(node).__name__
+        stack.extend(expected)
+
+
+def test_walk_refuses_a_visitor_that_hooks_skipped_nodes() -> None:
+    class CommentCounter(cst.CSTVisitor):
+        def visit_Comment(self, node: cst.Comment) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="Comment"):
+        walk(cst.parse_module("x = 1  # c\n"), CommentCounter())
