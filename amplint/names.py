@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set
 
-import libcst as cst
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+# LibCST is imported inside the functions that take its nodes: the import table and the
+# screen (`amplint.screen`) run on CPython's tree for files that are never parsed with LibCST.
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
+    import libcst as cst  # already loaded by whoever made `node`: a dictionary lookup
+
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):

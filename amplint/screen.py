@@ -20,10 +20,12 @@ from __future__ import annotations
 import ast
 from typing import AbstractSet, Iterable
 
-from amplint.dtypes import KL_NAMES
 from amplint.names import ImportTable, ast_dotted
 
 SITE_METHODS = frozenset({"log_prob", "cdf", "icdf", "entropy"})
+KL_NAMES = frozenset(
+    {"torch.distributions.kl_divergence", "torch.distributions.kl.kl_divergence", "pyro.distributions.kl_divergence"}
+)
 
 
 def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: Iterable[str] = ()) -> bool:

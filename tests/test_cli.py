@@ -137,6 +137,18 @@ def test_linting_imports_neither_torch_nor_libcst_for_files_without_autocast(tmp
     assert out.stdout.split() == ["1", "False", "False"]
 
 
+def test_words_only_in_comments_and_docstrings_do_not_import_libcst(tmp_path: Path) -> None:
+    # The text prefilter passes this file; CPython's tree (the screen) shows nothing to parse.
+    (tmp_path / "mentions.py").write_text('"""Run under torch.autocast."""\nimport torch\nx = 1  # d.log_prob(x)\n')
+    code = (
+        "import sys; from amplint.engine import check_paths; from amplint.config import Config; "
+        f"r = check_paths([{str(tmp_path)!r}], Config(project=False)); "
+        "print(len(r), r[0].findings, 'libcst' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.split() == ["1", "[]", "False"], out.stderr
+
+
 def test_fix_on_a_tree_without_findings_does_not_import_libcst(tmp_path: Path) -> None:
     # `--fix` with nothing to fix must cost what `check` costs (issue 8): no LibCST start-up.
     (tmp_path / "plain.py").write_text("import torch\nx = torch.ones(1)\n")
