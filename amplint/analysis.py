@@ -27,9 +27,9 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from amplint import dtypes
+from amplint.cstwalk import children, walk
 from amplint.model import ArgSpec, DistSpec, Precision, RegionInfo, SiteSpec
 from amplint.names import ImportTable, collect_imports, dotted_name
-from amplint.cstwalk import children, walk
 from amplint.positions import positions
 from amplint.project import frameworks
 from amplint.project.summary import FrameworkCall

@@ -11,18 +11,21 @@ a visitor with hooks on those types must use `node.visit`.
 """
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type
 
 import libcst as cst
 from libcst._nodes import op, whitespace
 
 Hook = Optional[Callable[[cst.CSTNode], object]]
+NodeHooks = Tuple[Hook, Hook, Dict[str, Tuple[Hook, Hook]]]  # visit, leave, and (visit, leave) per field
 
 
-def _node_types(module: object) -> Tuple[type, ...]:
+def _node_types(module: ModuleType) -> Tuple[type, ...]:
+    """The node classes a LibCST module defines (not those it imports)."""
     return tuple(
         value for value in vars(module).values()
-        if isinstance(value, type) and issubclass(value, cst.CSTNode) and value.__module__ == module.__name__  # type: ignore[attr-defined]
+        if isinstance(value, type) and issubclass(value, cst.CSTNode) and value.__module__ == module.__name__
     )
 
 
@@ -82,12 +85,12 @@ class _Hooks:
 
     def __init__(self, visitor: cst.CSTVisitor) -> None:
         self._visitor = visitor
-        self._cache: Dict[type, Tuple[Hook, Hook, Dict[str, Tuple[Hook, Hook]]]] = {}
+        self._cache: Dict[type, NodeHooks] = {}
         hooked = [t.__name__ for t in SKIPPED if self._hook(f"visit_{t.__name__}") or self._hook(f"leave_{t.__name__}")]
         if hooked:
             raise TypeError(f"{type(visitor).__name__} hooks {', '.join(sorted(hooked))}, which walk() skips")
 
-    def of(self, node_type: Type[cst.CSTNode], fields: Tuple[str, ...]) -> Tuple[Hook, Hook, Dict[str, Tuple[Hook, Hook]]]:
+    def of(self, node_type: Type[cst.CSTNode], fields: Tuple[str, ...]) -> "NodeHooks":
         hooks = self._cache.get(node_type)
         if hooks is None:
             name = node_type.__name__

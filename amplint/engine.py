@@ -306,4 +306,3 @@ def check_paths(paths: Sequence[str], config: Config = Config()) -> List[FileRes
 def _check_job(job: Tuple[str, str, Config]) -> FileResult:
     """`check_source` on one (text, path, config): the unit of work `check_paths` hands to a process pool."""
     return check_source(*job)
-

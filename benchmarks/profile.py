@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 import platform
 import sys
 import time

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import warnings
-from pathlib import Path
 from typing import Dict, List, Tuple
 
 import libcst as cst

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import List, Tuple
 
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, seed, settings

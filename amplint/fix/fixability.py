@@ -51,9 +51,8 @@ class NoqaGuard:
         self.module = source.module
         diagnoses = source.analysis.diagnoses if source.analysis is not None else []
         # The nodes `blocks` asks about: every site's inputs and statement, positioned in one pass.
-        self._nodes = tuple(
-            node for d in diagnoses for node in (*d.site.uncast, *(() if d.site.statement is None else (d.site.statement,)))
-        )
+        statements = tuple(d.site.statement for d in diagnoses if d.site.statement is not None)
+        self._nodes = tuple(node for d in diagnoses for node in d.site.uncast) + statements
         self._positions: Optional[Positions] = None
 
     @property
