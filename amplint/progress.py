@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Callable, Iterator, Optional, TextIO, Union
 
 DELAY = 0.5  # seconds before the bar first appears
@@ -100,18 +101,19 @@ def render(label: str, count: int, total: int, width: int = 80) -> str:
     return head[: max(0, width - 1)]
 
 
-_current: Silent = Silent()
+# The reporter of the running command: ambient like `decimal`'s context, so the engine's loops need no
+# extra parameter, and scoped by `attached` (a context variable, not a module global one rebinds).
+_CURRENT: ContextVar[Silent] = ContextVar("amplint_progress", default=Silent())
 
 
 def current() -> Silent:
     """Where the work reports its progress (a `Silent` one unless the CLI attached a bar)."""
-    return _current
+    return _CURRENT.get()
 
 
 def detach() -> None:
     """Stop reporting here (a pool worker inherits the parent's bar when forked)."""
-    global _current
-    _current = Silent()
+    _CURRENT.set(Silent())
 
 
 def wanted(output_format: str, stream: Optional[TextIO] = None) -> bool:
@@ -135,14 +137,13 @@ def _delay() -> float:
 @contextmanager
 def attached(enabled: bool, stream: Optional[TextIO] = None) -> Iterator[Union[Silent, Bar]]:
     """Report to a bar on `stream` (stderr) inside the block when `enabled`; it is erased on the way out."""
-    global _current
     if not enabled:
-        yield _current
+        yield _CURRENT.get()
         return
     bar = Bar(stream if stream is not None else sys.stderr, _delay())
-    previous, _current = _current, bar
+    token = _CURRENT.set(bar)
     try:
         yield bar
     finally:
         bar.close()
-        _current = previous
+        _CURRENT.reset(token)
