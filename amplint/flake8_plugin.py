@@ -97,11 +97,9 @@ class AmpLintChecker:
             return
         text = "".join(self.lines)
         if config.project:
-            from amplint.project.prefilter import is_region_file
-
             entries = self._project_entries()
-            if not entries and not is_region_file(text, config.extend_autocast):
-                return  # the text check: nothing here can open a region, and no region elsewhere calls in
+            if not entries and not _may_report_alone(text, config):
+                return  # no finding of its own can be here, and no region elsewhere calls in
             outcome = analyze_source(text, self.filename, config, noqa=False, entries=entries, project=True)
         else:
             outcome = analyze_source(text, self.filename, config, noqa=False)
@@ -111,3 +109,20 @@ class AmpLintChecker:
         for finding in outcome.findings:
             # flake8 adds 1 to the column we yield; amplint's columns are already 1-based.
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+
+
+def _may_report_alone(text: str, config: Config) -> bool:
+    """Can project mode report a finding in this file without entries from other files?
+
+    A finding sits at a probability call of this file, under a region: one spelled `autocast` in
+    code (the check `engine.will_parse` makes, CPython's tree included), or a framework's (a
+    Lightning Trainer, Hugging Face TrainingArguments, an Accelerate-prepared model), which the
+    text flags find. Anything else is spared a LibCST parse, as `amplint check` spares it.
+    """
+    from amplint.engine import will_parse
+    from amplint.project import prefilter
+
+    if will_parse(text, config):
+        return True
+    flags = prefilter.flags(text, config.extend_autocast, config.extend_distributions)
+    return flags.lightning or flags.hf or flags.accelerate

@@ -190,6 +190,22 @@ def test_files_without_autocast_are_never_parsed(monkeypatch) -> None:
         _run_plugin(FIXTURES / "integrations" / "tabs.py")
 
 
+def test_region_files_with_nothing_to_report_are_not_parsed(monkeypatch, tmp_path: Path) -> None:
+    # An autocast region with no probability call in this file, and no entries from elsewhere:
+    # `amplint check` parses nothing here, and neither does the plugin.
+    import libcst
+
+    def boom(*args, **kwargs):
+        raise AssertionError("parsed a file with nothing to report")
+
+    monkeypatch.setattr(libcst, "parse_module", boom)
+    configfile.clear_cache()
+    quiet = tmp_path / "train.py"
+    quiet.write_text("import torch\n\ndef step(model, x):\n    with torch.autocast('cuda'):\n"
+                     "        return model(x).mean()  # cross_entropy, log_prob: words only\n")
+    assert _run_plugin(quiet) == []
+
+
 def test_plugin_yields_zero_based_columns_for_flake8_to_shift() -> None:
     configfile.clear_cache()
     assert _run_plugin(FIXTURES / "integrations" / "tabs.py") == [(7, 10, "AMP001")]

@@ -156,17 +156,6 @@ def flags(text: str, extend_autocast: Sequence[str] = (), extend_distributions: 
     )
 
 
-def is_region_file(text: str, extend_autocast: Sequence[str] = ()) -> bool:
-    """May this file have findings of its own in project mode? (a superset: any autocast spelling)
-
-    Front ends that analyze one file at a time (the flake8 plugin) use it to
-    skip files that neither open a region nor are entered from one.
-    """
-    if "autocast" in text or any(name in text for name in _last_parts(extend_autocast)):
-        return True
-    return any(pair[0].search(text) and pair[1].search(text) for pair in (LIGHTNING, HF, ACCELERATE))
-
-
 def is_candidate_file(text: str, extend_distributions: Sequence[str] = ()) -> bool:
     """May this file hold a probability computation?"""
     return any(word in text for word in CANDIDATE_WORDS + _last_parts(extend_distributions))
