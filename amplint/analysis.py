@@ -35,12 +35,12 @@ from amplint.project import frameworks
 from amplint.project.summary import FrameworkCall
 from amplint.receivers import Receivers
 from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory_of, region_spec
+from amplint.screen import SITE_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.summary import EntryContext
 
 VALUE_METHODS = frozenset({"log_prob", "cdf", "icdf"})
-KNOWN_DIST_METHODS = frozenset({"entropy", "cdf", "icdf"})
 FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
 MODULE_KEY = "<module>"
 # The nodes whose positions the analysis reads (`amplint.positions`): sites and calls, region lines.
@@ -720,7 +720,7 @@ class _Collector(cst.CSTVisitor):
         method: Optional[str] = None
         dists: List[DistRef] = []
         values: List[cst.BaseExpression] = []
-        if isinstance(func, cst.Attribute) and func.attr.value in VALUE_METHODS | KNOWN_DIST_METHODS | {"log_prob"}:
+        if isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS:
             method = func.attr.value
             receiver = self._dist_ref(func.value)
             if receiver is None and method != "log_prob":

@@ -7,23 +7,22 @@ LibCST is imported only for files that pass the text prefilter.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.files import discover, read_source, source_lines
 from amplint.model import FileError, FileResult, Finding, Precision
 from amplint.noqa import noqa_texts, suppressed
+from amplint.screen import PROBABILITY_WORDS, region_words
 from amplint.selection import code_enabled
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
     from amplint.analysis import Diagnosis, ModuleAnalysis
+    from amplint.files import SourceFile
     from amplint.names import ImportTable
     from amplint.project.summary import EntryContext
-
-PREFILTER_WORDS = ("autocast",)
-PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence")
 
 
 def may_have_findings(text: str, config: Config) -> bool:
@@ -35,7 +34,7 @@ def may_have_findings(text: str, config: Config) -> bool:
     tree of those, so words in comments, strings or names such as
     `cross_entropy` cost no LibCST parse.
     """
-    regions = PREFILTER_WORDS + tuple(name.rsplit(".", 1)[-1] for name in config.extend_autocast)
+    regions = region_words(config.extend_autocast)
     return any(word in text for word in regions) and any(word in text for word in PROBABILITY_WORDS)
 
 
@@ -46,14 +45,28 @@ def will_parse(text: str, config: Config) -> bool:
     (`screen.may_have_findings`). Front ends decide with it which files are
     worth a process pool, and project mode which files have findings of their own.
     """
-    if not may_have_findings(text, config):
-        return False
+    return _screened(text, config, alone=True) is not None
+
+
+def _screened(text: str, config: Config, alone: bool) -> "Union[None, str, ImportTable]":
+    """None when single-file mode would not parse `text`; else CPython's refusal, or the import table.
+
+    `alone`: the file is analysed on its own (no entries, not project mode), so both
+    prefilters apply; otherwise only CPython's verdict and the import table are wanted.
+    """
+    if alone and not may_have_findings(text, config):
+        return None
     from amplint import screen
     from amplint.deep import python_parse
     from amplint.names import import_table
 
-    tree = python_parse(text)
-    return isinstance(tree, str) or screen.may_have_findings(tree, import_table(tree), config.extend_autocast)
+    tree = python_parse(text)  # CPython's verdict first: it also keeps LibCST off what crashes it
+    if isinstance(tree, str):
+        return tree
+    imports = import_table(tree)
+    if alone and not screen.may_have_findings(tree, imports, config.extend_autocast):
+        return None  # the words were in comments, strings or other names: no parse
+    return imports
 
 
 @dataclass
@@ -90,46 +103,21 @@ def analyze_source(
     `project=True` analyzes in project mode (framework regions, call records)
     and skips the text prefilter: the project pass chose the file.
     """
-    if not entries and not project and not may_have_findings(text, config):
+    imports = _screened(text, config, alone=not entries and not project)
+    if imports is None:
         return SourceAnalysis(path, text)
-    from amplint import screen
-    from amplint.deep import call_deep, python_parse
-    from amplint.names import import_table
+    if isinstance(imports, str):
+        return FileError(path, imports)
+    from amplint.deep import call_deep
 
-    tree = python_parse(text)  # CPython's verdict first: it also keeps LibCST off what crashes it
-    if isinstance(tree, str):
-        return FileError(path, tree)
-    imports = import_table(tree)
-    if not entries and not project and not screen.may_have_findings(tree, imports, config.extend_autocast):
-        return SourceAnalysis(path, text)  # the words were in comments, strings or other names: no parse
-    del tree
     try:
         return _parse_and_analyze(text, path, config, noqa, entries, project, imports)
-    except Exception as exc:  # deep but valid code: LibCST recurses ~3 frames per tree level
-        if not from_recursion(exc):
-            raise
+    except RecursionError:  # deep but valid code: LibCST recurses ~3 frames per tree level
+        pass
     try:
         return call_deep(_parse_and_analyze, text, path, config, noqa, entries, project, imports)
-    except Exception as exc:
-        if not from_recursion(exc):
-            raise
+    except RecursionError:
         return FileError(path, "too deeply nested for amplint to analyse")
-
-
-def from_recursion(exc: BaseException) -> bool:
-    """Did `exc` come from running out of recursion depth?
-
-    LibCST's PositionProvider records positions in context managers: when the
-    recursion limit hits inside one, its clean-up raises a KeyError whose
-    context is the RecursionError. Both mean "retry with a deeper stack".
-    """
-    seen = 0
-    current: Optional[BaseException] = exc
-    while current is not None and seen < 50:
-        if isinstance(current, RecursionError):
-            return True
-        current, seen = current.__context__, seen + 1
-    return False
 
 
 def _parse_and_analyze(
@@ -278,29 +266,43 @@ def check_paths(paths: Sequence[str], config: Config = Config()) -> List[FileRes
         from amplint.project import check_project
 
         return check_project(paths, config)
-    from amplint import parallel, progress
+    from amplint import parallel
 
     files, errors = discover(paths, config.exclude)
     results: List[Optional[FileResult]] = [FileResult(error.path, error=error) for error in errors]
-    parse: List[Tuple[str, str, Config]] = []  # files the prefilter keeps: parsed below, in a pool if it pays
+    parse: List[Tuple[str, str, Config]] = []  # files the prefilters keep: parsed below, in a pool if it pays
     slots: List[int] = []
-    report = progress.current()
-    report.phase("reading", len(files))
-    for path in files:
-        source = read_source(path)
+    for path, source, parsed in read_and_screen(files, config):
         if isinstance(source, FileError):
             results.append(FileResult(path, error=source))
-        elif will_parse(source.text, config):
+        elif parsed:
             slots.append(len(results))
             results.append(None)
             parse.append((source.text, path, config))
-        else:  # no parse: `check_source` stops at the same prefilter
-            results.append(check_source(source.text, path, config))
-        report.advance()
+        else:  # `check_source` would stop at the same prefilters: nothing to report
+            results.append(FileResult(path))
     weights = [len(text) for text, _, _ in parse]
     for slot, result in zip(slots, parallel.run_map(_check_job, parse, jobs=config.jobs, weights=weights)):
         results[slot] = result
     return [result for result in results if result is not None]
+
+
+def read_and_screen(
+    files: Sequence[str], config: Config
+) -> Iterator[Tuple[str, Union["SourceFile", FileError], bool]]:
+    """Each file read, and whether single-file mode parses it (`will_parse`), as "reading" progress.
+
+    `check_paths` and `--fix` both split files this way, so that only those worth a
+    LibCST parse go to `amplint.parallel`.
+    """
+    from amplint import progress
+
+    report = progress.current()
+    report.phase("reading", len(files))
+    for path in files:
+        source = read_source(path)
+        yield path, source, not isinstance(source, FileError) and will_parse(source.text, config)
+        report.advance()
 
 
 def _check_job(job: Tuple[str, str, Config]) -> FileResult:

@@ -18,22 +18,31 @@ project mode a site may be reached from a region in another file.
 from __future__ import annotations
 
 import ast
-from typing import AbstractSet, Iterable
+from typing import AbstractSet, Iterable, Tuple
 
 from amplint.names import ImportTable, ast_dotted
 
+REGION_WORDS = ("autocast",)
+# The text prefilter's words for a computation ("cdf" also covers "icdf").
+PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence")
+# Methods whose call is a probability site (`analysis._Collector._site` reads the same set).
 SITE_METHODS = frozenset({"log_prob", "cdf", "icdf", "entropy"})
 KL_NAMES = frozenset(
     {"torch.distributions.kl_divergence", "torch.distributions.kl.kl_divergence", "pyro.distributions.kl_divergence"}
 )
 
 
+def region_words(extend_autocast: Iterable[str] = ()) -> Tuple[str, ...]:
+    """How a region is spelled: `autocast`, and the last part of each configured autocast name."""
+    return REGION_WORDS + tuple(name.rsplit(".", 1)[-1] for name in extend_autocast)
+
+
 def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: Iterable[str] = ()) -> bool:
     """Are there both an autocast spelling and a probability call in the code of `tree`?"""
-    region_words = {"autocast", *(name.rsplit(".", 1)[-1] for name in extend_autocast)}
+    words = frozenset(region_words(extend_autocast))
     region = site = False
     for node in ast.walk(tree):
-        if not region and _spells(node, region_words):
+        if not region and _spells(node, words):
             region = True
         elif not site and isinstance(node, ast.Call) and _is_site(node.func, imports):
             site = True

@@ -36,6 +36,11 @@ class TextFix:
     remaining: Tuple[Finding, ...]
     skipped: Tuple[Skipped, ...] = ()
 
+    @classmethod
+    def unchanged(cls, path: str, text: str) -> "TextFix":
+        """A source with nothing reported, so nothing to fix."""
+        return cls(path, text, text, 0, (), ())
+
     @property
     def changed(self) -> bool:
         return self.fixed != self.original
@@ -144,7 +149,7 @@ def fix_text(
         return source
     before = len(source.pairs)
     if not source.pairs:  # nothing to plan: no LibCST import, no plan
-        return TextFix(path, text, text, 0, (), ())
+        return TextFix.unchanged(path, text)
     try:
         plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only)
     except RecursionError:  # deep but valid code: LibCST transforms recurse ~3 frames per tree level
@@ -214,26 +219,21 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
     """
     if config.project:
         return _fix_project(paths, config, write)
-    from amplint import progress
-    from amplint.engine import will_parse
+    from amplint.engine import read_and_screen
 
     files, errors = discover(paths, config.exclude)
     run = FixRun([FileFix(error.path, error=error) for error in errors])
     slots: List[int] = []
     sources: List[SourceFile] = []
-    report = progress.current()
-    report.phase("reading", len(files))
-    for path in files:
-        source = read_source(path)
+    for path, source, parsed in read_and_screen(files, config):
         if isinstance(source, FileError):
             run.files.append(FileFix(path, error=source))
-        elif will_parse(source.text, config):  # parsed below, in a process pool when it pays
+        elif parsed:  # parsed below, in a process pool when it pays
             slots.append(len(run.files))
             run.files.append(FileFix(path))
             sources.append(source)
-        else:
-            run.files.append(_finish_fix(source, fix_text(source.text, path, config), write))
-        report.advance()
+        else:  # `fix_text` would stop at the same prefilters: nothing to fix
+            run.files.append(FileFix(path, TextFix.unchanged(path, source.text)))
     for slot, fix in zip(slots, _fix_sources(sources, config, write, [{} for _ in sources])):
         run.files[slot] = fix
     return run

@@ -24,6 +24,7 @@ from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
+    from amplint.engine import SourceAnalysis
 
 # Parse trees kept for the entry pass, by the source size they were parsed from; older ones are
 # parsed again when needed. A LibCST tree takes ~500 bytes of memory per byte of source (measured:
@@ -260,8 +261,8 @@ class Loader:
             return None
         jobs = [(path, self.config, entries, summaries) for path, entries in requests]
         outcomes = []
-        for (path, _), (read, outcome) in zip(requests, parallel.run_map(_parse_job, jobs, jobs=self.config.jobs,
-                                                                          weights=sizes)):
+        results = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes)
+        for (path, _), (read, outcome) in zip(requests, results):
             if read:
                 self.stats.parsed.append(path)
             if isinstance(outcome, FileError):
@@ -273,22 +274,19 @@ class Loader:
 
     def _parse(self, path: str, entries: Sequence[EntryContext]) -> Optional[Tuple[FileSummary, Tuple[Finding, ...]]]:
         from amplint import progress
-        from amplint.engine import analyze_source
         from amplint.project.summarize import summarize
 
-        text = self._read(path)
-        if text is None:
-            return None
-        self.stats.parsed.append(path)
-        progress.current().advance()
-        outcome = analyze_source(text, path, self.config, entries=entries, project=True)
+        read, outcome = _analyze(path, self.config, entries)
+        if read:
+            self.stats.parsed.append(path)
+            progress.current().advance()
         if isinstance(outcome, FileError):
             self.errors[path] = outcome
             return None
         assert outcome.analysis is not None
         summary = summarize(outcome.analysis)
         if any(f.exposed for f in summary.functions.values()):
-            self._keep_tree(path, outcome.analysis, len(text))
+            self._keep_tree(path, outcome.analysis, len(outcome.text))
         return summary, tuple(outcome.findings)
 
     # --- findings ------------------------------------------------------------
@@ -346,12 +344,12 @@ class Loader:
 
     def _keep_tree(self, path: str, analysis: "ModuleAnalysis", size: int) -> None:
         """Keep a parsed file's analysis for its entry pass, within KEEP_SOURCE_BYTES (oldest out first)."""
+        if size > KEEP_SOURCE_BYTES:  # alone above the budget: not kept, and nothing evicted for it
+            return
         self._trees[path] = (analysis, size)
         self._trees.move_to_end(path)
-        while sum(kept for _, kept in self._trees.values()) > KEEP_SOURCE_BYTES and len(self._trees) > 1:
+        while sum(kept for _, kept in self._trees.values()) > KEEP_SOURCE_BYTES:
             self._trees.popitem(last=False)
-        if size > KEEP_SOURCE_BYTES:  # alone above the budget: not kept either
-            self._trees.pop(path)
 
     def _entry_findings(self, path: str, entries: Sequence[EntryContext]) -> Union[List[Finding], FileError]:
         kept = self._trees.get(path)
@@ -405,18 +403,26 @@ def _parse_job(
 
     The summary is None unless asked for (the entry pass needs only findings).
     """
-    from amplint.engine import analyze_source
     from amplint.project.summarize import summarize
 
     path, config, entries, want_summary = job
+    read, outcome = _analyze(path, config, entries)
+    if isinstance(outcome, FileError):
+        return read, outcome
+    assert outcome.analysis is not None
+    return read, (summarize(outcome.analysis) if want_summary else None, tuple(outcome.findings))
+
+
+def _analyze(
+    path: str, config: Config, entries: Sequence[EntryContext]
+) -> "Tuple[bool, Union[SourceAnalysis, FileError]]":
+    """Read `path` and analyse it in project mode: (was it read, the analysis or the error)."""
+    from amplint.engine import analyze_source
+
     source = read_source(path)
     if isinstance(source, FileError):
         return False, source
-    outcome = analyze_source(source.text, path, config, entries=entries, project=True)
-    if isinstance(outcome, FileError):
-        return True, outcome
-    assert outcome.analysis is not None
-    return True, (summarize(outcome.analysis) if want_summary else None, tuple(outcome.findings))
+    return True, analyze_source(source.text, path, config, entries=entries, project=True)
 
 
 def cache_directory(paths: Sequence[str], top: str) -> str:
