@@ -1,12 +1,34 @@
-"""The shape of a rule's documentation, shared by every module in `rules/`.
+"""The rule API: what a module in `rules/` declares, and the `Diagnosis` its detection makes.
 
-Modelled on ruff's rule pages (what it does / why is this bad / example /
-fix) and Fixit's inline VALID/INVALID cases, which the test suite runs.
+A rule is one `Rule` value: its documentation (modelled on ruff's rule pages:
+what it does / why is this bad / example / fix) with Fixit-style inline
+VALID/INVALID cases the test suite runs, and its behaviour:
+
+- detection, read from the fact layer (`amplint.facts`): `at_site(site)` for
+  a site under its own function's region (`site.state`), `when_reached(site,
+  reach)` for a site in a function entered from a region elsewhere (same file
+  or, in project mode, another one), and `check_file(facts, claimed)` for
+  anything else about the file;
+- the message of a finding;
+- what `--fix` may do (`fix_strategies`, `wraps_statement`) and how
+  `amplint verify` runs it (`verify_recipe`).
+
+Nothing outside `rules/` tests a rule's code: the engine, the fixer and the
+verifier ask the rule (`amplint.rules.rule_for`). See docs/architecture.md.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Set, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from amplint.facts.model import FileFacts, RegionEntry, Site
+    from amplint.facts.reach import Reach
+
+CAST, DISABLE = "cast", "disable-autocast"  # fix A and fix C (`amplint.fix`)
+ENABLED_REGION, DISABLED_REGION = "enabled-region", "disabled-region"  # verify recipes (`amplint.verify.runner`)
 
 
 @dataclass(frozen=True)
@@ -16,6 +38,26 @@ class Invalid:
     code: str
     line: int
     column: int
+
+
+@dataclass
+class Diagnosis:
+    """A finding before it becomes plain data: the site, its rule and its region."""
+
+    code: str
+    site: "Site"
+    region: "RegionEntry"
+    chain: Tuple[str, ...] = ()
+    origin: str = ""  # the region's file (display path) when it is not this file's own analysis that found it
+    origin_file: str = ""  # the same file as discovered (like `Finding.path`)
+
+
+def _no_message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+    return diagnosis.code
+
+
+def _no_fix(diagnosis: Diagnosis) -> Tuple[str, ...]:
+    return ()
 
 
 @dataclass(frozen=True)
@@ -29,6 +71,15 @@ class Rule:
     fix: str
     valid: Tuple[str, ...]
     invalid: Tuple[Invalid, ...]
+    # Detection. A site gets at most one diagnosis: rules run in registry order and the first that flags it wins.
+    at_site: Optional[Callable[["Site"], bool]] = None  # flag a site under its own region (`site.state`, not None)
+    when_reached: Optional[Callable[["Site", "Reach"], bool]] = None  # flag a site entered through a call chain
+    check_file: Optional[Callable[["FileFacts", Set[int]], Iterable[Diagnosis]]] = None  # claimed: id(site)s taken
+    # Reporting, fixing and verifying.
+    message: Callable[[Diagnosis, "cst.Module"], str] = _no_message
+    fix_strategies: Callable[[Diagnosis], Tuple[str, ...]] = _no_fix  # strategies that fix it without guessing
+    wraps_statement: bool = False  # fix C wraps the site's statement in a disabled region (else it only casts)
+    verify_recipe: str = ENABLED_REGION  # DISABLED_REGION: inputs made under autocast, computed with it off
 
     def documentation(self) -> str:
         """Markdown text for `amplint rule CODE`."""
@@ -39,3 +90,15 @@ class Rule:
             f"## Example\n```python\n{self.example.strip()}\n```\n\n"
             f"## Fix\n{self.fix}\n"
         )
+
+
+def short(code: str, limit: int = 40) -> str:
+    """Source text on one line, cut to `limit` characters: how messages quote expressions."""
+    code = " ".join(code.split())
+    return code if len(code) <= limit else code[: limit - 3] + "..."
+
+
+def listing(nodes: Sequence["cst.BaseExpression"], module: "cst.Module") -> str:
+    """Up to four expressions, quoted, then how many more."""
+    text = ", ".join(f"`{short(module.code_for_node(node))}`" for node in nodes[:4])
+    return text + (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")

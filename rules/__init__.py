@@ -1,7 +1,12 @@
-"""The rule catalogue: one module per rule, installed as `amplint.rules`."""
+"""The rule catalogue: one module per rule, installed as `amplint.rules`.
+
+A new rule is one new module here (its documentation, examples and detection in
+one `RULE = Rule(...)`, see `amplint.rulebase`) plus one line in `ALL_RULES`.
+Order matters only for a site two rules would both flag: the first one wins.
+"""
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from amplint.rulebase import Rule
 
@@ -12,3 +17,8 @@ ALL_RULES: Tuple[Rule, ...] = (
     amp002_disabled_autocast_without_cast.RULE,
 )
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in ALL_RULES}
+
+
+def rule_for(code: str) -> Optional[Rule]:
+    """The registered rule with this code, or None."""
+    return BY_CODE.get(code)

@@ -1,5 +1,61 @@
 """AMP001: a probability computation runs under float16 autocast without a float32 cast."""
-from amplint.rulebase import Invalid, Rule
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Tuple
+
+from amplint.model import Precision
+from amplint.rulebase import CAST, DISABLE, ENABLED_REGION, Diagnosis, Invalid, Rule, listing
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from amplint.facts.model import Site
+    from amplint.facts.reach import Reach
+
+
+def in_float16_region(site: "Site") -> bool:
+    """The site's own region is an enabled float16 one and an input is not cast."""
+    assert site.state is not None
+    return site.state.is_float16 and bool(site.uncast)
+
+
+def reached_from_float16(site: "Site", reach: "Reach") -> bool:
+    """A function entered from a float16 region (a call chain here, or the project walk) with an uncast input."""
+    return bool(site.uncast)
+
+
+def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+    site = diagnosis.site
+    inputs = listing(site.uncast, module)
+    precision = diagnosis.region.spec.precision
+    kind = "float16" if precision is Precision.FLOAT16 else "possibly-float16"
+    if diagnosis.origin:  # entered from a region the project walk found (usually in another file)
+        return (
+            f"`{site.label}` runs under {kind} autocast with inputs not cast to float32: {inputs}; reached from "
+            f"{diagnosis.region.label} at {diagnosis.origin}:{diagnosis.region.line} via {' → '.join(diagnosis.chain)}"
+        )
+    via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
+    return (
+        f"`{site.label}` runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} with inputs not "
+        f"cast to float32: {inputs}{via}"
+    )
+
+
+def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:
+    """Fix A when the constructor is visible; fix C too when the device is known and the statement can be wrapped."""
+    site = diagnosis.site
+    if not site.constructor_visible or not site.uncast:
+        return ()
+    region = diagnosis.region.spec
+    device_known = region.device is not None or (bool(region.device_code) and not diagnosis.chain)
+    if site.statement is not None and device_known:
+        from amplint.fix.safety import wrap_blocker
+
+        # A `with` around a yield/await, or around a lambda that runs later, would not mean the same.
+        if wrap_blocker(site.statement, site.call) is None:
+            return (CAST, DISABLE)
+    return (CAST,)
+
 
 RULE = Rule(
     code="AMP001",
@@ -146,4 +202,10 @@ class Scorer:
             20,
         ),
     ),
+    at_site=in_float16_region,
+    when_reached=reached_from_float16,
+    message=message,
+    fix_strategies=fix_strategies,
+    wraps_statement=True,
+    verify_recipe=ENABLED_REGION,
 )

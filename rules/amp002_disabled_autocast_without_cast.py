@@ -1,5 +1,39 @@
 """AMP002: autocast is disabled around a probability computation, but its float16 inputs are not cast."""
-from amplint.rulebase import Invalid, Rule
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Tuple
+
+from amplint.rulebase import CAST, DISABLE, DISABLED_REGION, Diagnosis, Invalid, Rule, listing
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from amplint.facts.model import Site
+
+
+def disabled_with_float16_inputs(site: "Site") -> bool:
+    """The site's own region disables autocast, and an uncast input was made in a float16 region before."""
+    assert site.state is not None
+    return not site.state.spec.enabled and bool(site.tainted)
+
+
+def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+    site = diagnosis.site
+    inputs = listing([node for node, _ in site.tainted], module)
+    made = min(line for _, line in site.tainted)
+    return (
+        f"`{site.label}` runs with autocast disabled (line {diagnosis.region.line}), but its inputs "
+        f"{inputs} were made in the float16 region at line {made} and are not cast to float32"
+    )
+
+
+def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:
+    """Casting fixes it under either strategy: the site already sits in a disabled region (fix C only casts)."""
+    site = diagnosis.site
+    if not site.constructor_visible or not site.uncast:
+        return ()
+    return (CAST, DISABLE)
+
 
 RULE = Rule(
     code="AMP002",
@@ -61,4 +95,9 @@ with torch.autocast("cuda"):
             14,
         ),
     ),
+    at_site=disabled_with_float16_inputs,
+    message=message,
+    fix_strategies=fix_strategies,
+    wraps_statement=False,
+    verify_recipe=DISABLED_REGION,
 )

@@ -1,6 +1,6 @@
 """Narrow a finding's fix strategies to those `--fix` will really apply.
 
-`engine.fix_strategies` judges a site alone. Two things need the whole file:
+A rule's `fix_strategies` judges a site alone. Two things need the whole file:
 
 - an edit must not rewrite a line carrying an amplint `# noqa` (the cast
   nodes, and for fix C the wrapped statement);
@@ -8,7 +8,7 @@
   computation in that statement is fixed with fix C too; otherwise the wrap
   would change code nobody asked to change.
 
-The engine calls `refine_pairs` so that `fixable` in `amplint check` agrees
+The pipeline (`amplint.pipeline.finish`) calls `refine_pairs` so that `fixable` in `amplint check` agrees
 with what `amplint check --fix` does; the planner calls the same checks.
 """
 from __future__ import annotations
@@ -24,18 +24,21 @@ from amplint.model import Finding
 from amplint.noqa import noqa_texts, suppressed
 from amplint.positions import Positions, positions
 
-if TYPE_CHECKING:  # pragma: no cover
-    from amplint.analysis import Diagnosis
-    from amplint.engine import SourceAnalysis
+from amplint.rulebase import CAST, DISABLE  # noqa: F401 - the fixer's names for fix A and fix C
+from amplint.rules import ALL_RULES, rule_for
 
-CAST, DISABLE = "cast", "disable-autocast"
-NOQA_CODES = ("AMP001", "AMP002")
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.rulebase import Diagnosis
+    from amplint.source_analysis import SourceAnalysis
+
+NOQA_CODES = tuple(rule.code for rule in ALL_RULES)
 Pair = Tuple["Diagnosis", Finding]
 
 
 def wraps_statement(diagnosis: "Diagnosis", strategy: str) -> bool:
-    """Fix C wraps AMP001 sites; an AMP002 site already sits in a disabled region and is only cast."""
-    return strategy == DISABLE and diagnosis.code == "AMP001" and diagnosis.site.statement is not None
+    """Fix C wraps the statement of a site whose rule asks for it (`Rule.wraps_statement`); others are only cast."""
+    rule = rule_for(diagnosis.code)
+    return strategy == DISABLE and rule is not None and rule.wraps_statement and diagnosis.site.statement is not None
 
 
 class NoqaGuard:

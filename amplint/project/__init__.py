@@ -2,9 +2,9 @@
 
 `check_project` is what `amplint check` runs by default (`--no-project` turns
 it off). `project_entries` gives, per file, the functions entered from regions
-elsewhere, for `engine.analyze_source(..., entries=...)`: that is how `--fix`
-gets the `Diagnosis` of a site reached through a chain. Kept import-light:
-`analysis.py` imports `amplint.project.frameworks` and `.summary`.
+elsewhere, for `pipeline.analyze_source(..., entries=...)`: that is how `--fix`
+gets the `Diagnosis` of a site reached through a chain. The walk sits on the
+per-file pipeline (`amplint.pipeline`) and never imports the engine above it.
 """
 from __future__ import annotations
 

@@ -12,11 +12,12 @@ only make a run faster, never change its result.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pickle
 import sys
 import tempfile
-from typing import Optional
+from typing import Iterator, List, Optional, Tuple
 
 from amplint import __version__
 
@@ -28,7 +29,7 @@ def code_fingerprint() -> str:
     """amplint's version, Python's, and every amplint module's size and mtime."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     digest = hashlib.sha256(f"{__version__}|{sys.version_info[:2]}".encode())
-    for directory, dirnames, filenames in os.walk(package):
+    for directory, dirnames, filenames in _code_directories(package):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
             if name.endswith(".py"):
@@ -39,6 +40,15 @@ def code_fingerprint() -> str:
                     continue
                 digest.update(f"{os.path.relpath(full, package)}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
+
+
+def _code_directories(package: str) -> Iterator[Tuple[str, List[str], List[str]]]:
+    """`os.walk` of the package, then of `rules/` when an editable install keeps it outside (rules detect)."""
+    yield from os.walk(package)
+    spec = importlib.util.find_spec("amplint.rules")
+    rules = os.path.dirname(os.path.abspath(spec.origin)) if spec is not None and spec.origin else package
+    if not rules.startswith(package + os.sep):
+        yield from os.walk(rules)
 
 
 def digest(*parts: object) -> str:

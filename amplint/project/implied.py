@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from amplint.model import Precision, RegionInfo
-from amplint.project import frameworks
+from amplint.facts import frameworks
 from amplint.project.loader import Loader
 from amplint.project.resolve import ClassRef, Resolver
 from amplint.project.summary import FrameworkCall, RegionRef

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
-from amplint.engine import will_parse
 from amplint.files import read_source
 from amplint.model import FileError, Finding
+from amplint.pipeline import will_parse
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, digest
 from amplint.project.modules import ModuleIndex
@@ -24,7 +24,7 @@ from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
-    from amplint.engine import SourceAnalysis
+    from amplint.source_analysis import SourceAnalysis
 
 # Parse trees kept for the entry pass, by the source size they were parsed from; older ones are
 # parsed again when needed. A LibCST tree takes ~500 bytes of memory per byte of source (measured:
@@ -43,7 +43,7 @@ _Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[
 @dataclass
 class _FileInfo:
     flags: prefilter.Flags
-    single: bool  # single-file mode would parse it (`engine.will_parse`)
+    single: bool  # single-file mode would parse it (`pipeline.will_parse`)
     content: str = ""  # sha256 of the decoded text, computed when a cache key needs it
 
     @property
@@ -356,7 +356,7 @@ class Loader:
         tree = kept[0] if kept is not None else None
         if tree is not None:
             from amplint.analysis import with_entries
-            from amplint.engine import finish
+            from amplint.pipeline import finish
 
             text = self._read(path)
             if text is None:
@@ -417,7 +417,7 @@ def _analyze(
     path: str, config: Config, entries: Sequence[EntryContext]
 ) -> "Tuple[bool, Union[SourceAnalysis, FileError]]":
     """Read `path` and analyse it in project mode: (was it read, the analysis or the error)."""
-    from amplint.engine import analyze_source
+    from amplint.pipeline import analyze_source
 
     source = read_source(path)
     if isinstance(source, FileError):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
-from amplint.project import frameworks
+from amplint.facts import frameworks
 from amplint.project.summary import CallSummary, FileSummary, FunctionSummary
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,7 +1,8 @@
 """Turn one file's analysis (project mode) into its plain `FileSummary`.
 
-This is a projection of `analysis.ModuleAnalysis`, not a second analysis: the
-sites, calls and regions are the ones the collector found, so single-file and
+This is a projection of the file's facts (`amplint.facts.FileFacts`, as
+`analysis.ModuleAnalysis` carries them), not a second analysis: the sites,
+calls and regions are the ones the collector found, so single-file and
 project results cannot drift apart.
 """
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 from amplint.project.summary import CallSummary, ClassSummary, FileSummary, FunctionSummary, RegionRef
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.analysis import CallRecord, ModuleAnalysis, RegionEntry, Scope
+    from amplint.analysis import ModuleAnalysis
+    from amplint.facts.model import CallRecord, RegionEntry, Scope
 
 
 def _region(entry: "Optional[RegionEntry]") -> Optional[RegionRef]:

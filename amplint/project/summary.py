@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 from amplint.model import Precision, RegionInfo
-from amplint.project.frameworks import LiteralArg
+from amplint.facts.entry import EntryContext
+from amplint.facts.frameworks import FrameworkCall
+
+__all__ = [
+    "CallSummary", "ClassSummary", "EntryContext", "FileSummary", "FrameworkCall", "FunctionSummary", "RegionRef",
+]
 
 FLOAT16_LIKE = (Precision.FLOAT16, Precision.MAYBE_FLOAT16)
 
@@ -62,23 +67,6 @@ class ClassSummary:
 
 
 @dataclass(frozen=True)
-class FrameworkCall:
-    """A `Trainer(...)`/`TrainingArguments(...)` construction (rules L and H)."""
-
-    qualnames: Tuple[str, ...]
-    callee: str
-    line: int
-    column: int
-    keywords: Tuple[Tuple[str, LiteralArg], ...]
-    double_star: bool
-    function: str  # scope key of the function it is made in
-    model: Optional[Tuple[str, bool]]  # the instance passed as `model=` (or first argument)
-
-    def keyword(self, name: str) -> Optional[LiteralArg]:
-        return next((value for key, value in self.keywords if key == name), None)
-
-
-@dataclass(frozen=True)
 class FileSummary:
     imports: Tuple[Tuple[str, Tuple[str, ...]], ...]  # local name -> qualified names (relative ones keep dots)
     star_modules: Tuple[str, ...]
@@ -92,15 +80,3 @@ class FileSummary:
 
     def instance(self, name: str) -> Optional[Tuple[str, bool]]:
         return next(((text, exact) for local, text, exact in self.instances if local == name), None)
-
-
-@dataclass(frozen=True)
-class EntryContext:
-    """A function entered from a float16 region elsewhere: what `analyze_source(entries=...)` needs."""
-
-    function: str  # scope key in the entered file
-    region: RegionInfo
-    label: str  # "autocast region", 'Trainer(precision="16-mixed") region', ...
-    region_path: str  # the region's file, as shown in messages (relative to the checked directory)
-    chain: Tuple[str, ...]
-    region_file: str = ""  # the region's file as discovered (like `Finding.path`)

@@ -11,8 +11,9 @@ import importlib.util
 import sys
 from typing import Any
 
+from amplint.verify.choices import DEVICE_CHOICES
+
 EXIT_OK, EXIT_FIX_INSUFFICIENT, EXIT_ERROR = 0, 1, 2
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda-emulated")
 TORCH_MISSING = "amplint verify needs torch: pip install 'amplint[verify]'"
 
 

@@ -29,7 +29,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
-from amplint.verify.cli import DEVICE_CHOICES
+from amplint.verify.choices import DEVICE_CHOICES
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from amplint.model import Finding, Precision, RegionInfo, SiteSpec
+from amplint.rulebase import DISABLED_REGION
+from amplint.rules import rule_for
 from amplint.verify.chains import apply_chain
 from amplint.verify.devices import Device, to_host
 from amplint.verify.inputs import Head, Synthesis, reference_output, synthesize
@@ -73,8 +75,10 @@ def low_dtype(region: Optional[RegionInfo]) -> Tuple[torch.dtype, Tuple[str, ...
 
 
 def computes_disabled(target: Target) -> bool:
-    """AMP002: inputs made under autocast, the computation in a disabled region."""
-    return target.code == "AMP002" or (target.region is not None and not target.region.enabled)
+    """Inputs made under autocast, the computation in a disabled region: the rule's recipe, or the region says so."""
+    rule = rule_for(target.code)
+    return (rule is not None and rule.verify_recipe == DISABLED_REGION) or (
+        target.region is not None and not target.region.enabled)
 
 
 def verify_target(target: Target, settings: RunSettings) -> FindingReport:

@@ -1,0 +1,82 @@
+"""`collect_facts`: one file's facts, computed once (one LibCST walk, then receiver refinement).
+
+This is the fact layer's entry point. The rules (`amplint.rules`, dispatched by
+`amplint.analysis`) and the project summaries (`amplint.project.summarize`)
+both read its `FileFacts`, so single-file and project results cannot drift.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, Optional, Sequence
+
+import libcst as cst
+
+from amplint.cstwalk import walk
+from amplint.facts.collector import Collector, collector_class
+from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
+from amplint.facts.sites import RECOGNIZERS, SiteRecognizer
+from amplint.names import ImportTable, collect_imports
+from amplint.receivers import Receivers
+
+
+def collect_facts(
+    module: cst.Module,
+    options: AnalysisOptions = AnalysisOptions(),
+    imports: Optional[ImportTable] = None,
+    recognizers: Sequence[SiteRecognizer] = RECOGNIZERS,
+) -> FileFacts:
+    """The facts of a parsed module; raises nothing for valid LibCST trees.
+
+    `imports` is the file's `names.import_table`, when the caller has CPython's tree.
+    `recognizers` decide which nodes are probability sites (`amplint.facts.sites`).
+    """
+    if imports is None:
+        imports = collect_imports(module)
+    collector = collector_class(recognizers)(module, imports, options, recognizers)
+    walk(module, collector)
+    _drop_non_distributions(collector)
+    return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
+                     collector.framework_calls)
+
+
+def _drop_non_distributions(collector: Collector) -> None:
+    """Forget `x.log_prob(v)` sites whose receiver is known not to be a distribution (`amplint.receivers`).
+
+    Only sites that could be reported are examined (no visible constructor,
+    an uncast input), so files without them pay nothing. A receiver of a class
+    of this file becomes a call into its method instead: a wrapper whose
+    `log_prob` builds a distribution is still reached from the region.
+    """
+    receivers: Optional[Receivers] = None
+    for scope in list(collector.scopes.values()):
+        for site in list(scope.sites):
+            if site.dists or not site.uncast or not isinstance(site.call, cst.Call) or \
+                    not isinstance(site.call.func, cst.Attribute):
+                continue
+            if receivers is None:
+                receivers = Receivers(collector.module, collector.imports, collector.class_defs,
+                                      collector.options.extend_distributions)
+            chain = [s.node for s in _scope_chain(scope) if s.node is not None]
+            callees = receivers.callees(site.call.func.value, chain, scope.class_name)
+            if not callees or not all(receivers.is_non_distribution_class(c) for c in callees):
+                continue
+            scope.sites.remove(site)
+            for callee in callees:
+                _call_method(collector.scopes, receivers, scope, site, callee)
+
+
+def _scope_chain(scope: Scope) -> Iterator[Scope]:
+    each: Optional[Scope] = scope
+    while each is not None:
+        yield each
+        each = each.parent
+
+
+def _call_method(scopes: Dict[str, Scope], receivers: Receivers, scope: Scope, site: Site,
+                 callee: cst.BaseExpression) -> None:
+    """Record `C(...).log_prob(v)` on a class of this file as a call of `C.log_prob` (or a base's)."""
+    local = receivers.file_class(callee)
+    owners = [] if local is None else receivers.method_owners(local)
+    key = next((k for k in (f"{owner}.{site.method}" for owner in owners) if k in scopes), None)
+    if key is not None:
+        start = site.position.start
+        scope.calls.append(CallRecord("method", key, scope, site.state, start.line, False, start.column + 1))

@@ -1,0 +1,579 @@
+"""The fact collector: one LibCST pass over a file that records scopes, regions, bindings, sites and calls.
+
+It records, per function, the autocast state at each point (a stack of
+regions, local to the function), which names hold wide (float32) values or
+were made in a float16 region (dtype provenance), which names are bound to
+distributions, autocast factories, instances, accelerators and prepared
+models, every probability site (`amplint.facts.sites`) and every call. It
+decides nothing: rules read the result (`FileFacts`).
+
+No LibCST metadata is used: positions of calls, decorators, `with` statements
+and site nodes come from `amplint.positions`, names from `names.ImportTable`.
+Project mode (`AnalysisOptions.project`) also records what the cross-file walk
+needs: dotted calls with the instance their receiver is bound to, class bases
+and `self.` attributes, framework constructor calls, and the file-local
+framework regions (Accelerate's `accelerator.autocast()` and prepared models).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
+
+import libcst as cst
+
+from amplint import dtypes
+from amplint.facts import frameworks
+from amplint.facts.frameworks import FrameworkCall
+from amplint.facts.model import (
+    MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Scope, Site,
+)
+from amplint.facts.nodes import annotation_class, attribute_dtype, names_in, self_attribute, target_names
+from amplint.facts.nodes import literal as read_literal
+from amplint.facts.sites import SiteRecognizer
+from amplint.model import Precision
+from amplint.names import ImportTable, dotted_name
+from amplint.positions import positions
+from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory_of, region_spec
+
+# The nodes whose positions the collector reads: calls, decorators and `with` lines (sites add their own types).
+POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With})
+
+
+class Collector(cst.CSTVisitor):
+    """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
+
+    def __init__(
+        self, module: cst.Module, imports: ImportTable, options: AnalysisOptions,
+        recognizers: Sequence[SiteRecognizer],
+    ) -> None:
+        super().__init__()
+        self.module = module
+        self.recognizers: Dict[type, Tuple[SiteRecognizer, ...]] = {}
+        for recognizer in recognizers:
+            self.recognizers[recognizer.node_type] = self.recognizers.get(recognizer.node_type, ()) + (recognizer,)
+        self.positions = positions(module, POSITIONED | frozenset(self.recognizers))
+        self.imports = imports
+        self.options = options
+        self.scope = Scope(MODULE_KEY, "<module>", None, None, node=module)
+        self.scopes: Dict[str, Scope] = {MODULE_KEY: self.scope}
+        self.class_stack: List[str] = []
+        self.containers: List[str] = []  # "class" / "function", innermost last
+        self.class_bases: Dict[str, List[str]] = {}
+        self.class_defs: Dict[str, List[cst.ClassDef]] = {}  # a name defined twice has two nodes
+        self.statements: List[cst.SimpleStatementLine] = []
+        self.pushed: Dict[int, int] = {}  # id(With) -> regions pushed
+        # Project mode only.
+        self.class_nodes: List[cst.ClassDef] = []
+        self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
+        self.class_accels: Dict[str, Dict[str, AccelBinding]] = {}
+        self.class_prepared: Dict[str, Dict[str, AccelBinding]] = {}
+        self.attr_dtypes: Dict[Tuple[str, str], Optional[Precision]] = {}
+        self.framework_calls: List[FrameworkCall] = []
+
+    # --- helpers -----------------------------------------------------------
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+    def _wide(self, node: cst.BaseExpression) -> bool:
+        scope = self.scope
+        return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names)
+
+    def _dist_class(self, func: cst.BaseExpression) -> Optional[str]:
+        return dtypes.distribution_class(func, self.imports, self.options.extend_distributions)
+
+    def _dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
+        """A constructor call, or a local name bound to one, as a DistRef."""
+        if isinstance(node, cst.Name):
+            return self.scope.dist_bindings.get(node.value)
+        if not isinstance(node, cst.Call):
+            return None
+        qualname = self._dist_class(node.func)
+        if qualname is None:
+            return None
+        ref = DistRef(node, qualname, None)
+        position = 0
+        for arg in node.args:
+            if arg.star:
+                ref.has_star = True
+                continue
+            index = position if arg.keyword is None else None
+            if arg.keyword is None:
+                position += 1
+            if dtypes.is_non_tensor_arg(qualname, arg, index) or dtypes.is_number(arg.value):
+                continue
+            component = self._dist_ref(arg.value)
+            if component is not None:
+                ref.components.append(component)
+            elif not self._is_non_tensor_call(arg.value):
+                ref.inputs.append(arg.value)
+        return ref
+
+    def _is_non_tensor_call(self, node: cst.BaseExpression) -> bool:
+        """Transforms and constraints passed to a constructor are not tensors."""
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return all(self._is_non_tensor_call(el.value) for el in node.elements)
+        if isinstance(node, cst.Call):
+            names = self.imports.qualnames(node.func)
+            return any(n.startswith("torch.distributions.transforms.") for n in names)
+        return False
+
+    def _region_from_with_item(self, item: cst.WithItem) -> Optional[RegionSpec]:
+        expr = item.item
+        extra = self.options.extend_autocast
+        if isinstance(expr, cst.Call):
+            factory = factory_of(expr.func, self.imports, extra)
+            if factory is None and isinstance(expr.func, cst.Name):
+                bound = self.scope.lookup_factory(expr.func.value)
+                factory = bound if isinstance(bound, AutocastFactory) else None
+            if factory is not None:
+                return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
+        elif isinstance(expr, cst.Name):
+            bound = self.scope.lookup_factory(expr.value)
+            if isinstance(bound, RegionSpec):
+                return bound
+        return None
+
+    def _autocast_value(self, value: cst.BaseExpression) -> Optional[Union[AutocastFactory, RegionSpec]]:
+        """What `name = value` binds: an autocast factory, a region object, or nothing."""
+        extra = self.options.extend_autocast
+        factory = factory_of(value, self.imports, extra)  # an alias or functools.partial(...)
+        if factory is not None:
+            return factory
+        if isinstance(value, cst.Call):
+            called = factory_of(value.func, self.imports, extra)
+            if called is None and isinstance(value.func, cst.Name):
+                bound = self.scope.lookup_factory(value.func.value)
+                called = bound if isinstance(bound, AutocastFactory) else None
+            if called is not None:
+                return region_spec(called, value.args, self.imports, self.module)
+        return None
+
+    def _refined(self, spec: RegionSpec, factory: AutocastFactory, args: Sequence[cst.Arg]) -> RegionSpec:
+        """Project mode: `dtype=self.amp_dtype` takes the precision of what the class assigns to it."""
+        if not self.options.project or spec.precision is not Precision.MAYBE_FLOAT16 or not self.class_nodes:
+            return spec
+        dtype = bound_argument(factory, args, "dtype")
+        if not (isinstance(dtype, cst.Attribute) and isinstance(dtype.value, cst.Name) and dtype.value.value == "self"):
+            return spec
+        key = (self.class_stack[-1], dtype.attr.value)
+        if key not in self.attr_dtypes:
+            self.attr_dtypes[key] = attribute_dtype(self.class_nodes[-1], dtype.attr.value, self.imports)
+        precision = self.attr_dtypes[key]
+        return spec if precision is None else replace(spec, precision=precision)
+
+    def _accelerate_region(self, expr: cst.BaseExpression) -> Optional[AccelBinding]:
+        """Rule A: `with accelerator.autocast():` where `accelerator` is bound to `Accelerator(...)`."""
+        if not (self.options.project and isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+                and expr.func.attr.value == "autocast"):
+            return None
+        return self._accelerator(expr.func.value)
+
+    def _accelerator(self, node: cst.BaseExpression) -> Optional[AccelBinding]:
+        if isinstance(node, cst.Name):
+            return self._lookup(node.value, "accelerators")  # type: ignore[return-value]
+        attr = self_attribute(node)
+        if attr is not None and self.scope.class_name is not None:
+            return self.class_accels.get(self.scope.class_name, {}).get(attr)
+        return None
+
+    def _accelerator_ctor(self, value: cst.BaseExpression) -> Optional[AccelBinding]:
+        if not (isinstance(value, cst.Call) and self.imports.matches(value.func, frameworks.ACCELERATOR)):
+            return None
+        mixed = next((a for a in value.args if a.keyword is not None and a.keyword.value == "mixed_precision"), None)
+        literal = None if mixed is None else read_literal(mixed.value, self.module)
+        double_star = any(a.star == "**" for a in value.args)
+        precision = frameworks.accelerate_precision(literal, double_star)
+        spec = None if precision is None else RegionSpec(precision, True, "cuda", '"cuda"')
+        label = frameworks.describe("Accelerator", "mixed_precision", literal, double_star)
+        return AccelBinding(spec, self._line(value), value, label)
+
+    def _lookup(self, name: str, table: str) -> object:
+        """`name` in the scope chain's `table`; a local parameter or assignment without it hides outer ones."""
+        scope: Optional[Scope] = self.scope
+        while scope is not None:
+            found = getattr(scope, table).get(name)
+            if found is not None:
+                return found
+            if name in scope.params or name in scope.assigned:
+                return None
+            scope = scope.parent
+        return None
+
+    # --- scopes --------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        outer = self.class_stack[-1] + "." if self.containers and self.containers[-1] == "class" else ""
+        name = outer + node.name.value
+        self.class_stack.append(name)
+        self.class_nodes.append(node)
+        self.containers.append("class")
+        self.class_bases[name] = [dotted_name(b.value) or "" for b in node.bases]
+        self.class_defs.setdefault(name, []).append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+        self.class_nodes.pop()
+        self.containers.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        parent = self.scope
+        container = self.containers[-1] if self.containers else "module"
+        if container == "class":
+            key = display = f"{self.class_stack[-1]}.{name}"
+            class_name: Optional[str] = self.class_stack[-1]
+        elif container == "function":
+            key = f"{parent.key}.<locals>.{name}"
+            display = f"{parent.display}.{name}"
+            class_name = parent.class_name
+            parent.nested[name] = key
+        else:
+            key = display = name
+            class_name = None
+        scope = Scope(key, display, class_name, parent, node=node)
+        if self.options.project:
+            self._record_params(scope, node.params, container == "class")
+        for decorator in node.decorators:
+            spec = self._decorator_region(decorator.decorator)
+            if spec is not None:
+                scope.regions.append(RegionEntry(spec, self._line(decorator), decorator))
+        self.scopes.setdefault(key, scope)
+        self.scope = scope
+        self.containers.append("function")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        assert self.scope.parent is not None
+        self.scope = self.scope.parent
+        self.containers.pop()
+
+    def _record_params(self, scope: Scope, params: cst.Parameters, method: bool) -> None:
+        """Parameter names, and the project class a parameter's annotation names (not exact: a subclass fits)."""
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        for index, param in enumerate(every):
+            name = param.name.value
+            scope.params.add(name)
+            if method and index == 0:
+                continue
+            annotation = annotation_class(param.annotation.annotation) if param.annotation is not None else None
+            if annotation is not None:
+                scope.instances[name] = (annotation, False)
+
+    def _decorator_region(self, expr: cst.BaseExpression) -> Optional[RegionSpec]:
+        extra = self.options.extend_autocast
+        if isinstance(expr, cst.Call):
+            factory = factory_of(expr.func, self.imports, extra)
+            if factory is None:
+                return None
+            return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
+        factory = factory_of(expr, self.imports, extra)
+        return None if factory is None else region_spec(factory, (), self.imports, self.module)
+
+    # --- regions -------------------------------------------------------------
+    def visit_With_body(self, node: cst.With) -> None:
+        pushed = 0
+        for item in node.items:
+            spec = self._region_from_with_item(item)
+            if spec is not None:
+                self.scope.regions.append(RegionEntry(spec, self._line(node), node))
+                pushed += 1
+                continue
+            accel = self._accelerate_region(item.item)
+            if accel is not None and accel.spec is not None:
+                label = f"accelerator.autocast() region of {accel.label}"
+                self.scope.regions.append(RegionEntry(accel.spec, self._line(node), node, label))
+                pushed += 1
+        self.pushed[id(node)] = pushed
+
+    def leave_With_body(self, node: cst.With) -> None:
+        for _ in range(self.pushed.pop(id(node), 0)):
+            self.scope.regions.pop()
+
+    # --- statements and bindings ---------------------------------------------
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statements.append(node)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self.statements.pop()
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        # A compound statement's body: its header is no longer "the statement".
+        self.statements.append(None)  # type: ignore[arg-type]
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.statements.pop()
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        names = [n for t in original_node.targets for n in target_names(t.target)]
+        single = (
+            original_node.targets[0].target.value
+            if len(original_node.targets) == 1 and isinstance(original_node.targets[0].target, cst.Name)
+            else None
+        )
+        self._bind(names, single, original_node.value)
+        if self.options.project:
+            for target in original_node.targets:
+                self._bind_project(target.target, original_node.value)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        if original_node.value is not None:
+            names = target_names(original_node.target)
+            single = original_node.target.value if isinstance(original_node.target, cst.Name) else None
+            self._bind(names, single, original_node.value)
+            if self.options.project:
+                self._bind_project(original_node.target, original_node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        if self.options.project:  # a loop variable is a local name of unknown class
+            self._forget(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if self.options.project and node.asname is not None:
+            self._forget(node.asname.name)
+
+    def _forget(self, target: cst.BaseExpression) -> None:
+        for name in target_names(target):
+            self.scope.assigned.add(name)
+            self.scope.instances.pop(name, None)
+            self.scope.accelerators.pop(name, None)
+            self.scope.prepared.pop(name, None)
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        names = target_names(original_node.target)
+        wide = all(n in self.scope.wide_names for n in names) and self._wide(original_node.value)
+        self._bind(names, None, original_node.value, keep_wide=wide)
+
+    def _bind(
+        self, names: Sequence[str], single: Optional[str], value: cst.BaseExpression, keep_wide: bool = False
+    ) -> None:
+        scope = self.scope
+        wide = keep_wide or (single is not None and self._wide(value))
+        dist = self._dist_ref(value) if single is not None else None
+        autocast = self._autocast_value(value) if single is not None else None
+        state = scope.effective()
+        made_in = state.line if state is not None and state.is_float16 else None
+        if made_in is None and not wide and scope.tainted:
+            made_in = next((scope.tainted[n] for n in sorted(set(names_in(value))) if n in scope.tainted), None)
+        for name in names:
+            scope.wide_names.discard(name)
+            scope.dist_bindings.pop(name, None)
+            scope.factories.pop(name, None)
+            scope.tainted.pop(name, None)
+            if wide:
+                scope.wide_names.add(name)
+            elif made_in is not None:
+                scope.tainted[name] = made_in
+        if single is not None and dist is not None:
+            scope.dist_bindings[single] = DistRef(dist.ctor, dist.qualname, single, dist.components, dist.inputs,
+                                                  dist.has_star)
+        if single is not None and autocast is not None:
+            scope.factories[single] = autocast
+
+    def _bind_project(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """Instances (`model = Net()`), accelerators and prepared models, on names and `self.` attributes."""
+        # What the value is, read before the targets are rebound (`flow = accelerator.prepare(flow)`).
+        accel = self._accelerator_ctor(value)
+        prepare = self._prepare_call(value) if accel is None else None
+        bound: List[Tuple[cst.BaseExpression, Optional[Tuple[str, bool]]]] = []
+        if prepare is not None:
+            targets = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
+            pairs = [(t.value, a) for t, a in zip(targets, prepare[1])] if targets is not None else [
+                (target, prepare[1][0])]
+            bound = [(each, self._instance_of(arg)) for each, arg in pairs]
+        elif accel is None:
+            bound = [(target, self._instance_of(value))]
+        self._forget(target)
+        if accel is not None:
+            self._set(target, accelerator=accel)
+        for each, instance in bound:
+            self._set(each, instance=instance, prepared=None if prepare is None else prepare[0])
+
+    def _set(
+        self,
+        target: cst.BaseExpression,
+        instance: Optional[Tuple[str, bool]] = None,
+        accelerator: Optional[AccelBinding] = None,
+        prepared: Optional[AccelBinding] = None,
+    ) -> None:
+        scope = self.scope
+        if isinstance(target, cst.Name):
+            name = target.value
+            if instance is not None:
+                scope.instances[name] = instance
+            if accelerator is not None:
+                scope.accelerators[name] = accelerator
+            if prepared is not None:
+                scope.prepared[name] = prepared
+            return
+        attr = self_attribute(target)
+        cls = scope.class_name
+        if attr is None or cls is None:
+            return
+        if instance is not None:
+            self.class_attrs.setdefault(cls, {})[attr] = instance
+        if accelerator is not None:
+            self.class_accels.setdefault(cls, {})[attr] = accelerator
+        if prepared is not None:
+            self.class_prepared.setdefault(cls, {})[attr] = prepared
+
+    def _instance_of(self, value: cst.BaseExpression) -> Optional[Tuple[str, bool]]:
+        """The class an expression is an instance of, as written: `Net(...)` or a name/attribute bound to one."""
+        if isinstance(value, cst.Call):
+            callee = dotted_name(value.func)
+            return None if callee is None else (callee, True)
+        if isinstance(value, cst.Name):
+            return self._lookup(value.value, "instances")  # type: ignore[return-value]
+        attr = self_attribute(value)
+        if attr is not None and self.scope.class_name is not None:
+            return self.class_attrs.get(self.scope.class_name, {}).get(attr)
+        return None
+
+    def _prepare_call(
+        self, value: cst.BaseExpression
+    ) -> Optional[Tuple[AccelBinding, List[cst.BaseExpression]]]:
+        """`accelerator.prepare(a, b)` with a known accelerator: rule A's prepared models."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "prepare" and value.args):
+            return None
+        accel = self._accelerator(value.func.value)
+        if accel is None or any(a.star for a in value.args):
+            return None
+        return accel, [a.value for a in value.args]
+
+    # --- calls ---------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.recognize(node) is None:  # a probability site is not also a call into a helper
+            self._record_call(node)
+
+    def _record_call(self, node: cst.Call) -> None:
+        func = node.func
+        kind: Optional[str] = None
+        if isinstance(func, cst.Name):
+            kind, name = "name", func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in (
+            "self",
+            "cls",
+        ):
+            kind, name = "self", func.attr.value
+        elif self.options.project and isinstance(func, cst.Attribute):
+            kind, name = "attr", func.attr.value
+        if kind is None:
+            return
+        args = [a.value for a in node.args]
+        protected = bool(args) and all(self._wide(a) for a in args)
+        if not self.options.project:
+            self.scope.calls.append(
+                CallRecord(kind, name, self.scope, self.scope.effective(), self._line(node), protected)
+            )
+            return
+        callee = dotted_name(func)
+        if callee is None:
+            return
+        self._record_project_call(node, kind, name, callee, protected)
+
+    def _record_project_call(self, node: cst.Call, kind: str, name: str, callee: str, protected: bool) -> None:
+        scope = self.scope
+        position = self.positions[node].start
+        state = scope.effective()
+        root = callee.split(".", 1)[0]
+        parts = callee.split(".")
+        prepared: Optional[AccelBinding] = None
+        if kind == "name":
+            prepared = self._lookup(root, "prepared")  # type: ignore[assignment]
+        elif len(parts) == 2 and root == "self" and scope.class_name is not None:
+            prepared = self.class_prepared.get(scope.class_name, {}).get(parts[1])
+        if prepared is not None and prepared.spec is not None:  # rule A: the prepared forward enables autocast
+            label = f"prepared-model region of {prepared.label}"
+            state = RegionEntry(prepared.spec, prepared.line, prepared.node, label)
+        receiver = None if root in ("self", "cls") else self._lookup(root, "instances")
+        local = False
+        chain: Optional[Scope] = scope
+        while chain is not None and chain.key != MODULE_KEY:
+            local = local or root in chain.params or root in chain.assigned
+            chain = chain.parent
+        text = ""
+        if state is not None and state.is_float16:
+            text = " ".join(self.module.code_for_node(node).split())
+            text = text if len(text) <= 40 else f"{callee}(...)"
+        self.scope.calls.append(
+            CallRecord(kind, name, scope, state, position.line, protected, position.column + 1, callee, text,
+                       receiver, local)  # type: ignore[arg-type]
+        )
+        if callee.rsplit(".", 1)[-1].endswith(("Trainer", "TrainingArguments")):
+            self._record_framework_call(node, callee, position.line, position.column + 1)
+
+    def _record_framework_call(self, node: cst.Call, callee: str, line: int, column: int) -> None:
+        """Trainer / TrainingArguments constructions, for rules L and H (read by `amplint.project`)."""
+        keywords = tuple(
+            (a.keyword.value, read_literal(a.value, self.module)) for a in node.args
+            if a.keyword is not None and a.keyword.value in ("precision", "fp16", "bf16")
+        )
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        model = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "model"), None)
+        if model is None and positional:
+            model = positional[0]
+        self.framework_calls.append(
+            FrameworkCall(
+                qualnames=tuple(sorted(self.imports.qualnames(node.func))),
+                callee=callee,
+                line=line,
+                column=column,
+                keywords=keywords,
+                double_star=any(a.star == "**" for a in node.args),
+                function=self.scope.key,
+                model=None if model is None else self._instance_of(model),
+            )
+        )
+
+    # --- the SiteContext that recognizers read -----------------------------------
+    def dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
+        """A distribution constructor call, or a local name bound to one (see `_dist_ref`)."""
+        return self._dist_ref(node)
+
+    def is_wide(self, node: cst.BaseExpression) -> bool:
+        """The expression is float32 or wider here (a cast, a factory, a name bound to one)."""
+        return self._wide(node)
+
+    def make_site(
+        self, node: cst.CSTNode, method: str, dists: List[DistRef], values: List[cst.BaseExpression],
+        inputs: List[cst.BaseExpression], kind: str,
+    ) -> Site:
+        """A site at `node` in the current scope and region, with its uncast and region-made inputs."""
+        uncast = [i for i in inputs if not self._wide(i)]
+        scope = self.scope
+        tainted = []
+        for expr in uncast if scope.tainted else ():
+            line = next((scope.tainted[n] for n in names_in(expr) if n in scope.tainted), None)
+            if line is not None:
+                tainted.append((expr, line))
+        statement = self.statements[-1] if self.statements else None
+        return Site(
+            node, method, dists, values, statement, scope, scope.effective(), uncast, tainted,  # type: ignore[arg-type]
+            self.positions[node], kind,
+        )
+
+    def recognize(self, node: cst.CSTNode) -> Optional[Site]:
+        """The first recognizer's site for `node`, recorded in the current scope; None when no recognizer has one."""
+        for recognizer in self.recognizers.get(type(node), ()):
+            site = recognizer.recognize(node, self)
+            if site is not None:
+                self.scope.sites.append(site)
+                return site
+        return None
+
+    def visit_recognized(self, node: cst.CSTNode) -> None:
+        """The hook `collector_class` installs for node types only recognizers ask for."""
+        self.recognize(node)
+
+
+def collector_class(recognizers: Sequence[SiteRecognizer]) -> Type[Collector]:
+    """`Collector`, or a subclass with a `visit_X` hook for each other node type a recognizer asks for.
+
+    `amplint.cstwalk.walk` reads hooks from the class, so a new node type needs one there.
+    """
+    own = {name for name in dir(Collector) if name.startswith("visit_")}
+    extra = {f"visit_{r.node_type.__name__}": Collector.visit_recognized for r in recognizers}
+    clash = sorted(name for name in extra if name in own and name != "visit_Call")
+    if clash:
+        raise ValueError(f"site recognizers cannot take over the collector's own hooks: {', '.join(clash)}")
+    extra.pop("visit_Call", None)
+    return type("Collector", (Collector,), extra) if extra else Collector

@@ -1,0 +1,180 @@
+"""The fact layer's data: regions, probability sites, call records and scopes of one file.
+
+Facts say what the code does (which autocast state holds where, which inputs
+are wide, which names were made in a float16 region, what a function calls);
+they know no rule codes. Rules (`amplint.rules`) read them and decide findings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple, Union
+
+from amplint.model import Precision, RegionInfo
+from amplint.regions import AutocastFactory, RegionSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+    from libcst.metadata import CodeRange
+
+    from amplint.facts.frameworks import FrameworkCall
+    from amplint.names import ImportTable
+
+FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
+MODULE_KEY = "<module>"
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """The parts of the configuration the analysis itself needs."""
+
+    extend_autocast: FrozenSet[str] = frozenset()
+    extend_distributions: FrozenSet[str] = frozenset()
+    project: bool = False  # record what the cross-file walk needs, and read file-local framework regions
+
+
+@dataclass
+class RegionEntry:
+    spec: RegionSpec
+    line: int
+    node: Optional[cst.CSTNode]  # None for a region in another file (project mode)
+    label: str = "autocast region"  # how messages name it, e.g. 'Accelerator(mixed_precision="fp16") region'
+
+    @property
+    def info(self) -> RegionInfo:
+        return self.spec.at(self.line)
+
+    @property
+    def is_float16(self) -> bool:
+        return self.spec.enabled and self.spec.precision in FLOAT16_LIKE
+
+
+@dataclass
+class DistRef:
+    """A distribution constructor call visible in the same function."""
+
+    ctor: cst.Call
+    qualname: str
+    binding: Optional[str]  # the local name it was reached through, if any
+    components: List["DistRef"] = field(default_factory=list)
+    inputs: List[cst.BaseExpression] = field(default_factory=list)  # tensor arguments
+    has_star: bool = False
+
+
+@dataclass
+class Site:
+    """A probability computation, with the nodes the codemod rewrites."""
+
+    call: cst.Call
+    method: str
+    dists: List[DistRef]
+    values: List[cst.BaseExpression]
+    statement: Optional[cst.SimpleStatementLine]
+    scope: "Scope"
+    state: Optional[RegionEntry]
+    uncast: List[cst.BaseExpression]
+    tainted: List[Tuple[cst.BaseExpression, int]]  # (input, line of the region that made it)
+    position: CodeRange
+    kind: str = "distribution"  # which recognizer made it (`amplint.facts.sites`)
+
+    @property
+    def constructor_visible(self) -> bool:
+        return bool(self.dists) and not any(_has_star(d) for d in self.dists)
+
+    @property
+    def label(self) -> str:
+        if self.method == "kl_divergence":
+            return "kl_divergence"
+        if self.dists:
+            return f"{self.dists[0].qualname.rsplit('.', 1)[-1]}.{self.method}"
+        return self.method
+
+
+def _has_star(ref: DistRef) -> bool:
+    return ref.has_star or any(_has_star(c) for c in ref.components)
+
+
+@dataclass
+class CallRecord:
+    kind: str  # "name" (`f(...)`), "self" (`self.m(...)`/`cls.m(...)`), "attr" (any other dotted callee)
+    # or "method" (`name` is the scope key of a method of this file's class the receiver is known to be)
+    name: str
+    scope: "Scope"
+    state: Optional[RegionEntry]
+    line: int
+    protected: bool  # every argument already float32: the callee gets wide inputs
+    column: int = 0
+    callee: str = ""  # the dotted callee as written, e.g. "self.policy.act"
+    text: str = ""  # the call as written, shortened (kept for calls in float16 regions: a chain starts there)
+    receiver: Optional[Tuple[str, bool]] = None  # (class expression, exact) the callee's root is bound to
+    root_local: bool = False  # the callee's root is a local name of the function (a parameter or assigned)
+
+
+@dataclass
+class AccelBinding:
+    """A name bound to `Accelerator(...)` (rule A): the region its autocast/prepare gives, if any."""
+
+    spec: Optional[RegionSpec]
+    line: int
+    node: cst.CSTNode
+    label: str  # the construction as messages show it: 'Accelerator(mixed_precision="fp16")'
+
+
+@dataclass
+class Scope:
+    """One function (or the module): its local region stack and bindings."""
+
+    key: str
+    display: str
+    class_name: Optional[str]
+    parent: Optional["Scope"]
+    regions: List[RegionEntry] = field(default_factory=list)
+    factories: Dict[str, Union[AutocastFactory, RegionSpec]] = field(default_factory=dict)
+    dist_bindings: Dict[str, DistRef] = field(default_factory=dict)
+    wide_names: Set[str] = field(default_factory=set)
+    tainted: Dict[str, int] = field(default_factory=dict)
+    nested: Dict[str, str] = field(default_factory=dict)
+    sites: List[Site] = field(default_factory=list)
+    calls: List[CallRecord] = field(default_factory=list)
+    node: Optional[cst.CSTNode] = None  # the FunctionDef (the Module for MODULE_KEY): rescanned only on demand
+    # Project mode only.
+    params: Set[str] = field(default_factory=set)
+    assigned: Set[str] = field(default_factory=set)
+    instances: Dict[str, Tuple[str, bool]] = field(default_factory=dict)  # name -> (class expression, exact)
+    accelerators: Dict[str, AccelBinding] = field(default_factory=dict)
+    prepared: Dict[str, AccelBinding] = field(default_factory=dict)  # models returned by accelerator.prepare
+
+    def effective(self) -> Optional[RegionEntry]:
+        """The region that decides autocast here; a disabled region for another device is transparent."""
+        stack = self.regions
+        for index in range(len(stack) - 1, -1, -1):
+            entry = stack[index]
+            if entry.spec.enabled:
+                return entry
+            outer = next((o for o in reversed(stack[:index]) if o.spec.enabled), None)
+            if outer is None or entry.spec.device is None or outer.spec.device in (None, entry.spec.device):
+                return entry
+        return None
+
+    def lookup_factory(self, name: str) -> Optional[Union[AutocastFactory, RegionSpec]]:
+        scope: Optional[Scope] = self
+        while scope is not None:
+            if name in scope.factories:
+                return scope.factories[name]
+            scope = scope.parent
+        return None
+
+
+@dataclass
+class FileFacts:
+    """Everything the collector learnt about one file; computed once, read by every rule."""
+
+    module: cst.Module
+    imports: ImportTable
+    scopes: Dict[str, Scope]
+    class_bases: Dict[str, List[str]] = field(default_factory=dict)
+    class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)  # project mode
+    framework_calls: List[FrameworkCall] = field(default_factory=list)  # project mode
+
+    def sites(self) -> List[Site]:
+        """Every probability site, scope by scope in source order of their functions."""
+        return [site for scope in self.scopes.values() for site in scope.sites]

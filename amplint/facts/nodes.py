@@ -1,0 +1,146 @@
+"""Small readings of LibCST nodes the collector needs: names read and bound, class attributes, literals.
+
+Pure functions of the tree (and the import table): no scope state, no rule codes.
+"""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Set
+
+import libcst as cst
+
+from amplint.cstwalk import children, walk
+from amplint.facts import frameworks
+from amplint.model import Precision
+from amplint.names import ImportTable, dotted_name
+from amplint.regions import BFLOAT16_NAMES, FLOAT16_NAMES, WIDE_FLOAT_NAMES
+
+
+def names_in(node: cst.CSTNode) -> Iterator[str]:
+    """Variable names an expression reads (attribute names and keywords excluded)."""
+    if isinstance(node, cst.Name):
+        yield node.value
+        return
+    if isinstance(node, cst.Attribute):
+        yield from names_in(node.value)
+        return
+    if isinstance(node, cst.Arg):
+        yield from names_in(node.value)
+        return
+    for child in children(node):
+        yield from names_in(child)
+
+
+def target_names(target: cst.BaseExpression) -> List[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in target_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []
+
+
+def self_attribute(node: cst.BaseExpression) -> Optional[str]:
+    """`x` for `self.x`, else None."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
+def literal(node: cst.BaseExpression, module: cst.Module) -> frameworks.LiteralArg:
+    """A framework argument: its literal value when it is one (string, number, True/False/None)."""
+    text = module.code_for_node(node)
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        if isinstance(value, str):
+            return frameworks.LiteralArg(text, value, True)
+    if isinstance(node, cst.Integer):
+        return frameworks.LiteralArg(text, int(node.evaluated_value), True)
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return frameworks.LiteralArg(text, {"True": True, "False": False, "None": None}[node.value], True)
+    return frameworks.LiteralArg(text)
+
+
+def annotation_class(node: cst.BaseExpression) -> Optional[str]:
+    """The class an annotation names: `Net`, `models.Net`, `"Net"`, `Optional[Net]`, `Net | None`."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = dotted_name(node)
+        return None if name in ("None", "Any", "typing.Any") else name
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, str) and all(part.isidentifier() for part in value.strip().split(".")):
+            return value.strip()
+        return None
+    if isinstance(node, cst.Subscript) and dotted_name(node.value) in ("Optional", "typing.Optional") and \
+            len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return annotation_class(node.slice[0].slice.value)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(other, cst.Name) and other.value == "None":
+                return annotation_class(side)
+    return None
+
+
+class _AttributeAssignments(cst.CSTVisitor):
+    """Every value a class assigns to `self.<attr>` (or to `<attr>` in its body)."""
+
+    def __init__(self, attr: str) -> None:
+        super().__init__()
+        self.attr = attr
+        self.values: List[cst.BaseExpression] = []
+        self.depth = 0
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.depth += 1
+        return self.depth == 1  # not into nested classes
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.depth -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if self_attribute(target.target) == self.attr or (
+                isinstance(target.target, cst.Name) and target.target.value == self.attr
+            ):
+                self.values.append(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and (self_attribute(node.target) == self.attr or (
+                isinstance(node.target, cst.Name) and node.target.value == self.attr)):
+            self.values.append(node.value)
+
+
+def _dtype_kinds(node: cst.BaseExpression, imports: ImportTable) -> Optional[Set[Precision]]:
+    """The dtypes an expression may be (IfExp branches included); None when one is not a dtype literal."""
+    if isinstance(node, cst.IfExp):
+        body, orelse = _dtype_kinds(node.body, imports), _dtype_kinds(node.orelse, imports)
+        return None if body is None or orelse is None else body | orelse
+    names = imports.qualnames(node)
+    if names & FLOAT16_NAMES:
+        return {Precision.FLOAT16}
+    if names & BFLOAT16_NAMES:
+        return {Precision.BFLOAT16}
+    if names & WIDE_FLOAT_NAMES:
+        return {Precision.OTHER}
+    return None
+
+
+def attribute_dtype(cls: cst.ClassDef, attr: str, imports: ImportTable) -> Optional[Precision]:
+    """What `dtype=self.<attr>` computes in, from every assignment in the class; None when unknown.
+
+    `self.amp_dtype = torch.bfloat16 if cfg.bf16 else torch.float32` is never
+    float16, so its region is not a float16 region.
+    """
+    visitor = _AttributeAssignments(attr)
+    walk(cls, visitor)
+    kinds: Set[Precision] = set()
+    for value in visitor.values:
+        found = _dtype_kinds(value, imports)
+        if found is None:
+            return None
+        kinds |= found
+    if not kinds:
+        return None
+    if Precision.FLOAT16 in kinds:
+        return Precision.FLOAT16 if kinds == {Precision.FLOAT16} else Precision.MAYBE_FLOAT16
+    return Precision.BFLOAT16 if Precision.BFLOAT16 in kinds else Precision.OTHER

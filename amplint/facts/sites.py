@@ -1,0 +1,105 @@
+"""Site recognizers: which nodes are probability computations, and what their inputs are.
+
+A recognizer looks at one node of one node type (a `cst.Call` for the
+distribution sites below) and returns a `Site` or None. The collector tries
+the recognizers registered for a node's type in order and keeps the first
+site; a call that is a site is not also recorded as a call into a helper.
+
+To add a kind of site (a hand-written density, inline log-density math, a
+tiny epsilon), write a function `(node, ctx) -> Optional[Site]`, wrap it in a
+`SiteRecognizer` with its node type and a `kind` name, and add it to
+`RECOGNIZERS`. The context (`SiteContext`, the collector itself) gives the
+current scope and region, dtype provenance (`is_wide`, `make_site` fills
+`uncast` and `tainted`), distribution bindings and the import table. Rules
+then tell sites apart by `site.kind`. A node type other than `cst.Call` gets
+a collector hook automatically (`collector.collector_class`), except the
+types the collector visits itself (scopes, `with`, statements, assignments).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, List, Optional, Protocol, Tuple, Type
+
+import libcst as cst
+
+from amplint import dtypes
+from amplint.facts.model import DistRef, Scope, Site
+from amplint.screen import SITE_METHODS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.facts.model import AnalysisOptions
+    from amplint.names import ImportTable
+
+
+class SiteContext(Protocol):
+    """What a recognizer may read from the collector at the node it is given."""
+
+    module: cst.Module
+    imports: "ImportTable"
+    options: "AnalysisOptions"
+    scope: Scope
+
+    def dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
+        """A distribution constructor call, or a local name bound to one."""
+
+    def is_wide(self, node: cst.BaseExpression) -> bool:
+        """The expression is float32 or wider here."""
+
+    def make_site(self, node: cst.CSTNode, method: str, dists: List[DistRef], values: List[cst.BaseExpression],
+                  inputs: List[cst.BaseExpression], kind: str) -> Site:
+        """A site at `node` in the current scope and region; `uncast`/`tainted` computed from `inputs`."""
+
+
+VALUE_METHODS = frozenset({"log_prob", "cdf", "icdf"})
+DISTRIBUTION = "distribution"  # the kind of the sites below: a torch/pyro distribution's method or KL
+
+
+@dataclass(frozen=True)
+class SiteRecognizer:
+    node_type: Type[cst.CSTNode]
+    kind: str
+    recognize: Callable[[cst.CSTNode, "SiteContext"], Optional[Site]]
+
+
+def all_inputs(ref: DistRef) -> List[cst.BaseExpression]:
+    """A distribution's tensor inputs, its components' included."""
+    return list(ref.inputs) + [i for c in ref.components for i in all_inputs(c)]
+
+
+def _site(node: cst.CSTNode, ctx: "SiteContext", method: str, dists: List[DistRef],
+          values: List[cst.BaseExpression]) -> Site:
+    inputs = [i for d in dists for i in all_inputs(d)] + [v for v in values if not dtypes.is_number(v)]
+    return ctx.make_site(node, method, dists, values, inputs, DISTRIBUTION)
+
+
+def distribution_method(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
+    """`d.log_prob(v)`, `d.cdf(v)`, `d.icdf(v)`, `d.entropy()` on a visible distribution (any receiver for log_prob)."""
+    assert isinstance(node, cst.Call)
+    func = node.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS):
+        return None
+    method = func.attr.value
+    receiver = ctx.dist_ref(func.value)
+    if receiver is None and method != "log_prob":
+        return None
+    values = [a.value for a in node.args if not a.star] if method in VALUE_METHODS else []
+    return _site(node, ctx, method, [receiver] if receiver is not None else [], values)
+
+
+def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
+    """`kl_divergence(p, q)` with at least one visible distribution."""
+    assert isinstance(node, cst.Call)
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS:
+        return None  # a method site's name, whatever its receiver
+    if not ctx.imports.matches(func, dtypes.KL_NAMES):
+        return None
+    dists = [d for d in (ctx.dist_ref(a.value) for a in node.args[:2]) if d is not None]
+    return _site(node, ctx, "kl_divergence", dists, []) if dists else None
+
+
+# Tried in this order for each node of their type; the first site wins.
+RECOGNIZERS: Tuple[SiteRecognizer, ...] = (
+    SiteRecognizer(cst.Call, DISTRIBUTION, distribution_method),
+    SiteRecognizer(cst.Call, DISTRIBUTION, kl_divergence),
+)

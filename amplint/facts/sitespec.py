@@ -1,0 +1,57 @@
+"""The plain-data description of a site (`model.SiteSpec`) that findings carry and the verifier rebuilds."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+
+from amplint import dtypes
+from amplint.facts.model import DistRef, Site
+from amplint.model import ArgSpec, DistSpec, SiteSpec
+from amplint.names import ImportTable
+
+
+def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
+    """The plain-data description of a site that the verifier rebuilds."""
+    code = module.code_for_node
+    scope = site.scope
+
+    def wide(node: cst.BaseExpression) -> bool:
+        return dtypes.is_wide(node, imports, lambda name: name in scope.wide_names)
+
+    def arg_spec(arg: cst.Arg, position: Optional[int]) -> ArgSpec:
+        name = arg.keyword.value if arg.keyword is not None else None
+        return ArgSpec(name, position, code(arg.value), wide(arg.value), dtypes.is_number(arg.value))
+
+    def dist_spec(ref: DistRef) -> DistSpec:
+        args: List[ArgSpec] = []
+        components: List[DistSpec] = []
+        comp_nodes = {id(c.ctor): c for c in ref.components}
+        position = 0
+        for arg in ref.ctor.args:
+            index = position if arg.keyword is None else None
+            if arg.keyword is None:
+                position += 1
+            if arg.star:
+                continue
+            component = next((c for c in ref.components
+                              if c.ctor is arg.value or (c.binding is not None and c.binding == _name_of(arg.value))),
+                             None)
+            if component is not None and id(component.ctor) in comp_nodes:
+                components.append(dist_spec(component))
+            else:
+                args.append(arg_spec(arg, index))
+        return DistSpec(ref.qualname, tuple(args), tuple(components))
+
+    values = []
+    position = 0
+    for arg in site.call.args:
+        if site.method == "kl_divergence" or arg.star:
+            break
+        values.append(arg_spec(arg, position if arg.keyword is None else None))
+        position += 1
+    return SiteSpec(site.method, tuple(dist_spec(d) for d in site.dists), tuple(values))
+
+
+def _name_of(node: cst.BaseExpression) -> Optional[str]:
+    return node.value if isinstance(node, cst.Name) else None

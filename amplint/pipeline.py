@@ -1,0 +1,193 @@
+"""One file through the pipeline: text screen, CPython screen, LibCST parse, facts and rules, findings.
+
+Every front end goes through `analyze_source` (via `amplint.engine`, or the
+project walk for files it parses): the CLI, `--fix`, the flake8 plugin and the
+verifier see the same findings because they share this code. LibCST is
+imported only for files that pass the screens. What a finding says, and which
+fixes apply, its rule decides (`amplint.rules.rule_for`): nothing here tests a
+rule's code.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence, Tuple, Union
+
+from amplint.config import Config
+from amplint.files import source_lines
+from amplint.model import FileError, Finding
+from amplint.noqa import noqa_texts, suppressed
+from amplint.screen import PROBABILITY_WORDS, region_words
+from amplint.selection import code_enabled
+from amplint.source_analysis import SourceAnalysis
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.analysis import ModuleAnalysis
+    from amplint.names import ImportTable
+    from amplint.facts.entry import EntryContext
+    from amplint.rulebase import Diagnosis, Rule
+
+__all__ = ["SourceAnalysis", "analyze_source", "finish", "fix_strategies", "may_have_findings", "to_finding",
+           "will_parse"]
+
+
+def may_have_findings(text: str, config: Config) -> bool:
+    """Cheap text test for one file on its own: a finding needs a region and a computation.
+
+    Region: an autocast spelling. Computation: a method or function name of
+    PROBABILITY_WORDS ("cdf" also covers "icdf"). In the measured corpus this
+    leaves 5 of 4,637 files; `screen.may_have_findings` then reads CPython's
+    tree of those, so words in comments, strings or names such as
+    `cross_entropy` cost no LibCST parse.
+    """
+    regions = region_words(config.extend_autocast)
+    return any(word in text for word in regions) and any(word in text for word in PROBABILITY_WORDS)
+
+
+def will_parse(text: str, config: Config) -> bool:
+    """Would single-file mode parse `text` with LibCST (or report that it cannot)?
+
+    The text prefilter, then the syntax-aware screen on CPython's tree
+    (`screen.may_have_findings`). Front ends decide with it which files are
+    worth a process pool, and project mode which files have findings of their own.
+    """
+    return _screened(text, config, alone=True) is not None
+
+
+def _screened(text: str, config: Config, alone: bool) -> "Union[None, str, ImportTable]":
+    """None when single-file mode would not parse `text`; else CPython's refusal, or the import table.
+
+    `alone`: the file is analysed on its own (no entries, not project mode), so both
+    prefilters apply; otherwise only CPython's verdict and the import table are wanted.
+    """
+    if alone and not may_have_findings(text, config):
+        return None
+    from amplint import screen
+    from amplint.deep import python_parse
+    from amplint.names import import_table
+
+    tree = python_parse(text)  # CPython's verdict first: it also keeps LibCST off what crashes it
+    if isinstance(tree, str):
+        return tree
+    imports = import_table(tree)
+    if alone and not screen.may_have_findings(tree, imports, config.extend_autocast):
+        return None  # the words were in comments, strings or other names: no parse
+    return imports
+
+
+def analyze_source(
+    text: str,
+    path: str,
+    config: Config = Config(),
+    *,
+    noqa: bool = True,
+    entries: Sequence["EntryContext"] = (),
+    project: bool = False,
+) -> Union[SourceAnalysis, FileError]:
+    """Parse once, analyze, keep the findings `config` selects.
+
+    `noqa=False` keeps findings on `# noqa` lines: the flake8 plugin passes it
+    so that flake8's own noqa handling (and `--disable-noqa`) decides.
+    `entries` (from `amplint.project.project_entries`) are functions of this
+    file entered from float16 regions in other places: their sites are reported
+    with the chain, and `--fix` gets their `Diagnosis` like any other.
+    `project=True` analyzes in project mode (framework regions, call records)
+    and skips the text prefilter: the project pass chose the file.
+    """
+    imports = _screened(text, config, alone=not entries and not project)
+    if imports is None:
+        return SourceAnalysis(path, text)
+    if isinstance(imports, str):
+        return FileError(path, imports)
+    from amplint.deep import call_deep
+
+    try:
+        return _parse_and_analyze(text, path, config, noqa, entries, project, imports)
+    except RecursionError:  # deep but valid code: LibCST recurses ~3 frames per tree level
+        pass
+    try:
+        return call_deep(_parse_and_analyze, text, path, config, noqa, entries, project, imports)
+    except RecursionError:
+        return FileError(path, "too deeply nested for amplint to analyse")
+
+
+def _parse_and_analyze(
+    text: str,
+    path: str,
+    config: Config,
+    noqa: bool,
+    entries: Sequence["EntryContext"],
+    project: bool,
+    imports: "ImportTable",
+) -> Union[SourceAnalysis, FileError]:
+    import libcst as cst
+
+    from amplint.analysis import AnalysisOptions, analyze_module
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_parse`), LibCST does not
+        return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
+    options = AnalysisOptions(
+        frozenset(config.extend_autocast), frozenset(config.extend_distributions), project or bool(entries)
+    )
+    analysis = analyze_module(module, options, entries, imports)
+    return finish(text, path, analysis, config, noqa=noqa)
+
+
+def finish(text: str, path: str, analysis: "ModuleAnalysis", config: Config, *, noqa: bool = True) -> SourceAnalysis:
+    """Findings of an analyzed module that `config` selects and noqa does not suppress, sorted."""
+    module = analysis.module
+    lines = source_lines(text)  # not str.splitlines: a form feed does not end a line
+    # flake8's noqa scope: the physical lines of a backslash-continued line count together.
+    logical = noqa_texts(text) if noqa and analysis.diagnoses and "noqa" in text.lower() else {}
+    result = SourceAnalysis(path, text, module, analysis)
+    for diagnosis in analysis.diagnoses:
+        finding = to_finding(diagnosis, path, analysis, config)
+        if not code_enabled(finding.code, path, config):
+            continue
+        line_text = logical.get(finding.line) or (lines[finding.line - 1] if finding.line <= len(lines) else "")
+        if noqa and suppressed(finding.code, line_text):
+            continue
+        result.pairs.append((diagnosis, finding))
+    if result.pairs:
+        from amplint.fix.fixability import refine_pairs
+
+        # `fixable` must agree with `--fix`: no edits on noqa lines, no half-fixed statements under fix C.
+        result.pairs = refine_pairs(result, config.strategy)
+    result.pairs.sort(key=lambda pair: pair[1].sort_key())
+    return result
+
+
+def fix_strategies(diagnosis: "Diagnosis") -> Tuple[str, ...]:
+    """Which strategies can fix this diagnosis without guessing: its rule says."""
+    return _rule(diagnosis.code).fix_strategies(diagnosis)
+
+
+def _rule(code: str) -> "Rule":
+    from amplint.rules import rule_for
+
+    rule = rule_for(code)
+    assert rule is not None, f"no rule is registered for {code}"
+    return rule
+
+
+def to_finding(diagnosis: "Diagnosis", path: str, analysis: "ModuleAnalysis", config: Config) -> Finding:
+    from amplint.facts.sitespec import site_spec
+
+    position = diagnosis.site.position
+    rule = _rule(diagnosis.code)
+    strategies = rule.fix_strategies(diagnosis)
+    return Finding(
+        path=path,
+        line=position.start.line,
+        column=position.start.column + 1,
+        end_line=position.end.line,
+        end_column=position.end.column + 1,
+        code=diagnosis.code,
+        message=rule.message(diagnosis, analysis.module),
+        fixable=config.strategy in strategies,
+        fix_strategies=strategies,
+        region=diagnosis.region.info,
+        chain=diagnosis.chain,
+        site=site_spec(diagnosis.site, analysis.module, analysis.imports),
+        region_path=diagnosis.origin_file or None,
+    )

@@ -1,0 +1,198 @@
+"""The package's shape: import direction, no import circles, small modules, rule codes only in `rules/`.
+
+Imports are read with CPython's `ast` from the source (every `import`, at
+module level, inside functions and under `TYPE_CHECKING`), so a lazy import
+that goes the wrong way counts as much as an eager one.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Dict, List, Set
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_LINES = 600
+
+# Lowest first. A module may import modules of its own layer and of layers below it, never above.
+LAYERS = [
+    ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.names", "amplint.positions",
+              "amplint.cstwalk", "amplint.screen", "amplint.noqa", "amplint.selection", "amplint.deep",
+              "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard",
+              "amplint.fix", "amplint.fix.safety")),
+    ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes")),
+    ("rules", ("amplint.rulebase", "amplint.rules", "amplint.analysis", "amplint.fix.fixability",
+               "amplint.pipeline", "amplint.source_analysis")),
+    ("project", ("amplint.project",)),
+    ("engine", ("amplint.engine",)),
+    ("front ends", ("amplint.cli", "amplint.__main__", "amplint.flake8_plugin", "amplint.output", "amplint.sarif",
+                    "amplint.github", "amplint.configfile", "amplint.fix.", "amplint.verify",
+                    "amplint.lsp", "amplint.notebook", "amplint.server")),
+]
+# Where a rule's code may be written outside `rules/`: where it is printed or configured.
+CODE_LITERALS_ALLOWED = {"amplint/cli.py", "amplint/configfile.py", "amplint/guard.py"}
+RULE_CODE = re.compile(r"\bAMP\d{3}\b")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] == "rules":
+        parts = ["amplint"] + parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _sources() -> Dict[str, Path]:
+    files = sorted((ROOT / "amplint").rglob("*.py")) + sorted((ROOT / "rules").rglob("*.py"))
+    return {_module_name(path): path for path in files}
+
+
+SOURCES = _sources()
+
+
+def _imports(name: str, path: Path) -> Set[str]:
+    """The amplint modules `name` imports (a package imported for a submodule counts as the submodule)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: Set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            targets = [f"{base}.{alias.name}" for alias in node.names]
+            targets = [t for t in targets if t in SOURCES] or [base]
+        else:
+            continue
+        found.update(t for t in targets if t in SOURCES and t != name)
+    return found
+
+
+GRAPH = {name: _imports(name, path) for name, path in SOURCES.items()}
+
+
+def _layer(name: str) -> int:
+    best, rank = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            matched = name.startswith(prefix) if prefix.endswith(".") else (
+                name == prefix or (prefix != "amplint" and name.startswith(prefix + ".")))
+            if matched and len(prefix) > best:
+                best, rank = len(prefix), index
+    return rank
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [name for name in SOURCES if _layer(name) < 0] == []
+
+
+def test_imports_go_down_the_layers() -> None:
+    upward = [
+        f"{name} ({LAYERS[_layer(name)][0]}) imports {target} ({LAYERS[_layer(target)][0]})"
+        for name, targets in sorted(GRAPH.items()) for target in sorted(targets) if _layer(target) > _layer(name)
+    ]
+    assert upward == []
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    found: List[List[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = counter
+                    counter += 1
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    advanced = True
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_module_is_small(name: str) -> None:
+    lines = SOURCES[name].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_LINES, f"{SOURCES[name].relative_to(ROOT)} has {lines} lines"
+
+
+def _docstrings(tree: ast.AST) -> Set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def test_rule_codes_are_written_only_in_rules() -> None:
+    """Outside `rules/`, code never tests or assigns a rule code: it asks the rule (`amplint.rules.rule_for`)."""
+    found = []
+    for name, path in SOURCES.items():
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("rules/") or relative in CODE_LITERALS_ALLOWED:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                    and RULE_CODE.search(node.value):
+                found.append(f"{relative}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+def test_every_rule_module_holds_its_detection() -> None:
+    from amplint.rules import ALL_RULES
+
+    for rule in ALL_RULES:
+        hooks = [hook for hook in (rule.at_site, rule.when_reached, rule.check_file) if hook is not None]
+        assert hooks, rule.code
+        assert {hook.__module__ for hook in hooks} == {rule.message.__module__}, rule.code
+        assert rule.message.__module__.startswith("amplint.rules."), rule.code
