@@ -45,7 +45,7 @@ def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
 
     values = []
     position = 0
-    for arg in site.call.args:
+    for arg in site.call.args if isinstance(site.call, cst.Call) else ():  # a site of another kind: no values
         if site.method == "kl_divergence" or arg.star:
             break
         values.append(arg_spec(arg, position if arg.keyword is None else None))
