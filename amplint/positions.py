@@ -127,3 +127,9 @@ def positions(
     )
     module._codegen(state)
     return Positions(state.found)
+
+
+def within(inner: CodeRange, outer: CodeRange) -> bool:
+    """Does `inner` lie inside `outer` (bounds included)?"""
+    return (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) and (
+        inner.end.line, inner.end.column) <= (outer.end.line, outer.end.column)

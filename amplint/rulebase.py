@@ -60,6 +60,10 @@ def _no_fix(diagnosis: Diagnosis) -> Tuple[str, ...]:
     return ()
 
 
+def _constructor_hidden(diagnosis: Diagnosis) -> str:
+    return "not fixable: the distribution's constructor is not visible where it is used"
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str
@@ -78,6 +82,7 @@ class Rule:
     # Reporting, fixing and verifying.
     message: Callable[[Diagnosis, "cst.Module"], str] = _no_message
     fix_strategies: Callable[[Diagnosis], Tuple[str, ...]] = _no_fix  # strategies that fix it without guessing
+    why_unfixable: Callable[[Diagnosis], str] = _constructor_hidden  # the reason shown when no strategy applies
     wraps_statement: bool = False  # fix C wraps the site's statement in a disabled region (else it only casts)
     verify_recipe: str = ENABLED_REGION  # DISABLED_REGION: inputs made under autocast, computed with it off
 

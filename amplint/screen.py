@@ -23,8 +23,13 @@ from typing import AbstractSet, Iterable, Tuple
 from amplint.names import ImportTable, ast_dotted
 
 REGION_WORDS = ("autocast",)
-# The text prefilter's words for a computation ("cdf" also covers "icdf").
-PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence")
+# The text prefilter's words for a computation ("cdf" also covers "icdf"; "log" covers hand-written math:
+# `torch.log`, `.log()`, `math.log(2 * math.pi)`; "e-" a literal such as `1e-10`).
+PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence", "log", "e-")
+# Logs whose call may be hand-written probability math (`x.log()` takes no argument; logging calls do).
+LOG_NAMES = frozenset({"torch.log", "torch.log2", "torch.log10", "math.log", "numpy.log"})
+LOG_METHODS = frozenset({"log", "log2", "log10"})
+FLOAT16_SUBNORMAL = 2.0 ** -24  # a positive literal below it is 0 in float16
 # Methods whose call is a probability site (`analysis._Collector._site` reads the same set).
 SITE_METHODS = frozenset({"log_prob", "cdf", "icdf", "entropy"})
 KL_NAMES = frozenset(
@@ -44,8 +49,11 @@ def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: I
     for node in ast.walk(tree):
         if not region and _spells(node, words):
             region = True
-        elif not site and isinstance(node, ast.Call) and _is_site(node.func, imports):
+        elif not site and isinstance(node, ast.Call) and (_is_site(node.func, imports) or _is_log(node, imports)):
             site = True
+        elif not site and isinstance(node, ast.Constant) and isinstance(node.value, float) and (
+                0 < node.value < FLOAT16_SUBNORMAL):
+            site = True  # a floor float16 cannot hold
         if region and site:
             return True
     return False
@@ -59,6 +67,15 @@ def _spells(node: ast.AST, words: AbstractSet[str]) -> bool:
     if isinstance(node, ast.alias):
         return node.name.rsplit(".", 1)[-1] in words
     return False
+
+
+def _is_log(node: ast.Call, imports: ImportTable) -> bool:
+    """`x.log()` with no argument, or a call of a tensor or math log: hand-written probability math may follow."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and not node.args and not node.keywords:
+        return True
+    dotted = ast_dotted(func)
+    return dotted is not None and bool(imports.qualnames_of(dotted) & LOG_NAMES)
 
 
 def _is_site(func: ast.expr, imports: ImportTable) -> bool:

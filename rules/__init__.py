@@ -10,11 +10,16 @@ from typing import Dict, Optional, Tuple
 
 from amplint.rulebase import Rule
 
-from . import amp001_unprotected_probability, amp002_disabled_autocast_without_cast
+from . import (
+    amp001_unprotected_probability, amp002_disabled_autocast_without_cast, amp003_handwritten_density,
+    amp004_vanishing_epsilon,
+)
 
 ALL_RULES: Tuple[Rule, ...] = (
     amp001_unprotected_probability.RULE,
     amp002_disabled_autocast_without_cast.RULE,
+    amp003_handwritten_density.RULE,
+    amp004_vanishing_epsilon.RULE,
 )
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in ALL_RULES}
 

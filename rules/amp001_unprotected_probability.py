@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Tuple
 
+from amplint.facts.sites import DISTRIBUTION
 from amplint.model import Precision
 from amplint.rulebase import CAST, DISABLE, ENABLED_REGION, Diagnosis, Invalid, Rule, listing
 
@@ -14,14 +15,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def in_float16_region(site: "Site") -> bool:
-    """The site's own region is an enabled float16 one and an input is not cast."""
+    """A distribution site whose own region is an enabled float16 one, with an input not cast."""
     assert site.state is not None
-    return site.state.is_float16 and bool(site.uncast)
+    return site.kind == DISTRIBUTION and site.state.is_float16 and bool(site.uncast)
 
 
 def reached_from_float16(site: "Site", reach: "Reach") -> bool:
-    """A function entered from a float16 region (a call chain here, or the project walk) with an uncast input."""
-    return bool(site.uncast)
+    """A distribution site entered from a float16 region (a call chain here, or the project walk), uncast."""
+    return site.kind == DISTRIBUTION and bool(site.uncast)
 
 
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:

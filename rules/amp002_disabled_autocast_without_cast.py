@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Tuple
 
+from amplint.facts.sites import DISTRIBUTION
 from amplint.rulebase import CAST, DISABLE, DISABLED_REGION, Diagnosis, Invalid, Rule, listing
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -14,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def disabled_with_float16_inputs(site: "Site") -> bool:
     """The site's own region disables autocast, and an uncast input was made in a float16 region before."""
     assert site.state is not None
-    return not site.state.spec.enabled and bool(site.tainted)
+    return site.kind == DISTRIBUTION and not site.state.spec.enabled and bool(site.tainted)
 
 
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:

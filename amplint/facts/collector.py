@@ -29,14 +29,15 @@ from amplint.facts.model import (
 )
 from amplint.facts.nodes import annotation_class, attribute_dtype, names_in, self_attribute, target_names
 from amplint.facts.nodes import literal as read_literal
+from amplint.facts.mathenv import Env, scope_env
 from amplint.facts.sites import SiteRecognizer
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
-from amplint.positions import positions
+from amplint.positions import positions, within
 from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory_of, region_spec
 
-# The nodes whose positions the collector reads: calls, decorators and `with` lines (sites add their own types).
-POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With})
+# Positions the collector reads: calls, decorators, `with` lines, float literals (epsilons), and site node types.
+POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 
 
 class Collector(cst.CSTVisitor):
@@ -69,6 +70,8 @@ class Collector(cst.CSTVisitor):
         self.class_prepared: Dict[str, Dict[str, AccelBinding]] = {}
         self.attr_dtypes: Dict[Tuple[str, str], Optional[Precision]] = {}
         self.framework_calls: List[FrameworkCall] = []
+        self.math_envs: Dict[int, Env] = {}  # id(scope node) -> bindings the math recognizers follow
+        self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -533,11 +536,24 @@ class Collector(cst.CSTVisitor):
         """The expression is float32 or wider here (a cast, a factory, a name bound to one)."""
         return self._wide(node)
 
+    def math_env(self) -> Env:
+        """The current function's bindings (and its class's `self.` attributes), for `amplint.facts.probmath`."""
+        owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
+        return self.math_envs.setdefault(id(self.scope.node), scope_env(self.scope.node, self.imports, owner))
+
+    def inside_site(self, node: cst.CSTNode) -> bool:
+        """Is `node` within the last site recorded? The walk is top-down: an enclosing site came first."""
+        return bool(self.site_nodes) and self.site_nodes[-1] is not node and within(
+            self.positions[node], self.positions[self.site_nodes[-1]])
+
     def make_site(
         self, node: cst.CSTNode, method: str, dists: List[DistRef], values: List[cst.BaseExpression],
-        inputs: List[cst.BaseExpression], kind: str,
+        inputs: List[cst.BaseExpression], kind: str, at: Optional[cst.CSTNode] = None,
     ) -> Site:
-        """A site at `node` in the current scope and region, with its uncast and region-made inputs."""
+        """A site at `node` in the current scope and region, with its uncast and region-made inputs.
+
+        It is reported at `at` (an epsilon's literal) when that has a recorded position.
+        """
         uncast = [i for i in inputs if not self._wide(i)]
         scope = self.scope
         tainted = []
@@ -548,7 +564,7 @@ class Collector(cst.CSTVisitor):
         statement = self.statements[-1] if self.statements else None
         return Site(
             node, method, dists, values, statement, scope, scope.effective(), uncast, tainted,  # type: ignore[arg-type]
-            self.positions[node], kind,
+            self.positions[at if at is not None and at in self.positions else node], kind,
         )
 
     def recognize(self, node: cst.CSTNode) -> Optional[Site]:
@@ -557,6 +573,7 @@ class Collector(cst.CSTVisitor):
             site = recognizer.recognize(node, self)
             if site is not None:
                 self.scope.sites.append(site)
+                self.site_nodes.append(node)
                 return site
         return None
 
@@ -570,7 +587,8 @@ def collector_class(recognizers: Sequence[SiteRecognizer]) -> Type[Collector]:
 
     `amplint.cstwalk.walk` reads hooks from the class, so a new node type needs one there.
     """
-    own = {name for name in dir(Collector) if name.startswith("visit_")}
+    # The collector's own hooks (LibCST's CSTVisitor defines a no-op `visit_X` for every type: those are free).
+    own = {name for name in vars(Collector) if name.startswith("visit_")}
     extra = {f"visit_{r.node_type.__name__}": Collector.visit_recognized for r in recognizers}
     clash = sorted(name for name in extra if name in own and name != "visit_Call")
     if clash:

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Protocol, Tuple, Typ
 import libcst as cst
 
 from amplint import dtypes
+from amplint.facts import mathsites
 from amplint.facts.model import DistRef, Scope, Site
 from amplint.screen import SITE_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.model import AnalysisOptions
+    from amplint.facts.probmath import Env
     from amplint.names import ImportTable
 
 
@@ -46,8 +48,14 @@ class SiteContext(Protocol):
         """The expression is float32 or wider here."""
 
     def make_site(self, node: cst.CSTNode, method: str, dists: List[DistRef], values: List[cst.BaseExpression],
-                  inputs: List[cst.BaseExpression], kind: str) -> Site:
+                  inputs: List[cst.BaseExpression], kind: str, at: Optional[cst.CSTNode] = None) -> Site:
         """A site at `node` in the current scope and region; `uncast`/`tainted` computed from `inputs`."""
+
+    def math_env(self) -> "Env":
+        """The current function's bindings, for the hand-written-math recognizers (`amplint.facts.probmath`)."""
+
+    def inside_site(self, node: cst.CSTNode) -> bool:
+        """`node` lies inside the site recorded last (an enclosing expression already made a site)."""
 
 
 VALUE_METHODS = frozenset({"log_prob", "cdf", "icdf"})
@@ -102,4 +110,7 @@ def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
 RECOGNIZERS: Tuple[SiteRecognizer, ...] = (
     SiteRecognizer(cst.Call, DISTRIBUTION, distribution_method),
     SiteRecognizer(cst.Call, DISTRIBUTION, kl_divergence),
+    SiteRecognizer(cst.Call, mathsites.INLINE, mathsites.inline_call),
+    SiteRecognizer(cst.Call, mathsites.EPSILON, mathsites.floor_call),
+    SiteRecognizer(cst.BinaryOperation, mathsites.INLINE, mathsites.inline_operation),
 )

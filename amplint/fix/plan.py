@@ -17,6 +17,7 @@ from amplint.fix.expr import Wide, wide_predicate
 from amplint.fix.fixability import DISABLE, NoqaGuard, wrap_conflicts, wraps_statement
 from amplint.fix.safety import wrap_blocker
 from amplint.model import Finding
+from amplint.rules import rule_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import Diagnosis
@@ -121,8 +122,10 @@ def _why_not(
     diagnosis: "Diagnosis", finding: Finding, strategy: str, guard: NoqaGuard, source: "SourceAnalysis"
 ) -> str:
     site = diagnosis.site
-    if not site.constructor_visible:
-        return "not fixable: the distribution's constructor is not visible where it is used"
+    if not finding.fix_strategies:
+        rule = rule_for(diagnosis.code)
+        if rule is not None:
+            return rule.why_unfixable(diagnosis)
     if guard.blocks(diagnosis, strategy):
         return NOQA_REASON
     hint = f" (try --strategy {finding.fix_strategies[0]})" if finding.fix_strategies else ""

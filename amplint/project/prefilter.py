@@ -28,7 +28,9 @@ from typing import Iterable, List, Sequence, Tuple
 LIGHTNING = (re.compile(r"(?<!\w)Trainer\("), re.compile(r"\bprecision\s*=|^\s*\*\*|,\s*\*\*"))
 HF = (re.compile(r"TrainingArguments\("), re.compile(r"\bfp16\s*=|^\s*\*\*|,\s*\*\*"))
 ACCELERATE = (re.compile(r"(?<!\w)Accelerator\("), re.compile(r"\.prepare\("))
-CANDIDATE_WORDS = ("log_prob", "distributions", "kl_divergence", "entropy", "cdf")
+# The last ones are hand-written math: a tensor log, a log method, log(2*pi), a tiny literal floor.
+CANDIDATE_WORDS = ("log_prob", "distributions", "kl_divergence", "entropy", "cdf", "torch.log", ".log()",
+                   "log(2", "e-1", "e-2", "e-8", "e-9")
 
 # Each starts with a literal, which `re` searches for fast (10-20x faster than `^[ \t]*...` with re.M).
 _AUTOCAST = re.compile(r"(?<!\w)autocast\b")

@@ -1,0 +1,106 @@
+"""Site recognizers for hand-written probability math (`amplint.facts.probmath` reads the shapes).
+
+Three kinds, each a `Site` the rules tell apart by `site.kind`:
+
+- `INLINE` at a tensor log of probabilities, a written-out log-softmax
+  (`x - log(exp(x).sum())`) or a Gaussian log-density/KL spelled term by term
+  (`method` says which shape: "log-of-prob", "log-sum-exp", "gaussian");
+- `EPSILON` at a floor under probabilities (`p + 1e-10`, `p.clamp(min=1e-12)`)
+  whose literal float16 rounds to zero, positioned at the literal.
+
+A site's inputs are the tensors the math reads, so casts protect it as they
+protect a distribution's parameters.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Protocol
+
+import libcst as cst
+
+from amplint.facts import probmath
+from amplint.facts.mathenv import Env
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.facts.model import DistRef, Site
+
+
+class SiteContext(Protocol):
+    """The part of `amplint.facts.sites.SiteContext` these recognizers use."""
+
+    def math_env(self) -> Env: ...
+
+    def inside_site(self, node: cst.CSTNode) -> bool: ...
+
+    def make_site(self, node: cst.CSTNode, method: str, dists: List["DistRef"], values: List[cst.BaseExpression],
+                  inputs: List[cst.BaseExpression], kind: str, at: Optional[cst.CSTNode] = None) -> "Site": ...
+
+INLINE = "inline-math"
+EPSILON = "epsilon"
+
+
+def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    """`torch.log(p)`, `p.log()`, `torch.log(p + eps)` of probabilities, or a log of a sum of exps."""
+    assert isinstance(node, cst.Call)
+    env = ctx.math_env()
+    operand = probmath.log_operand(node, env)
+    if operand is None:
+        return None
+    inner, _ = probmath.strip_floor(operand, env)
+    if probmath.is_sum_of_exp(inner, env):
+        shape = "log-sum-exp"
+    elif probmath.is_prob(inner, env):
+        shape = "log-of-prob"
+    else:
+        return None
+    return ctx.make_site(node, shape, [], [], list(probmath.leaves(inner, env)), INLINE)
+
+
+def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    """`p * log(p)`: an entropy term says `p` is a probability even when nothing else does."""
+    assert isinstance(node, cst.BinaryOperation)
+    env = ctx.math_env()
+    log = probmath.entropy_operand(node, env)
+    if log is None:
+        return None
+    operand = probmath.log_operand(log, env)
+    assert operand is not None
+    inner, _ = probmath.strip_floor(operand, env)
+    if probmath.is_prob(inner, env) or probmath.is_sum_of_exp(inner, env):
+        return None  # the log is a site of its own
+    return ctx.make_site(node, "log-of-prob", [], [], list(probmath.leaves(inner, env)), INLINE, at=log)
+
+
+def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    """A sum with a squared tensor term and a log term: a Gaussian log-density or KL written out."""
+    assert isinstance(node, cst.BinaryOperation)
+    if ctx.inside_site(node):
+        return None  # one site per written sum, not one per sub-sum
+    env = ctx.math_env()
+    found = probmath.gaussian(node, env)
+    if found is None:
+        return None
+    operands, anchor = found
+    return ctx.make_site(node, "gaussian", [], [], list(operands), INLINE, at=anchor)
+
+
+def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    """`p + 1e-10`, `p.clamp(min=1e-12)`, `torch.clamp(p, eps)` under probabilities: a floor float16 drops."""
+    env = ctx.math_env()
+    inner, epsilon = probmath.strip_floor(node, env)  # type: ignore[arg-type]
+    if epsilon is None or not epsilon.vanishes or inner is node or not probmath.is_prob(inner, env):
+        return None
+    at = epsilon.node if isinstance(epsilon.node, cst.Float) else node
+    return ctx.make_site(node, "epsilon", [], [], list(probmath.leaves(inner, env)), EPSILON, at=at)
+
+
+def inline_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    return _log_site(node, ctx)
+
+
+def floor_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    return _floor_site(node, ctx)
+
+
+def inline_operation(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    """A binary operation's site: a floor first (it sits inside a log), then an entropy term, then a Gaussian."""
+    return _floor_site(node, ctx) or _product_site(node, ctx) or _gaussian_site(node, ctx)

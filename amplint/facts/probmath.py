@@ -1,0 +1,563 @@
+"""Hand-written probability math: what an expression computes, read from its shape.
+
+`torch.distributions` calls are easy to see. Most float16 log-density hazards
+in real training code are not: they are a `torch.log` of softmax outputs, a
+log-softmax written out as `x - log(exp(x).sum())`, a Gaussian negative
+log-likelihood or KL spelled term by term, or a log guarded by an epsilon that
+float16 rounds to zero. This module recognises those shapes in one expression
+(following the function's own assignments a few steps back) and knows nothing
+about regions, taint or rule codes: the analysis decides whether a shape runs
+on float16 inputs, and the rules decide what to report.
+
+Recognition is structural on purpose. A name alone (`probs`) is trusted only
+for values the function did not compute itself (parameters and attributes):
+a local name is judged by what was assigned to it.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from amplint.cstwalk import children
+from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
+
+__all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
+
+# float16's smallest subnormal: a positive literal below it rounds to 0 (half of it exactly, to even).
+FLOAT16_SUBNORMAL = 2.0 ** -24
+# float16's smallest normal: between the two limits a floor keeps a value but loses precision.
+FLOAT16_NORMAL = 2.0 ** -14
+LOG_2PI = math.log(2 * math.pi)
+_DEPTH = 4  # how many assignments back a name is followed
+
+LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
+LOG_METHODS = frozenset({"log", "log2", "log10"})
+EXP_FUNCTIONS = frozenset({"torch.exp"})
+PROB_FUNCTIONS = frozenset(
+    {
+        "torch.softmax", "torch.sigmoid", "torch.nn.functional.softmax", "torch.nn.functional.sigmoid",
+        "torch.special.softmax", "torch.special.expit",
+    }
+)
+PROB_METHODS = frozenset({"softmax", "sigmoid"})
+SUM_METHODS = frozenset({"sum"})
+SUM_FUNCTIONS = frozenset({"torch.sum"})
+# Reductions and views that keep a probability a probability.
+KEEPS_PROB_METHODS = frozenset(
+    {"mean", "detach", "clone", "contiguous", "squeeze", "unsqueeze", "view", "reshape", "transpose",
+     "permute", "expand", "expand_as", "flatten", "gather", "index_select", "t", "values"}
+)
+KEEPS_PROB_FUNCTIONS = frozenset({"torch.mean", "torch.gather", "torch.index_select", "torch.squeeze",
+                                  "torch.unsqueeze"})
+FLOOR_METHODS = frozenset({"clamp", "clip", "clamp_min", "clamp_"})
+FLOOR_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.clamp_min", "torch.maximum", "torch.max"})
+SQUARE_METHODS = frozenset({"square"})
+SQUARE_FUNCTIONS = frozenset({"torch.square"})
+POW_METHODS = frozenset({"pow"})
+POW_FUNCTIONS = frozenset({"torch.pow"})
+PI_NAMES = frozenset({"math.pi", "numpy.pi", "torch.pi", "np.pi"})
+SCALAR_LOG_FUNCTIONS = frozenset({"math.log", "numpy.log", "np.log"})
+# Words that say a value holds probabilities (split on `_` and digits: `sim_probs`, `probs2`).
+PROB_WORDS = frozenset({"prob", "probs", "probability", "probabilities", "likelihood", "likelihoods", "cdf"})
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+@dataclass(frozen=True)
+class Epsilon:
+    """A literal floor under a log: the node where it is written and its value."""
+
+    node: cst.BaseExpression
+    value: float
+
+    @property
+    def vanishes(self) -> bool:
+        """float16 rounds it to 0: the floor does nothing."""
+        return 0 < self.value < FLOAT16_SUBNORMAL
+
+    @property
+    def subnormal(self) -> bool:
+        """float16 keeps it only as a subnormal: a note, not a finding."""
+        return FLOAT16_SUBNORMAL <= self.value < FLOAT16_NORMAL
+
+
+@dataclass(frozen=True)
+class InlineSite:
+    """A shape of probability math in an expression.
+
+    `kind` is one of "log-of-prob" (a log of probabilities), "log-sum-exp"
+    (a log-softmax or log-normaliser written out) and "gaussian" (a Gaussian
+    log-density or KL term by term). `operands` are the tensor expressions the
+    math reads, for the analysis to judge their dtype.
+    """
+
+    node: cst.BaseExpression
+    kind: str
+    operands: Tuple[cst.BaseExpression, ...]
+    epsilon: Optional[Epsilon] = None
+    anchor: Optional[cst.BaseExpression] = None  # where it is reported, when not `node` (a sum's first term)
+
+    @property
+    def at(self) -> cst.BaseExpression:
+        """The node whose start is the finding's position: the math itself, not a parenthesis before it."""
+        return self.anchor if self.anchor is not None else self.node
+
+
+def inline_sites(expr: cst.BaseExpression, env: Env) -> List[InlineSite]:
+    """Every probability shape in `expr`, outermost first; a Gaussian's own sub-terms are not repeated."""
+    found: List[InlineSite] = []
+    _scan(expr, env, found)
+    seen: set = set()
+    unique = []
+    for site in found:  # `p * log(p)` and its `log(p)` are one site
+        if id(site.node) not in seen:
+            seen.add(id(site.node))
+            unique.append(site)
+    return unique
+
+
+def _scan(node: cst.CSTNode, env: Env, found: List[InlineSite]) -> None:
+    if isinstance(node, cst.BaseExpression):
+        site = _site(node, env)
+        if site is not None:
+            found.append(site)
+            if site.kind == "gaussian":
+                return
+    if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        return
+    for child in children(node):
+        _scan(child, env, found)
+
+
+def _site(node: cst.BaseExpression, env: Env) -> Optional[InlineSite]:
+    entropy_log = entropy_operand(node, env)
+    if entropy_log is not None:
+        operand = log_operand(entropy_log, env)
+        assert operand is not None
+        inner, epsilon = strip_floor(operand, env)
+        return InlineSite(entropy_log, "log-of-prob", tuple(leaves(inner, env)), epsilon)
+    operand = log_operand(node, env)
+    if operand is not None:
+        inner, epsilon = strip_floor(operand, env)
+        if is_sum_of_exp(inner, env):
+            return InlineSite(node, "log-sum-exp", tuple(leaves(inner, env)), epsilon)
+        if is_prob(inner, env):
+            return InlineSite(node, "log-of-prob", tuple(leaves(inner, env)), epsilon)
+        return None
+    found = gaussian(node, env)
+    if found is not None:
+        return InlineSite(node, "gaussian", found[0], anchor=found[1])
+    return None
+
+
+# --- calls ------------------------------------------------------------------------------------------
+def _method(node: cst.BaseExpression, names: frozenset, env: Optional[Env] = None) -> Optional[cst.Call]:
+    """`x.name(...)` on a value; with `env`, not `torch.name(...)` or another module's function."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
+        if env is None or not _imported(node.func.value, env):
+            return node
+    return None
+
+
+def _imported(node: cst.BaseExpression, env: Env) -> bool:
+    """`torch`, `F`, `np.random`: a dotted name whose head the file imported (a module, not a value)."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value in env.imports.bindings
+
+
+def _function(node: cst.BaseExpression, names: frozenset, env: Env) -> Optional[cst.Call]:
+    if isinstance(node, cst.Call) and env.imports.matches(node.func, names):
+        return node
+    return None
+
+
+def _first_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+        if arg.keyword is not None and arg.keyword.value == "input":
+            return arg.value
+    return None
+
+
+def _receiver(call: cst.Call) -> cst.BaseExpression:
+    assert isinstance(call.func, cst.Attribute)
+    return call.func.value
+
+
+def log_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
+    """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
+    call = _function(node, LOG_FUNCTIONS, env)
+    if call is not None:
+        return _first_arg(call)
+    call = _method(node, LOG_METHODS, env)
+    if call is not None and not call.args:  # `math.log(x)` and `np.log(x)` take an argument
+        return _receiver(call)
+    return None
+
+
+def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
+    """Parentheses are kept on the node in LibCST; nothing to strip but a unary plus."""
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Plus):
+        node = node.expression
+    return node
+
+
+def strip_floor(node: cst.BaseExpression, env: Env) -> Tuple[cst.BaseExpression, Optional[Epsilon]]:
+    """`p + eps`, `eps + p`, `p.clamp(min=eps)`, `torch.clamp(p, eps)`, `torch.maximum(p, tensor(eps))`: (p, eps)."""
+    node = _unwrap(node)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        right = literal_value(node.right, env)
+        if right is not None:
+            return node.left, Epsilon(node.right, right)
+        left = literal_value(node.left, env)
+        if left is not None:
+            return node.right, Epsilon(node.left, left)
+        return node, None
+    call = _function(node, FLOOR_FUNCTIONS, env)
+    if call is not None:
+        operand = _first_arg(call)
+        bound = _floor_bound(call.args, 1)
+        if bound is not None and isinstance(bound, cst.Call) and env.imports.matches(bound.func, {"torch.tensor"}):
+            bound = _first_arg(bound)
+        value = None if bound is None else literal_value(bound, env)
+        if operand is not None:
+            return operand, None if value is None or bound is None else Epsilon(bound, value)
+    call = _method(node, FLOOR_METHODS, env)
+    if call is not None:
+        bound = _floor_bound(call.args, 0)
+        value = None if bound is None else literal_value(bound, env)
+        return _receiver(call), None if value is None or bound is None else Epsilon(bound, value)
+    return node, None
+
+
+def _floor_bound(args: Sequence[cst.Arg], position: int) -> Optional[cst.BaseExpression]:
+    positional = [a.value for a in args if a.keyword is None and not a.star]
+    for arg in args:
+        if arg.keyword is not None and arg.keyword.value in ("min", "other"):
+            return arg.value
+    return positional[position] if len(positional) > position else None
+
+
+def literal_value(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> Optional[float]:
+    """A small positive float the expression certainly is: a literal, or a name/attribute bound only to one."""
+    node = _unwrap(node)
+    if isinstance(node, (cst.Float, cst.Integer)):
+        try:
+            value = float(node.evaluated_value)
+        except (ValueError, OverflowError):
+            return None
+        return value if 0 < value < 1 else None
+    if depth == 0:
+        return None
+    bound: Sequence[cst.BaseExpression] = ()
+    if isinstance(node, cst.Name):
+        bound = env.values(node.value)
+    elif _self_attribute(node) is not None:
+        bound = env.attribute_values(_self_attribute(node) or "")
+    values = {literal_value(value, env, depth - 1) for value in bound}
+    if len(values) == 1:
+        return values.pop()
+    return None
+
+
+# --- probabilities ----------------------------------------------------------------------------------
+def names_probability(name: str) -> bool:
+    """`probs`, `sim_probs`, `student_prob`, `likelihoods`: the name says it holds probabilities."""
+    return any(word.lower() in PROB_WORDS for word in _WORD.findall(name))
+
+
+def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
+    """Does `node` hold probabilities: a softmax or sigmoid, a normalisation, or a reduction of one?"""
+    node = _unwrap(node)
+    if _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None:
+        return True
+    if isinstance(node, cst.Subscript):
+        return is_prob(node.value, env, depth)
+    call = _method(node, KEEPS_PROB_METHODS, env)
+    if call is not None:
+        return is_prob(_receiver(call), env, depth)
+    call = _function(node, KEEPS_PROB_FUNCTIONS, env)
+    if call is not None:
+        first = _first_arg(call)
+        return first is not None and is_prob(first, env, depth)
+    inner, _ = strip_floor(node, env)
+    if inner is not node:
+        return is_prob(inner, env, depth)
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Divide) and _is_sum(node.right, env):
+            return True  # x / x.sum(...): a normalisation
+        if isinstance(node.operator, cst.Divide):
+            return is_prob(node.left, env, depth) and is_prob(node.right, env, depth)  # a ratio of probabilities
+        if isinstance(node.operator, cst.Multiply):
+            return (is_prob(node.left, env, depth) and _is_scale(node.right, env)) or (
+                is_prob(node.right, env, depth) and _is_scale(node.left, env))
+        if isinstance(node.operator, cst.Subtract):  # 1 - p: the complement
+            return _is_one(node.left, env) and is_prob(node.right, env, depth)
+        return False
+    if isinstance(node, cst.Name):
+        if depth > 0:
+            if any(is_prob(value, env, depth - 1) for value in env.values(node.value)):
+                return True
+        return not env.is_local(node.value) and names_probability(node.value)
+    if isinstance(node, cst.Call) and not _imported(node.func, env):
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
+        return isinstance(name, str) and names_probability(name)  # normal_cdf(x), self.likelihood(y)
+    attr = _self_attribute(node)
+    if attr is not None:
+        return names_probability(attr)
+    return False
+
+
+def _is_scale(node: cst.BaseExpression, env: Env) -> bool:
+    """A number or a mask: multiplying probabilities by it keeps them probabilities (or zero)."""
+    node = _unwrap(node)
+    if isinstance(node, (cst.Float, cst.Integer)):
+        return True
+    return isinstance(node, cst.Name) and "mask" in node.value.lower()
+
+
+def _is_one(node: cst.BaseExpression, env: Env) -> bool:
+    """`1`, `1.0` or `torch.ones_like(x)`."""
+    return _number(node) == 1 or _function(_unwrap(node), frozenset({"torch.ones_like"}), env) is not None
+
+
+def _root_name(node: cst.BaseExpression) -> Optional[str]:
+    """`p` of `p`, `p[:, 1]`, `p.detach()`, `p.clip(eps)`: the value a view or floor is taken of."""
+    node = _unwrap(node)
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+                node.func.attr.value in KEEPS_PROB_METHODS | FLOOR_METHODS):
+            node = node.func.value
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and _number(node.right):
+            node = node.left
+        else:
+            break
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def entropy_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
+    """`p * log(p)` or `log(p) * p` (an entropy or KL term): the log, whose operand is then a probability."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)):
+        return None
+    for factor, other in ((node.right, node.left), (node.left, node.right)):
+        operand = log_operand(_unwrap(factor), env)
+        if operand is None:
+            continue
+        inner, _ = strip_floor(operand, env)
+        if _root_name(inner) is not None and _root_name(inner) == _root_name(_last_factor(other)):
+            return _unwrap(factor)
+    return None
+
+
+def _last_factor(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`y` of `a * b * y`: the factor next to the log in a product chain."""
+    node = _unwrap(node)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    while isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply) and not node.lpar:
+        node = node.right
+    return node
+
+
+def _is_sum(node: cst.BaseExpression, env: Env) -> bool:
+    node, _ = strip_floor(_unwrap(node), env)
+    return _method(node, SUM_METHODS, env) is not None or _function(node, SUM_FUNCTIONS, env) is not None
+
+
+def is_sum_of_exp(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
+    """`exp(x).sum(...)`, `torch.sum(torch.exp(x))`, or a name bound to one: a log-normaliser's argument."""
+    node = _unwrap(node)
+    call = _method(node, SUM_METHODS, env)
+    summed = _receiver(call) if call is not None else None
+    if summed is None:
+        call = _function(node, SUM_FUNCTIONS, env)
+        summed = None if call is None else _first_arg(call)
+    if summed is not None:
+        return _is_exp(summed, env, depth)
+    if isinstance(node, cst.Name) and depth > 0:
+        return any(is_sum_of_exp(value, env, depth - 1) for value in env.values(node.value))
+    return False
+
+
+def _is_exp(node: cst.BaseExpression, env: Env, depth: int) -> bool:
+    node = _unwrap(node)
+    if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return _is_exp(node.left, env, depth) or _is_exp(node.right, env, depth)  # exp(x) * mask
+    if isinstance(node, cst.Name) and depth > 0:
+        return any(_is_exp(value, env, depth - 1) for value in env.values(node.value))
+    return False
+
+
+# --- Gaussian log-densities and KLs -------------------------------------------------------------------
+def _is_additive(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract))
+
+
+def additive_terms(node: cst.BaseExpression, root: bool = True) -> Iterator[cst.BaseExpression]:
+    """The terms of `(a - b + c)`, with unary minus dropped: a, b, c. Inner parentheses make one term."""
+    node = _unwrap(node)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    if _is_additive(node) and (root or not node.lpar):
+        assert isinstance(node, cst.BinaryOperation)
+        yield from additive_terms(node.left, False)
+        yield from additive_terms(node.right, False)
+    else:
+        yield node
+
+
+def gaussian(node: cst.BaseExpression, env: Env
+             ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
+    """A sum with a squared tensor term beside a log term: (its tensor operands, where it starts), else None."""
+    if not _is_additive(node):
+        return None
+    terms = list(additive_terms(node))
+    if len(terms) < 2 or not _gaussian_terms(terms, env):
+        return None
+    return tuple(op for term in terms for op in leaves(term, env)), first_sum(node)
+
+
+def first_sum(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The innermost left sum of a chain, without parentheses: it starts where the written math starts.
+
+    `(a - b - 0.5 + c)` starts at its `(`; `a - b` starts at `a`. Only sums
+    have positions in the collector, so the anchor is a sum, not the term.
+    """
+    inner = _unwrap(node)
+    while isinstance(inner, cst.BinaryOperation) and _is_additive(inner.left) and not inner.left.lpar:
+        inner = inner.left  # type: ignore[assignment]
+    if isinstance(inner, cst.BinaryOperation) and inner.lpar:
+        return _first_leaf(inner)
+    return inner
+
+
+def _first_leaf(node: cst.BaseExpression) -> cst.BaseExpression:
+    """For a parenthesised sum whose first term is not a sum: that first term."""
+    return next(additive_terms(node))
+
+
+def _gaussian_terms(terms: List[cst.BaseExpression], env: Env) -> bool:
+    """A squared tensor term beside a log term (a tensor log or the log(2*pi) constant) in one sum."""
+    squares = [t for t in terms if _has(t, env, _is_square_of_tensor)]
+    logs = [t for t in terms if _has(t, env, _is_log_term)]
+    return any(square is not log for square in squares for log in logs)
+
+
+def _has(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool],
+         depth: int = 2) -> bool:
+    """`test` holds for `node`, a sub-expression, or (`depth` steps back) a name's assigned value."""
+    node = _unwrap(node)
+    if test(node, env):
+        return True
+    if isinstance(node, cst.Name):
+        return depth > 0 and any(_has(value, env, test, depth - 1) for value in env.values(node.value))
+    if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+        return False
+    return any(isinstance(child, cst.BaseExpression) and _has(child, env, test, depth) or
+               (isinstance(child, cst.Arg) and _has(child.value, env, test, depth))
+               for child in children(node))
+
+
+def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
+    base: Optional[cst.BaseExpression] = None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+        if _number(node.right) == 2:
+            base = node.left
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        if node.left.deep_equals(node.right):
+            base = node.left
+    elif _method(node, SQUARE_METHODS, env) is not None:
+        base = _receiver(node)  # type: ignore[arg-type]
+    elif _method(node, POW_METHODS, env) is not None and _number(_first_arg(node) or cst.Name("x")) == 2:  # type: ignore
+        base = _receiver(node)  # type: ignore[arg-type]
+    else:
+        call = _function(node, SQUARE_FUNCTIONS | POW_FUNCTIONS, env)
+        if call is not None:
+            positional = [a.value for a in call.args if a.keyword is None]
+            if env.imports.matches(call.func, SQUARE_FUNCTIONS) or (
+                    len(positional) == 2 and _number(positional[1]) == 2):
+                base = positional[0] if positional else None
+    return base is not None and _number(base) is None
+
+
+def _is_log_term(node: cst.BaseExpression, env: Env) -> bool:
+    return log_operand(node, env) is not None or _is_log_2pi(node, env)
+
+
+def _is_log_2pi(node: cst.BaseExpression, env: Env) -> bool:
+    """`math.log(2 * math.pi)`, `np.log(2 * np.pi)`, or the constant's value written out."""
+    value = _number(node)
+    if value is not None:
+        return any(abs(value - c) < 1e-6 for c in (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2))
+    if isinstance(node, cst.Call) and (env.imports.matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS)
+                                       or _method(node, LOG_METHODS, env) is not None):
+        operand = _first_arg(node) if node.args else None
+        return operand is not None and _mentions_pi(operand, env)
+    return False
+
+
+def _mentions_pi(node: cst.BaseExpression, env: Env) -> bool:
+    if env.imports.matches(node, PI_NAMES) or (isinstance(node, cst.Attribute) and node.attr.value == "pi"):
+        return True
+    if isinstance(node, cst.Call):
+        first = _first_arg(node)
+        return first is not None and _mentions_pi(first, env)
+    return any(isinstance(child, cst.BaseExpression) and _mentions_pi(child, env) for child in children(node))
+
+
+def _number(node: cst.BaseExpression) -> Optional[float]:
+    node = _unwrap(node)
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return float(node.evaluated_value)
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _number(node.expression)
+        return None if inner is None else -inner
+    return None
+
+
+# --- operands -----------------------------------------------------------------------------------------
+def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
+    """The tensor values an expression reads: names, attributes and calls that are not math on them."""
+    node = _unwrap(node)
+    if _number(node) is not None or isinstance(node, (cst.SimpleString, cst.ConcatenatedString,
+                                                        cst.FormattedString)):
+        return
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        if not env.imports.matches(node, PI_NAMES):
+            yield node
+        return
+    if isinstance(node, cst.Subscript):
+        yield from leaves(node.value, env)
+        return
+    if isinstance(node, cst.BinaryOperation):
+        yield from leaves(node.left, env)
+        yield from leaves(node.right, env)
+        return
+    if isinstance(node, cst.UnaryOperation):
+        yield from leaves(node.expression, env)
+        return
+    if isinstance(node, cst.Call):
+        if env.imports.matches(node.func, SCALAR_LOG_FUNCTIONS):
+            return
+        if isinstance(node.func, cst.Attribute) and not _imported(node.func.value, env):
+            yield from leaves(node.func.value, env)  # x.softmax(...), x.sum(...): the receiver
+            return
+        first = _first_arg(node)
+        if first is not None and _imported(node.func, env):
+            yield from leaves(first, env)  # torch.exp(x), F.softmax(x)
+            return
+        yield node
+        return
+    yield node

@@ -1,0 +1,106 @@
+"""Float16 precision set in a project's own config files (YAML, INI, TOML, CFG).
+
+Real training code rarely writes `Trainer(precision="16-mixed")`: Hydra and
+LightningCLI build the Trainer from YAML (`precision: 16-mixed`), scripts read
+an INI of defaults (`precision = "16-mixed"`), Accelerate reads
+`mixed_precision: fp16` and the HF Trainer `fp16: true`. A setting in such a
+file is how the project asks for float16, so the framework rules of
+`frameworks.py` read it as a literal.
+
+The scan is line-based on purpose: no YAML or TOML parser (amplint needs only
+LibCST), and a key is recognised only as a whole key with a literal value, so
+a comment or a longer key (`val_precision`, `precision_plugin`) never counts.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".ini", ".toml", ".cfg")
+SKIPPED_DIRECTORIES = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox", ".nox",
+     ".amplint_cache", ".mypy_cache", ".pytest_cache", "site-packages", "build", "dist"}
+)
+MAX_CONFIG_BYTES = 256 * 1024  # config files are small; a big one is data, not settings
+MAX_CONFIG_FILES = 2000
+
+# Which key says what, and the values that mean float16 (compared lower-cased, quotes stripped).
+FLOAT16_VALUES = {
+    "lightning": ("precision", frozenset({"16", "16-mixed", "16-true", "half"})),
+    "accelerate": ("mixed_precision", frozenset({"fp16"})),
+    "hf": ("fp16", frozenset({"true"})),
+}
+_SETTING = re.compile(
+    r"""^\s*(?:-\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_.]*)\s*[:=]\s*(?P<value>"[^"]*"|'[^']*'|[^\s#;]+)\s*(?:[#;].*)?$"""
+)
+
+
+@dataclass(frozen=True)
+class ConfigPrecision:
+    """One float16 setting: where it is written and which framework reads it."""
+
+    path: str
+    line: int
+    framework: str  # "lightning", "accelerate" or "hf"
+    text: str  # the setting as written, e.g. 'precision: 16-mixed'
+
+    def describe(self, shown_path: str) -> str:
+        """How messages name the region: `precision: 16-mixed (configs/trainer/default.yaml:11)`."""
+        return f"{self.text} ({shown_path}:{self.line})"
+
+
+def read_settings(path: str, text: str) -> List[ConfigPrecision]:
+    """The float16 settings of one config file's text."""
+    found: List[ConfigPrecision] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _SETTING.match(line)
+        if match is None:
+            continue
+        key = match.group("key").rsplit(".", 1)[-1].lower()
+        value = match.group("value").strip("\"'").lower()
+        for framework, (wanted, values) in FLOAT16_VALUES.items():
+            if key == wanted and value in values:
+                found.append(ConfigPrecision(path, number, framework, " ".join(line.split("#")[0].split())))
+    return found
+
+
+def config_files(roots: Iterable[str]) -> Iterator[str]:
+    """Config files under `roots`, in sorted order, skipping tool and environment directories."""
+    seen = 0
+    for root in sorted(set(roots)):
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRECTORIES
+                                       and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(CONFIG_SUFFIXES):
+                    seen += 1
+                    if seen > MAX_CONFIG_FILES:
+                        return
+                    yield os.path.join(directory, name)
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        if os.path.getsize(path) > MAX_CONFIG_BYTES:
+            return None
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def scan(roots: Sequence[str]) -> Tuple[ConfigPrecision, ...]:
+    """Every float16 setting in the config files under `roots`, in path and line order."""
+    found: List[ConfigPrecision] = []
+    for path in config_files(roots):
+        text = _read(path)
+        if text is not None:
+            found.extend(read_settings(path, text))
+    return tuple(found)
+
+
+def strongest(settings: Sequence[ConfigPrecision], framework: str) -> Optional[ConfigPrecision]:
+    """The setting that names a framework's region: the first by path and line."""
+    return next((s for s in settings if s.framework == framework), None)

@@ -1,0 +1,113 @@
+"""Autocast spellings a project defines for itself, read from CPython's tree.
+
+Real training code rarely writes `with torch.autocast(...)` where the model
+runs. It stores a context manager factory on the object
+(`self.amp_cm = autocast if args.amp else nullcontext`, often in a base class
+in another file) and enters it later (`with self.amp_cm():`), or it writes a
+decorator that enters autocast around the method it wraps:
+
+    def forward_decorator(fn):
+        def wrapper(self, *args):
+            with torch.cuda.amp.autocast():
+                return fn(self, *args)
+        return wrapper
+
+Both are regions. This module finds such definitions in one file's tree (a
+few milliseconds: statements and small expressions only), so the project pass
+can hand every file the names they define. A conditional alias counts when
+one branch may be an enabled region, as a flag in a config does.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from amplint.names import ImportTable, ast_dotted
+from amplint.regions import AUTOCAST_NAMES, PARTIAL_NAMES
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """A project name that opens an autocast region: what it wraps, and where it is defined."""
+
+    name: str  # "self.amp_cm" for an attribute, "forward_decorator" for a decorator
+    wraps: str  # the qualified autocast it enters, e.g. "torch.cuda.amp.autocast"
+    line: int
+
+
+def _autocast_of(node: ast.expr, imports: ImportTable) -> Optional[str]:
+    """The qualified autocast a factory expression stands for: a name, a partial, a branch of a conditional."""
+    if isinstance(node, ast.IfExp):
+        return _autocast_of(node.body, imports) or _autocast_of(node.orelse, imports)
+    if isinstance(node, ast.Call) and _qualnames(node.func, imports) & PARTIAL_NAMES and node.args:
+        return _autocast_of(node.args[0], imports)
+    return next((name for name in sorted(_qualnames(node, imports)) if name in AUTOCAST_NAMES), None)
+
+
+def _qualnames(node: ast.expr, imports: ImportTable) -> frozenset:
+    dotted = ast_dotted(node)
+    return frozenset() if dotted is None else imports.qualnames_of(dotted)
+
+
+def _entered_autocast(node: ast.With, imports: ImportTable) -> Optional[str]:
+    for item in node.items:
+        expr = item.context_expr
+        if isinstance(expr, ast.Call):
+            found = _autocast_of(expr.func, imports)
+            if found is not None:
+                return found
+    return None
+
+
+def _walk_function(function: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of a function, nested functions included (a decorator's wrapper is one)."""
+    stack: List[ast.AST] = [function]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _wrapping_decorator(function: ast.FunctionDef, imports: ImportTable) -> Optional[str]:
+    """`def deco(fn)` whose body calls `fn(...)` inside an autocast `with`: the autocast it enters."""
+    params = function.args.posonlyargs + function.args.args
+    if not params:
+        return None
+    wrapped = params[0].arg
+    for node in _walk_function(function):
+        if not isinstance(node, ast.With):
+            continue
+        autocast = _entered_autocast(node, imports)
+        if autocast is None:
+            continue
+        for inner in (n for statement in node.body for n in ast.walk(statement)):
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == wrapped:
+                return autocast
+    return None
+
+
+def _self_alias(statement: ast.stmt, imports: ImportTable) -> Iterator[Tuple[str, str]]:
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+        return
+    autocast = _autocast_of(statement.value, imports)
+    if autocast is None:
+        return
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    for target in targets:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            yield f"self.{target.attr}", autocast
+
+
+def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ...]:
+    """Self-held autocast aliases and autocast-entering decorators defined in one file."""
+    found: Dict[str, Spelling] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            autocast = _wrapping_decorator(node, imports)  # type: ignore[arg-type]
+            if autocast is not None:
+                found.setdefault(node.name, Spelling(node.name, autocast, node.lineno))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for name, autocast in _self_alias(node, imports):
+                found.setdefault(name, Spelling(name, autocast, node.lineno))
+    return tuple(sorted(found.values(), key=lambda s: (s.line, s.name)))

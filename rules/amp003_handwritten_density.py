@@ -1,0 +1,186 @@
+"""AMP003: hand-written log-density math runs under float16 autocast without a float32 cast."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Tuple
+
+from amplint.facts.mathsites import INLINE
+from amplint.model import Precision
+from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from amplint.facts.model import Site
+    from amplint.facts.reach import Reach
+
+SHAPES = {
+    "log-of-prob": "a log of probabilities",
+    "log-sum-exp": "a log-softmax written out (log of a sum of exps)",
+    "gaussian": "a Gaussian log-density written out",
+}
+# Shapes whose inputs are tensors by construction (what a softmax, a normalisation or a log reads), so
+# `.float()` on each is safe. A written-out Gaussian may mix in Python numbers: it is left to the user.
+CASTABLE = frozenset({"log-of-prob"})
+UNFIXABLE = (
+    "not fixable: the terms of hand-written math may be Python numbers, which have no `.float()`; cast the "
+    "tensors it reads to float32 by hand"
+)
+
+
+def in_float16_region(site: "Site") -> bool:
+    """Hand-written math whose own region is an enabled float16 one, reading a tensor not cast."""
+    assert site.state is not None
+    return site.kind == INLINE and site.state.is_float16 and bool(site.uncast)
+
+
+def reached_from_float16(site: "Site", reach: "Reach") -> bool:
+    """Hand-written math in a function entered from a float16 region, reading a tensor not cast."""
+    return site.kind == INLINE and bool(site.uncast)
+
+
+def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+    site = diagnosis.site
+    shape = SHAPES.get(site.method, "hand-written probability math")
+    inputs = listing(site.uncast, module)
+    kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
+    if diagnosis.origin:
+        return (
+            f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from "
+            f"{diagnosis.region.label} at {diagnosis.origin}:{diagnosis.region.line} via {' → '.join(diagnosis.chain)}"
+        )
+    via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
+    return (
+        f"{shape} runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} on tensors not "
+        f"cast to float32: {inputs}{via}"
+    )
+
+
+def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:
+    """Fix A casts what a log of probabilities reads; the other shapes are left to the user (`UNFIXABLE`)."""
+    site = diagnosis.site
+    return (CAST,) if site.method in CASTABLE and site.uncast else ()
+
+
+def why_unfixable(diagnosis: Diagnosis) -> str:
+    return UNFIXABLE
+
+
+RULE = Rule(
+    code="AMP003",
+    name="float16-handwritten-density",
+    summary="Hand-written log-density math (a log of probabilities, a written-out log-softmax or Gaussian "
+    "log-likelihood/KL) runs in a float16 autocast region on tensors that are not cast to float32.",
+    what_it_does=(
+        "Finds probability math written by hand, in the region or in a function reached from it (same file "
+        "or, in project mode, another one): `torch.log(p)`/`p.log()` where `p` is a softmax or sigmoid "
+        "output, a normalisation `x / x.sum(...)`, a mean or clamp of one, or a parameter named like a "
+        "probability (`probs`, `likelihoods`); an entropy term `p * log(p)`; a log of a sum of exps "
+        "(`logits - torch.log(torch.exp(logits).sum(1))`); and a sum holding a squared tensor beside a log "
+        "term (`log(2*pi)`, `torch.log(sigma)`), which is how Gaussian negative log-likelihoods and KL "
+        "divergences are written out. Local names are followed to what was assigned to them. Inputs cast "
+        "to float32, bfloat16 regions and disabled regions are not flagged. Fused primitives "
+        "(`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites."
+    ),
+    why_bad=(
+        "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
+        "softmax probability below it is 0 and its log `-inf`; `exp` overflows above 11.1 (65504), so a "
+        "written-out log-softmax gives `inf - inf = NaN`; a squared deviation above 256 overflows, and a "
+        "squared scale below ~2.4e-4 underflows. On CUDA, autocast promotes `log`, `exp`, `pow`, `softmax` "
+        "and `sum` to float32, but the division and addition before them still run in float16. Measured on "
+        "torch 2.13 with CPU float16 autocast (tests/test_handwritten_numeric.py): the INVALID example's "
+        "`torch.log(F.softmax(logits, 1))` on logits in [-30, 30] gives `-inf` for 1,019 of 1,024 rows "
+        "before the fix, 0 after."
+    ),
+    example="""
+import torch
+import torch.nn.functional as F
+
+def entropy(head, x):
+    with torch.autocast("cuda"):
+        probs = F.softmax(head(x), dim=1)
+        return -(probs * torch.log(probs)).sum(1)
+""",
+    fix=(
+        "`amplint check --fix` casts what a log of probabilities reads (fix A): `F.softmax(head(x).float(), "
+        "dim=1)`, or `torch.log(probs.float())`. Better still, use the fused, stable primitive "
+        "(`F.log_softmax`, `torch.logsumexp`, `torch.special.entr`). A written-out log-softmax or Gaussian is "
+        "not rewritten: cast the tensors it reads to float32 by hand, or use `torch.distributions`."
+    ),
+    valid=(
+        # The fused primitive.
+        """
+import torch
+import torch.nn.functional as F
+with torch.autocast("cuda"):
+    logp = F.log_softmax(head(x), dim=1)
+""",
+        # Cast before the softmax.
+        """
+import torch
+import torch.nn.functional as F
+with torch.autocast("cuda"):
+    probs = F.softmax(head(x).float(), dim=1)
+    ent = -(probs * torch.log(probs)).sum(1)
+""",
+        # bfloat16 region.
+        """
+import torch
+import torch.nn.functional as F
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    logp = torch.log(F.softmax(head(x), dim=1))
+""",
+        # A log of something that is not a probability.
+        """
+import torch
+with torch.autocast("cuda"):
+    target = torch.log(boxes / stride)
+""",
+        # Pure Python math.
+        """
+import math
+import torch
+with torch.autocast("cuda"):
+    bits = math.log(n) / math.log(2)
+""",
+    ),
+    invalid=(
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+with torch.autocast("cuda"):
+    logp = torch.log(F.softmax(head(x), dim=1))
+""",
+            4,
+            12,
+        ),
+        Invalid(
+            """
+import torch
+def contrastive(logits):
+    exp_logits = torch.exp(logits)
+    return logits - torch.log(exp_logits.sum(1, keepdim=True))
+with torch.autocast("cuda"):
+    loss = contrastive(head(x))
+""",
+            4,
+            21,
+        ),
+        Invalid(
+            """
+import math
+import torch
+with torch.autocast("cuda"):
+    mu = head(x)
+    nll = 0.5 * ((y - mu) ** 2 + math.log(2 * math.pi))
+""",
+            5,
+            18,
+        ),
+    ),
+    at_site=in_float16_region,
+    when_reached=reached_from_float16,
+    message=message,
+    fix_strategies=fix_strategies,
+    why_unfixable=why_unfixable,
+)

@@ -1,0 +1,53 @@
+"""Float16 precision read from a project's YAML/INI/TOML files (`amplint.project.configfiles`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amplint.project import configfiles
+from conftest import ROOT
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "repos"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("# mixed precision\nprecision: 16-mixed\n", [(2, "lightning", "precision: 16-mixed")]),
+        ("trainer:\n  max_epochs: 3\n  precision: 16-mixed  # fast\n", [(3, "lightning", "precision: 16-mixed")]),
+        ('[DEFAULTS]\nprecision = "16-mixed"\n', [(2, "lightning", 'precision = "16-mixed"')]),
+        ("trainer.precision: 16\n", [(1, "lightning", "trainer.precision: 16")]),
+        ("mixed_precision: fp16\n", [(1, "accelerate", "mixed_precision: fp16")]),
+        ("fp16: true\n", [(1, "hf", "fp16: true")]),
+        ("precision: bf16-mixed\nprecision: 32\nmixed_precision: bf16\nfp16: false\n", []),
+        ("# precision: 16-mixed\nval_precision: 16\nprecision_plugin: 16-mixed\n", []),
+        ("precision: ${oc.env:PRECISION}\n", []),
+    ],
+)
+def test_settings_are_read_as_whole_keys_with_literal_values(text: str, expected: list) -> None:
+    found = configfiles.read_settings("c.yaml", text)
+    assert [(s.line, s.framework, s.text) for s in found] == expected
+
+
+def test_scan_walks_config_files_and_skips_environments(tmp_path: Path) -> None:
+    (tmp_path / "configs" / "trainer").mkdir(parents=True)
+    (tmp_path / "configs" / "trainer" / "default.yaml").write_text("accelerator: gpu\nprecision: 16-mixed\n")
+    (tmp_path / ".venv" / "lib").mkdir(parents=True)
+    (tmp_path / ".venv" / "lib" / "x.yaml").write_text("precision: 16\n")
+    (tmp_path / "model.py").write_text("precision: 16\n")
+    found = configfiles.scan([str(tmp_path)])
+    assert [(Path(s.path).relative_to(tmp_path).as_posix(), s.line) for s in found] == [
+        ("configs/trainer/default.yaml", 2)]
+    assert configfiles.strongest(found, "lightning") == found[0]
+    assert configfiles.strongest(found, "hf") is None
+    assert found[0].describe("configs/trainer/default.yaml") == "precision: 16-mixed (configs/trainer/default.yaml:2)"
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
+def test_real_configs_of_the_corpus_are_read() -> None:
+    found = configfiles.scan([str(CORPUS / "shivammehta25+Matcha-TTS"), str(CORPUS / "Stability-AI+stable-audio-tools")])
+    assert [(Path(s.path).name, s.line, s.text) for s in found] == [
+        ("defaults.ini", 27, 'precision = "16-mixed"'),  # roots in sorted order: "Stability-AI" first
+        ("default.yaml", 11, "precision: 16-mixed"),
+    ]
