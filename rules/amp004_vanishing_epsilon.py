@@ -63,8 +63,9 @@ RULE = Rule(
         "and `p.clamp(min=1e-12)` leave a zero probability at zero and `torch.log` returns `-inf`. This holds "
         "on CUDA too: autocast promotes `log` to float32, but the addition or clamp before it runs in the "
         "input's dtype, float16. Measured on torch 2.13 with CPU float16 autocast "
-        "(tests/test_handwritten_numeric.py): the INVALID example on logits in [-30, 30] gives `-inf` for "
-        "1,019 of 1,024 rows before the fix, 0 after."
+        "(tests/test_handwritten_numeric.py), on 1,024 x 16 logits in [-30, 30]: `torch.log(probs.clamp("
+        "min=1e-12))` gives 10,661 `-inf` of 16,384, and the entropy `-(p * torch.log(p + 1e-10)).sum(1)` is NaN "
+        "in all 1,024 rows; after the fix, 0."
     ),
     example="""
 import torch

@@ -22,6 +22,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from amplint import dtypes
 from amplint.cstwalk import children
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 
@@ -550,6 +551,9 @@ def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
         return
     if isinstance(node, cst.Call):
         if env.imports.matches(node.func, SCALAR_LOG_FUNCTIONS):
+            return
+        if dtypes.is_cast_call(node, env.imports):
+            yield node  # `x.float()`: the analysis sees a wide input
             return
         if isinstance(node.func, cst.Attribute) and not _imported(node.func.value, env):
             yield from leaves(node.func.value, env)  # x.softmax(...), x.sum(...): the receiver

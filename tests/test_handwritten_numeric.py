@@ -1,0 +1,103 @@
+"""AMP003 and AMP004 on CPU float16 autocast: the original text gives -inf, the text `--fix` wrote does not.
+
+Logits in [-30, 30] come out of an identity `nn.Linear` inside the region, as a
+classifier head gives them: 1,024 rows of 16 classes, 16,384 values. float16 holds no
+probability below 6.0e-8, so a softmax of such logits has zeros, and
+`log(p + 1e-10)` or `log(p.clamp(min=1e-12))` keeps them at `-inf`: the floor
+itself is 0 in float16. The rule docs quote the counts these tests assert.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from amplint.config import Config  # noqa: E402
+from amplint.engine import check_source  # noqa: E402
+from amplint.fix.apply import fix_text  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+ROWS, CLASSES = 1_024, 16
+LOG_OF_SOFTMAX = '''\
+import torch
+import torch.nn.functional as F
+
+
+def run(head, h):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return torch.log(F.softmax(head(h), dim=1))
+'''
+EPSILON = '''\
+import torch
+
+
+def entropy(logits, eps=1e-10):
+    probs = logits.softmax(dim=1)
+    return -(probs * torch.log(probs + eps)).sum(dim=1)
+
+
+def run(head, h):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return entropy(head(h))
+'''
+CLAMPED = '''\
+import torch
+
+
+def run(head, h):
+    with torch.autocast("cpu", dtype=torch.float16):
+        probs = head(h).softmax(dim=1)
+        return torch.log(probs.clamp(min=1e-12))
+'''
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    generator = torch.Generator().manual_seed(0)
+    h = (torch.rand(ROWS, CLASSES, generator=generator) * 60.0) - 30.0
+    head = torch.nn.Linear(CLASSES, CLASSES)
+    with torch.no_grad():
+        head.weight.copy_(torch.eye(CLASSES))
+        head.bias.zero_()
+    return head, h
+
+
+def _non_finite(code: str, inputs) -> int:
+    namespace: Dict[str, object] = {}
+    exec(compile(code, "<snippet>", "exec"), namespace)
+    run: Callable = namespace["run"]  # type: ignore[assignment]
+    with torch.no_grad():
+        values = run(*inputs)
+    return int((~torch.isfinite(values)).sum().item())
+
+
+@pytest.mark.parametrize(
+    "snippet, codes, before",
+    [
+        # 10,661 of 16,384 log-probabilities are -inf; the entropy is NaN (0 * -inf) in all 1,024 rows.
+        pytest.param(LOG_OF_SOFTMAX, [("AMP003", 7, 16)], 10_661, id="log-of-softmax"),
+        pytest.param(EPSILON, [("AMP003", 6, 22), ("AMP004", 6, 32)], 1_024, id="entropy-with-1e-10"),
+        pytest.param(CLAMPED, [("AMP003", 7, 16), ("AMP004", 7, 42)], 10_661, id="clamp-min-1e-12"),
+    ],
+)
+def test_fix_removes_the_non_finite_values(snippet: str, codes: list, before: int, inputs) -> None:
+    found = check_source(snippet, "snippet.py").findings
+    assert [(f.code, f.line, f.column) for f in found] == codes
+    assert _non_finite(snippet, inputs) == before
+    fixed = fix_text(snippet, "snippet.py", Config(strategy="cast"))
+    assert fixed.changed and fixed.fixed_count == len(codes) and not fixed.remaining
+    assert _non_finite(fixed.fixed, inputs) == 0
+    assert check_source(fixed.fixed, "snippet.py").findings == []
+    assert fix_text(fixed.fixed, "snippet.py", Config(strategy="cast")).changed is False  # idempotent
+
+
+def test_the_epsilons_vanish_in_float16_even_where_cuda_promotes_the_log(inputs) -> None:
+    """CUDA's policy runs `log` in float32 but the addition before it in float16: the floor is already gone."""
+    probs = torch.tensor([0.0, 1e-9, 0.5], dtype=torch.float16)
+    for eps in (1e-10, 1e-12):
+        floored = probs + eps  # an add runs in its inputs' dtype under either policy
+        assert floored.dtype == torch.float16 and floored[0].item() == 0.0
+        assert torch.log(floored.float())[0].item() == float("-inf")
