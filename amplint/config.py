@@ -18,6 +18,9 @@ class Config:
     strategy: str = "cast"
     extend_autocast: Tuple[str, ...] = ()
     extend_distributions: Tuple[str, ...] = ()
+    # Autocast spellings the project defines (`self.amp_cm = autocast if amp else nullcontext`, a decorator
+    # that enters autocast): (name, the autocast it stands for). Filled by project mode, not by users.
+    autocast_aliases: Tuple[Tuple[str, str], ...] = ()
     project: bool = True
     max_depth: int = 8
     # Worker processes for parsing: 0 one per usable CPU when it pays, 1 never a pool (`amplint.parallel`).

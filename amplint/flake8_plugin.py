@@ -38,6 +38,7 @@ class AmpLintChecker:
     config_file: ClassVar[Optional[str]] = None
     filenames: ClassVar[Tuple[str, ...]] = ()  # flake8's positional paths, for project mode
     _entries: ClassVar[Optional[Dict[str, Tuple[Any, ...]]]] = None  # per process, computed on first use
+    _spellings: ClassVar[Tuple[Any, ...]] = ()  # the project's own autocast spellings, from the same walk
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
         self.lines = lines
@@ -57,6 +58,7 @@ class AmpLintChecker:
         cls.config_file = getattr(options, "amplint_config", None)
         cls.filenames = tuple(getattr(options, "filenames", None) or ())
         cls._entries = None
+        cls._spellings = ()
 
     def _config(self) -> Config:
         from amplint import configfile
@@ -80,17 +82,20 @@ class AmpLintChecker:
             return ()
         if cls._entries is None:
             from amplint import configfile
-            from amplint.project import project_entries
+            from amplint.project.run import run_project
 
             loaded = configfile.resolve_config(cls.filenames, cls.config_file)
             if isinstance(loaded, configfile.ConfigError):
                 raise AmpLintConfigError(f"amplint: {loaded}")
-            found = project_entries(list(cls.filenames), loaded.config) if loaded.config.project else {}
+            run = run_project(list(cls.filenames), loaded.config) if loaded.config.project else None
+            found = run.entries if run is not None else {}
             cls._entries = {os.path.abspath(path): entries for path, entries in found.items()}
+            cls._spellings = run.spellings if run is not None else ()
         return cls._entries.get(os.path.abspath(self.filename), ())
 
     def run(self) -> Iterator[Report]:
         from amplint.engine import analyze_source
+        from amplint.project.spellings import with_spellings
 
         config = self._config()
         if any(path_matches(self.filename, pattern) for pattern in config.exclude):
@@ -98,6 +103,7 @@ class AmpLintChecker:
         text = "".join(self.lines)
         if config.project:
             entries = self._project_entries()
+            config = with_spellings(config, type(self)._spellings)
             if not entries and not _may_report_alone(text, config):
                 return  # no finding of its own can be here, and no region elsewhere calls in
             outcome = analyze_source(text, self.filename, config, noqa=False, entries=entries, project=True)

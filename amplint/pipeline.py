@@ -127,7 +127,8 @@ def _parse_and_analyze(
     except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_parse`), LibCST does not
         return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
     options = AnalysisOptions(
-        frozenset(config.extend_autocast), frozenset(config.extend_distributions), project or bool(entries)
+        frozenset(config.extend_autocast), frozenset(config.extend_distributions), project or bool(entries),
+        config.autocast_aliases,
     )
     analysis = analyze_module(module, options, entries, imports)
     return finish(text, path, analysis, config, noqa=noqa)

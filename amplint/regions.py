@@ -67,10 +67,18 @@ class AutocastFactory:
     bound_args: Tuple[cst.Arg, ...] = ()
 
 
-def autocast_style(func: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str]) -> Optional[Style]:
-    """The style of `func` if it resolves to any autocast name (all candidates are tried)."""
+def autocast_style(func: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str],
+                   aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[Style]:
+    """The style of `func` if it resolves to any autocast name (all candidates are tried).
+
+    `aliases` are a project's own spellings: `self.amp_cm` matches as written, a
+    decorator's function name by the last part of what it resolves to.
+    """
     names = table.qualnames(func)
     styles = {AUTOCAST_NAMES[n] for n in names if n in AUTOCAST_NAMES}
+    for alias, wrapped in aliases:
+        if alias in names or ("." not in alias and any(n.rsplit(".", 1)[-1] == alias for n in names)):
+            styles.add(AUTOCAST_NAMES[wrapped])
     for style in (Style.GENERIC, Style.CUDA, Style.CPU):  # fixed order: never set order
         if style in styles:
             return style
@@ -79,15 +87,22 @@ def autocast_style(func: cst.BaseExpression, table: ImportTable, extra: FrozenSe
     return None
 
 
-def factory_of(expr: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str]) -> Optional[AutocastFactory]:
-    """`torch.autocast` itself, or `functools.partial(torch.autocast, ...)`."""
-    style = autocast_style(expr, table, extra)
+def factory_of(expr: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str],
+               aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[AutocastFactory]:
+    """`torch.autocast` itself, or `functools.partial(torch.autocast, ...)`; a branch of a conditional counts.
+
+    `amp_cm = autocast if args.amp else nullcontext` may be an enabled region: a
+    flag from the configuration does not disable it (the `enabled=` rule).
+    """
+    if isinstance(expr, cst.IfExp):
+        return factory_of(expr.body, table, extra, aliases) or factory_of(expr.orelse, table, extra, aliases)
+    style = autocast_style(expr, table, extra, aliases)
     if style is not None:
         return AutocastFactory(style)
     if isinstance(expr, cst.Call) and table.matches(expr.func, PARTIAL_NAMES) and expr.args:
         first = expr.args[0]
         if first.keyword is None and first.star == "":
-            inner = autocast_style(first.value, table, extra)
+            inner = autocast_style(first.value, table, extra, aliases)
             if inner is not None:
                 return AutocastFactory(inner, tuple(expr.args[1:]))
     return None

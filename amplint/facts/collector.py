@@ -120,11 +120,15 @@ class Collector(cst.CSTVisitor):
             return any(n.startswith("torch.distributions.transforms.") for n in names)
         return False
 
+    def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
+        return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
+
     def _region_from_with_item(self, item: cst.WithItem) -> Optional[RegionSpec]:
         expr = item.item
-        extra = self.options.extend_autocast
+        while isinstance(expr, cst.IfExp):  # `with (autocast() if amp else nullcontext()):`
+            expr = expr.body if self._region_expr(expr.body) else expr.orelse
         if isinstance(expr, cst.Call):
-            factory = factory_of(expr.func, self.imports, extra)
+            factory = self._factory(expr.func)
             if factory is None and isinstance(expr.func, cst.Name):
                 bound = self.scope.lookup_factory(expr.func.value)
                 factory = bound if isinstance(bound, AutocastFactory) else None
@@ -136,14 +140,18 @@ class Collector(cst.CSTVisitor):
                 return bound
         return None
 
+    def _region_expr(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self._factory(expr.func) is not None
+
     def _autocast_value(self, value: cst.BaseExpression) -> Optional[Union[AutocastFactory, RegionSpec]]:
-        """What `name = value` binds: an autocast factory, a region object, or nothing."""
-        extra = self.options.extend_autocast
-        factory = factory_of(value, self.imports, extra)  # an alias or functools.partial(...)
+        """What `name = value` binds: an autocast factory, a region object, or nothing (a branch counts)."""
+        if isinstance(value, cst.IfExp):  # `ctx = torch.autocast("cuda") if amp else nullcontext()`
+            return self._autocast_value(value.body) or self._autocast_value(value.orelse)
+        factory = self._factory(value)  # an alias or functools.partial(...)
         if factory is not None:
             return factory
         if isinstance(value, cst.Call):
-            called = factory_of(value.func, self.imports, extra)
+            called = self._factory(value.func)
             if called is None and isinstance(value.func, cst.Name):
                 bound = self.scope.lookup_factory(value.func.value)
                 called = bound if isinstance(bound, AutocastFactory) else None
@@ -262,13 +270,12 @@ class Collector(cst.CSTVisitor):
                 scope.instances[name] = (annotation, False)
 
     def _decorator_region(self, expr: cst.BaseExpression) -> Optional[RegionSpec]:
-        extra = self.options.extend_autocast
         if isinstance(expr, cst.Call):
-            factory = factory_of(expr.func, self.imports, extra)
+            factory = self._factory(expr.func)
             if factory is None:
                 return None
             return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
-        factory = factory_of(expr, self.imports, extra)
+        factory = self._factory(expr)
         return None if factory is None else region_spec(factory, (), self.imports, self.module)
 
     # --- regions -------------------------------------------------------------
@@ -514,18 +521,11 @@ class Collector(cst.CSTVisitor):
         model = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "model"), None)
         if model is None and positional:
             model = positional[0]
-        self.framework_calls.append(
-            FrameworkCall(
-                qualnames=tuple(sorted(self.imports.qualnames(node.func))),
-                callee=callee,
-                line=line,
-                column=column,
-                keywords=keywords,
-                double_star=any(a.star == "**" for a in node.args),
-                function=self.scope.key,
-                model=None if model is None else self._instance_of(model),
-            )
-        )
+        self.framework_calls.append(FrameworkCall(
+            qualnames=tuple(sorted(self.imports.qualnames(node.func))), callee=callee, line=line, column=column,
+            keywords=keywords, double_star=any(a.star == "**" for a in node.args), function=self.scope.key,
+            model=None if model is None else self._instance_of(model),
+        ))
 
     # --- the SiteContext that recognizers read -----------------------------------
     def dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:

@@ -30,6 +30,7 @@ class AnalysisOptions:
     extend_autocast: FrozenSet[str] = frozenset()
     extend_distributions: FrozenSet[str] = frozenset()
     project: bool = False  # record what the cross-file walk needs, and read file-local framework regions
+    autocast_aliases: Tuple[Tuple[str, str], ...] = ()  # project spellings of autocast (`Config.autocast_aliases`)
 
 
 @dataclass

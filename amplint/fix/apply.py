@@ -262,8 +262,10 @@ def _fix_job(job: Tuple[str, str, Config, dict]) -> Union[TextFix, FileError]:
 
 def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
     from amplint.project.run import run_project
+    from amplint.project.spellings import with_spellings
 
     project = run_project(paths, config)
+    config = with_spellings(config, project.spellings)  # the project's own autocast spellings, as the check saw
     run = FixRun()
     slots: List[int] = []
     sources: List[SourceFile] = []

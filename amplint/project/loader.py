@@ -83,7 +83,7 @@ class Loader:
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
         self._config_key = repr(config)
-        self._options_key = repr((config.extend_autocast, config.extend_distributions))
+        self._options_key = repr((config.extend_autocast, config.extend_distributions, config.autocast_aliases))
 
     # --- the text pass -------------------------------------------------------
     def scan(self) -> None:

@@ -13,6 +13,7 @@ from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
 from amplint.project.resolve import Resolver
+from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
 from amplint.project.walk import call_seeds, walk
 
@@ -22,6 +23,7 @@ class ProjectRun:
     results: List[FileResult]
     entries: Dict[str, Tuple[EntryContext, ...]]
     stats: Stats = field(default_factory=Stats)
+    spellings: Tuple[Spelling, ...] = ()  # the project's own autocast spellings: `with_spellings(config, ...)`
 
 
 def run_project(
@@ -34,6 +36,8 @@ def run_project(
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
     files, errors = discover(paths, config.exclude)
+    spellings = project_spellings(files)
+    config = with_spellings(config, spellings)
     tops = sorted({project_top(p) for p in paths})
     root = display_root(paths)
     directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
@@ -68,4 +72,4 @@ def run_project(
         else:
             results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
     frozen = {path: tuple(found) for path, found in entries.items()}
-    return ProjectRun(results, frozen, loader.stats)
+    return ProjectRun(results, frozen, loader.stats, spellings)

@@ -20,10 +20,14 @@ one branch may be an enabled region, as a flag in a config does.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from amplint.names import ImportTable, ast_dotted
+from amplint.config import Config
+from amplint.deep import python_parse
+from amplint.files import read_source
+from amplint.model import FileError
+from amplint.names import ImportTable, ast_dotted, import_table
 from amplint.regions import AUTOCAST_NAMES, PARTIAL_NAMES
 
 
@@ -111,3 +115,30 @@ def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ..
             for name, autocast in _self_alias(node, imports):
                 found.setdefault(name, Spelling(name, autocast, node.lineno))
     return tuple(sorted(found.values(), key=lambda s: (s.line, s.name)))
+
+
+def project_spellings(files: Sequence[str]) -> Tuple[Spelling, ...]:
+    """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins."""
+    found: Dict[str, Spelling] = {}
+    for path in files:
+        source = read_source(path)
+        if isinstance(source, FileError) or "autocast" not in source.text:
+            continue
+        tree = python_parse(source.text)
+        if isinstance(tree, str):
+            continue  # the file's own check reports the syntax error
+        for spelling in file_spellings(tree, import_table(tree)):
+            found.setdefault(spelling.name, spelling)
+    return tuple(found[name] for name in sorted(found))
+
+
+def with_spellings(config: Config, spellings: Sequence[Spelling]) -> Config:
+    """`config` that treats the project's spellings as autocast: their names are region words of every prefilter."""
+    if not spellings:
+        return config
+    names = tuple(s.name for s in spellings if s.name not in config.extend_autocast)
+    return replace(
+        config,
+        extend_autocast=config.extend_autocast + names,
+        autocast_aliases=config.autocast_aliases + tuple((s.name, s.wraps) for s in spellings),
+    )
