@@ -41,6 +41,19 @@ ELEMENTWISE_FUNCTIONS = frozenset(
     }
 )
 ARITHMETIC_METHODS = frozenset({"add", "mul", "sub", "div"})
+# Factories make float32 tensors (torch's default dtype) even inside an autocast region: autocast casts the
+# inputs of the ops on its lists, it does not change what a factory makes. `*_like` factories copy their
+# argument's dtype instead, so they are elementwise transforms here.
+FACTORY_FUNCTIONS = frozenset(
+    {
+        "torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.full", "torch.arange", "torch.linspace",
+        "torch.logspace", "torch.tensor", "torch.empty", "torch.eye", "torch.normal", "torch.randint",
+    }
+)
+LIKE_FACTORIES = frozenset(
+    {"torch.randn_like", "torch.rand_like", "torch.zeros_like", "torch.ones_like", "torch.full_like",
+     "torch.empty_like", "torch.logit", "torch.special.logit"}
+)
 # Constructor parameters that are counts or shapes, never tensors to cast.
 NON_TENSOR_KEYWORDS = frozenset(
     {"validate_args", "reinterpreted_batch_ndims", "total_count", "event_dim", "cache_size", "transforms"}
@@ -117,7 +130,7 @@ def is_wide(
         return True
     if isinstance(node, cst.Name):
         return wide_name(node.value)
-    if is_cast_call(node, table):
+    if is_cast_call(node, table) or is_float32_factory(node, table):
         return True
     if isinstance(node, cst.Subscript):
         return is_wide(node.value, table, wide_name)
@@ -133,6 +146,17 @@ def is_wide(
     return False
 
 
+def is_float32_factory(node: cst.BaseExpression, table: ImportTable) -> bool:
+    """`torch.randn(n)`, `torch.zeros(shape, device=d)`, `torch.tensor(0.5)`: float32 by construction.
+
+    A `dtype=` argument decides instead: a wide one is a cast (`is_cast_call`),
+    any other (float16, or a name we cannot read) is not float32.
+    """
+    if not (isinstance(node, cst.Call) and table.matches(node.func, FACTORY_FUNCTIONS)):
+        return False
+    return not any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in node.args)
+
+
 def transform_operands(node: cst.Call, table: ImportTable) -> list:
     """The tensor operands of an elementwise transform call, or [] if it is not one.
 
@@ -141,7 +165,9 @@ def transform_operands(node: cst.Call, table: ImportTable) -> list:
     take their first argument, which must be wide too.
     """
     args = [arg.value for arg in node.args if not arg.star]
-    if table.matches(node.func, ELEMENTWISE_FUNCTIONS):
+    if table.matches(node.func, ELEMENTWISE_FUNCTIONS | LIKE_FACTORIES):
+        if any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in node.args):
+            return []  # `zeros_like(x, dtype=...)`: the dtype decides (a wide one is a cast)
         return args[:1]
     if isinstance(node.func, cst.Attribute) and node.func.attr.value in ELEMENTWISE_METHODS:
         receiver = [node.func.value]

@@ -30,7 +30,7 @@ from amplint.facts.model import (
 from amplint.facts.nodes import annotation_class, attribute_dtype, names_in, self_attribute, target_names
 from amplint.facts.nodes import literal as read_literal
 from amplint.facts.mathenv import Env, scope_env
-from amplint.facts.sites import SiteRecognizer
+from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
 from amplint.positions import positions, within
@@ -79,7 +79,7 @@ class Collector(cst.CSTVisitor):
 
     def _wide(self, node: cst.BaseExpression) -> bool:
         scope = self.scope
-        return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names)
+        return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names) or wide_result(node, self)
 
     def _dist_class(self, func: cst.BaseExpression) -> Optional[str]:
         return dtypes.distribution_class(func, self.imports, self.options.extend_distributions)

@@ -80,6 +80,19 @@ def _site(node: cst.CSTNode, ctx: "SiteContext", method: str, dists: List[DistRe
     return ctx.make_site(node, method, dists, values, inputs, DISTRIBUTION)
 
 
+def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
+    """`d.cdf(x)` of a visible distribution whose inputs are all float32: the result is float32 too."""
+    func = node.func if isinstance(node, cst.Call) else None
+    if not (isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS):
+        return False
+    assert isinstance(node, cst.Call)
+    ref = ctx.dist_ref(func.value)
+    if ref is None or ref.has_star or any(a.star for a in node.args):
+        return False
+    inputs = all_inputs(ref) + [a.value for a in node.args if not dtypes.is_number(a.value)]
+    return all(ctx.is_wide(i) for i in inputs)
+
+
 def distribution_method(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
     """`d.log_prob(v)`, `d.cdf(v)`, `d.icdf(v)`, `d.entropy()` on a visible distribution (any receiver for log_prob)."""
     assert isinstance(node, cst.Call)
