@@ -6,33 +6,16 @@ dtype, enabled, ...)` but `torch.cuda.amp.autocast(enabled, dtype, ...)`, so
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES, Style
 from amplint.model import Precision, RegionInfo
 from amplint.names import ImportTable
 
 
-class Style(enum.Enum):
-    GENERIC = "generic"  # torch.autocast(device_type, dtype=None, enabled=True)
-    CUDA = "cuda"  # torch.cuda.amp.autocast(enabled=True, dtype=float16)
-    CPU = "cpu"  # torch.cpu.amp.autocast(enabled=True, dtype=bfloat16)
-    EXTENDED = "extended"  # a project's own wrapper: keywords only, dtype unknown
-
-
-AUTOCAST_NAMES: Dict[str, Style] = {
-    "torch.autocast": Style.GENERIC,
-    "torch.amp.autocast": Style.GENERIC,
-    "torch.amp.autocast_mode.autocast": Style.GENERIC,
-    "torch.cuda.amp.autocast": Style.CUDA,
-    "torch.cuda.amp.autocast_mode.autocast": Style.CUDA,
-    "torch.cpu.amp.autocast": Style.CPU,
-    "torch.cpu.amp.autocast_mode.autocast": Style.CPU,
-}
-PARTIAL_NAMES = frozenset({"functools.partial"})
 FLOAT16_NAMES = frozenset({"torch.float16", "torch.half"})
 BFLOAT16_NAMES = frozenset({"torch.bfloat16"})
 WIDE_FLOAT_NAMES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})

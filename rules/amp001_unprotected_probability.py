@@ -97,6 +97,16 @@ def loss(model, h, x):
         '`torch.autocast("cuda", enabled=False)` (fix C). Disabling autocast alone is not enough: see AMP002.'
     ),
     valid=(
+        # Float32 by construction: factories make float32 tensors even inside a region, so this classic
+        # example computes in float32 throughout (measured on CPU float16 autocast: no -inf). Its twin with
+        # parameters from a Linear inside the region is the last INVALID case.
+        """
+import torch
+from torch.distributions import Normal
+dist = Normal(torch.zeros(4), torch.full((4,), 1e-4))
+with torch.autocast("cuda"):
+    lp = dist.log_prob(torch.randn(4) * 1e-2)
+""",
         # Cast inputs.
         """
 import torch
@@ -154,6 +164,19 @@ with torch.autocast("cuda"):
 """,
     ),
     invalid=(
+        # The twin of the first VALID case: the parameters come out of a Linear inside the region.
+        Invalid(
+            """
+import torch
+from torch.distributions import Normal
+head = torch.nn.Linear(4, 8)
+with torch.autocast("cuda"):
+    loc, log_scale = head(torch.randn(4)).chunk(2, dim=-1)
+    lp = Normal(loc, log_scale.exp()).log_prob(torch.randn(4) * 1e-2)
+""",
+            6,
+            10,
+        ),
         Invalid(
             """
 import torch

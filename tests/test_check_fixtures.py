@@ -46,9 +46,12 @@ def test_cli_on_fixture_directory_matches_expected_files() -> None:
     assert got == expected
 
 
-def test_seed_example_is_reported_at_the_log_prob_line() -> None:
+def test_seed_example_is_float32_by_construction_and_its_linear_twin_is_reported() -> None:
+    """Factories make float32 even in a region: only the twin with a Linear head's parameters is a finding."""
     [result] = check_paths([str(CHECK / "seed_minimal.py")])
     [finding] = result.findings
-    assert (finding.line, finding.code) == (11, "AMP001")
-    assert "line 10" in finding.message
-    assert (CHECK / "seed_minimal.py").read_text().splitlines()[10].strip() == "lp = dist.log_prob(x)"
+    assert (finding.line, finding.code) == (22, "AMP001")
+    assert "line 20" in finding.message
+    lines = (CHECK / "seed_minimal.py").read_text().splitlines()
+    assert lines[15].strip() == "lp = dist.log_prob(x)"  # float32 throughout: not reported
+    assert lines[21].strip() == "lp = Normal(loc, log_scale.exp()).log_prob(x)"

@@ -18,8 +18,8 @@ def test_text_output_has_location_code_message_and_source_line() -> None:
     proc = run_amplint(["check", str(SEED)])
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith(f"{SEED}:11:10: AMP001 `Normal.log_prob` runs in the float16 autocast region at line 10")
-    assert lines[1] == "        lp = dist.log_prob(x)"
+    assert lines[0].startswith(f"{SEED}:22:10: AMP001 `Normal.log_prob` runs in the float16 autocast region at line 20")
+    assert lines[1] == "        lp = Normal(loc, log_scale.exp()).log_prob(x)"
     assert lines[2] == "             ^"
     assert lines[-1] == "Found 1 finding, 1 fixable with `amplint check --fix`."
 
@@ -75,7 +75,7 @@ def test_python_dash_m_matches_console_script() -> None:
 def test_default_path_is_current_directory(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(SEED.read_text())
     proc = run_amplint(["check", "--format", "json"], cwd=tmp_path)
-    assert [(f["path"], f["line"]) for f in json.loads(proc.stdout)] == [("m.py", 11)]
+    assert [(f["path"], f["line"]) for f in json.loads(proc.stdout)] == [("m.py", 22)]
 
 
 def test_walk_skips_virtualenvs_git_build_and_excluded(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_rule_command_prints_documentation() -> None:
     assert proc.stdout.startswith("# AMP001 (float16-probability)")
     assert "## Why is this bad?" in proc.stdout
     listing = run_amplint(["rule", "--all"]).stdout.splitlines()
-    assert [line.split()[0] for line in listing] == ["AMP001", "AMP002"]
+    assert [line.split()[0] for line in listing] == ["AMP001", "AMP002", "AMP003", "AMP004"]
     assert run_amplint(["rule", "AMP999"]).returncode == 2
 
 

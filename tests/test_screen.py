@@ -8,7 +8,8 @@ from typing import List
 import pytest
 
 from amplint.config import Config
-from amplint.engine import _parse_and_analyze, analyze_source, will_parse
+from amplint.engine import analyze_source, will_parse
+from amplint.pipeline import _parse_and_analyze
 from amplint.model import FileError
 from amplint.names import import_table
 from amplint.screen import may_have_findings
@@ -53,7 +54,7 @@ WORDS_OUTSIDE_CODE = [
 
 @pytest.mark.parametrize("text", WORDS_OUTSIDE_CODE)
 def test_words_outside_code_cost_no_parse(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from amplint import engine
+    from amplint import engine, pipeline
 
     assert engine.may_have_findings(text, Config())  # the text prefilter lets it through
     assert not will_parse(text, Config())
@@ -61,7 +62,7 @@ def test_words_outside_code_cost_no_parse(text: str, monkeypatch: pytest.MonkeyP
     def no_parse(*args: object) -> None:
         raise AssertionError("LibCST parse for a file the screen rejects")
 
-    monkeypatch.setattr(engine, "_parse_and_analyze", no_parse)
+    monkeypatch.setattr(pipeline, "_parse_and_analyze", no_parse)
     outcome = analyze_source(text, "t.py", Config(project=False))
     assert not isinstance(outcome, FileError) and outcome.findings == []
 

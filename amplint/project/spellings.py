@@ -28,7 +28,7 @@ from amplint.deep import python_parse
 from amplint.files import read_source
 from amplint.model import FileError
 from amplint.names import ImportTable, ast_dotted, import_table
-from amplint.regions import AUTOCAST_NAMES, PARTIAL_NAMES
+from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
 
 @dataclass(frozen=True)
