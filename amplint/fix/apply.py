@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import io
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.engine import SourceAnalysis, analyze_source
@@ -118,12 +118,12 @@ ROUND_TRIP_ERROR = (
 
 
 def _plan_and_rewrite(
-    source: SourceAnalysis, strategy: str, only: Optional[Callable[[Finding], bool]]
+    source: SourceAnalysis, strategy: str, only: Optional[Callable[[Finding], bool]], extra: FrozenSet[str]
 ) -> Tuple[FixPlan, Optional[str], bool]:
     """The plan, the rewritten text (None when the plan is empty), and whether LibCST round-trips the file."""
     from amplint.fix.plan import plan_fixes
 
-    plan = plan_fixes(source, strategy, only)
+    plan = plan_fixes(source, strategy, only, extra)
     if plan.empty:
         return plan, None, True
     assert source.module is not None
@@ -150,13 +150,14 @@ def fix_text(
     before = len(source.pairs)
     if not source.pairs:  # nothing to plan: no LibCST import, no plan
         return TextFix.unchanged(path, text)
+    extra = frozenset(config.extend_distributions)
     try:
-        plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only)
+        plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only, extra)
     except RecursionError:  # deep but valid code: LibCST transforms recurse ~3 frames per tree level
         from amplint.deep import call_deep
 
         try:
-            plan, fixed, exact = call_deep(_plan_and_rewrite, source, config.strategy, only)
+            plan, fixed, exact = call_deep(_plan_and_rewrite, source, config.strategy, only, extra)
         except RecursionError:
             return FileError(path, "too deeply nested for amplint to rewrite; file left unchanged")
     if not exact:
