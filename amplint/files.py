@@ -1,6 +1,7 @@
 """Find the files to check and read them; problems come back as values."""
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
@@ -27,6 +28,7 @@ class SourceFile:
     path: str
     text: str
     encoding: str  # as detected: "utf-8-sig" means the file had a BOM
+    digest: str = ""  # SHA-256 of the bytes read: `--fix` replaces the file only if it still holds them
 
 
 def _skip_dir(name: str, full: str, exclude: Sequence[str]) -> bool:
@@ -91,7 +93,7 @@ def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
         return FileError(path, f"cannot decode line {line} as {encoding}: {exc}")
     except LookupError as exc:
         return FileError(path, f"cannot decode as {encoding}: {exc}")
-    return SourceFile(path, text, encoding)
+    return SourceFile(path, text, encoding, hashlib.sha256(data).hexdigest())
 
 
 def read_source(path: str) -> Union[SourceFile, FileError]:

@@ -178,11 +178,14 @@ def fix_file(path: str, config: Config = Config(), write: bool = True, **analyze
     source = read_source(path)
     if isinstance(source, FileError):
         return FileFix(path, error=source)
-    return _finish_fix(source, fix_text(source.text, path, config, **analyze_options), write)
+    return _finish_fix(source, fix_text(source.text, path, config, **analyze_options), write, [path])
 
 
-def _finish_fix(source: SourceFile, outcome: Union[TextFix, FileError], write: bool) -> FileFix:
-    """`fix_file` after the fix: write the file when `write` and its text changed."""
+def _finish_fix(
+    source: SourceFile, outcome: Union[TextFix, FileError], write: bool, roots: Sequence[str]
+) -> FileFix:
+    """`fix_file` after the fix: write the file when `write` and its text changed, and only if it still
+    holds what was read, and stays under `roots` (the paths given) when it is a symbolic link."""
     from amplint.fix.write import atomic_write, encode
 
     path = source.path
@@ -193,7 +196,7 @@ def _finish_fix(source: SourceFile, outcome: Union[TextFix, FileError], write: b
     data = encode(path, outcome.fixed, source.encoding)
     if isinstance(data, FileError):
         return FileFix(path, error=data)
-    error = atomic_write(path, data)
+    error = atomic_write(path, data, source.digest or None, roots)
     if error is not None:
         return FileFix(path, error=error)
     return FileFix(path, outcome, written=True)
@@ -235,13 +238,13 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
             sources.append(source)
         else:  # `fix_text` would stop at the same prefilters: nothing to fix
             run.files.append(FileFix(path, TextFix.unchanged(path, source.text)))
-    for slot, fix in zip(slots, _fix_sources(sources, config, write, [{} for _ in sources])):
+    for slot, fix in zip(slots, _fix_sources(sources, config, write, [{} for _ in sources], paths)):
         run.files[slot] = fix
     return run
 
 
 def _fix_sources(
-    sources: Sequence[SourceFile], config: Config, write: bool, options: Sequence[dict]
+    sources: Sequence[SourceFile], config: Config, write: bool, options: Sequence[dict], roots: Sequence[str]
 ) -> List[FileFix]:
     """`fix_file` for each source (with its `analyze_source` options): the analyses and rewrites in a
     process pool when it pays, the writes here."""
@@ -252,7 +255,7 @@ def _fix_sources(
         _fix_job, jobs, jobs=config.jobs, weights=[len(source.text) for source in sources], label="fixing",
         preload=parallel.PRELOAD + ("amplint.fix.plan", "amplint.fix.cast", "amplint.fix.disable"),
     )
-    return [_finish_fix(source, outcome, write) for source, outcome in zip(sources, outcomes)]
+    return [_finish_fix(source, outcome, write, roots) for source, outcome in zip(sources, outcomes)]
 
 
 def _fix_job(job: Tuple[str, str, Config, dict]) -> Union[TextFix, FileError]:
@@ -282,7 +285,7 @@ def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
             sources.append(source)
             options.append({"entries": project.entries.get(result.path, ()), "project": True})
         run.files.append(FileFix(result.path))  # nothing reported, nothing to fix
-    for slot, fix in zip(slots, _fix_sources(sources, config, write, options)):
+    for slot, fix in zip(slots, _fix_sources(sources, config, write, options, paths)):
         run.files[slot] = fix
     return run
 
