@@ -223,6 +223,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_FINDINGS
     except KeyboardInterrupt:  # Ctrl-C: the process pool's workers are already stopped (`amplint.parallel`)
         print("amplint: interrupted", file=sys.stderr)
+        if argv is None:  # the real command line: exit without joining the pool's threads
+            from amplint.parallel import exit_now
+
+            exit_now(130)
         return 130
 
 

@@ -255,7 +255,16 @@ def _fix_sources(
         _fix_job, jobs, jobs=config.jobs, weights=[len(source.text) for source in sources], label="fixing",
         preload=parallel.PRELOAD + ("amplint.fix.plan", "amplint.fix.cast", "amplint.fix.disable"),
     )
-    return [_finish_fix(source, outcome, write, roots) for source, outcome in zip(sources, outcomes)]
+    from amplint.interrupts import deferred_interrupt
+
+    finished: List[FileFix] = []
+    # Ctrl-C: the file being replaced is finished, no other is started (KeyboardInterrupt after the block).
+    with deferred_interrupt() as interrupted:
+        for source, outcome in zip(sources, outcomes):
+            if interrupted():
+                break
+            finished.append(_finish_fix(source, outcome, write, roots))
+    return finished
 
 
 def _fix_job(job: Tuple[str, str, Config, dict]) -> Union[TextFix, FileError]:
