@@ -215,6 +215,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    from amplint.output import tolerate_unencodable
+
+    tolerate_unencodable()  # a line the console cannot encode is escaped, never a crash
     try:
         return int(args.handler(args))
     except BrokenPipeError:  # e.g. `amplint check | head`: stop quietly, like other CLI tools

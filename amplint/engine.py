@@ -136,6 +136,11 @@ def _parse_and_analyze(
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_parse`), LibCST does not
+        from amplint.tabs import analyze_retabbed
+
+        retried = analyze_retabbed(text, path, config, noqa, entries, project, imports)
+        if retried is not None:  # tabs and spaces mixed as CPython allows: analysed with tabs expanded
+            return retried
         return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
     options = AnalysisOptions(
         frozenset(config.extend_autocast), frozenset(config.extend_distributions), project or bool(entries)
@@ -268,7 +273,7 @@ def check_paths(paths: Sequence[str], config: Config = Config()) -> List[FileRes
         return check_project(paths, config)
     from amplint import parallel
 
-    files, errors = discover(paths, config.exclude)
+    files, errors = discover(paths, config.exclude, config.max_file_size)
     results: List[Optional[FileResult]] = [FileResult(error.path, error=error) for error in errors]
     parse: List[Tuple[str, str, Config]] = []  # files the prefilters keep: parsed below, in a pool if it pays
     slots: List[int] = []

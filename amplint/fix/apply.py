@@ -99,18 +99,48 @@ def rewrite(source: SourceAnalysis, plan: FixPlan, strategy: str) -> cst.Module:
     return apply_casts(source.module, plan.casts, table)
 
 
-def verify(text: str, path: str) -> Optional[FileError]:
-    """The rewritten text must parse with LibCST and compile with CPython."""
+def verify(text: str, path: str, original: Optional[str] = None) -> Optional[FileError]:
+    """The rewritten text must parse with LibCST and compile with CPython.
+
+    When the `original` did not compile either (LibCST and `ast` accept more
+    than the compiler: `return` outside a function, `await` outside async),
+    the fix is not to blame: it passes if it fails the same way, and is
+    otherwise refused with a message that says the file was broken before.
+    """
     import libcst as cst
 
     try:
         cst.parse_module(text)
-        compile(text, path, "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return FileError(path, f"the fix produced code that does not parse or compile ({exc}); file left unchanged")
+    except (cst.ParserSyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return FileError(path, f"the fix produced code that does not parse ({exc}); file left unchanged")
+    after = _compile_error(text, path)
+    if after is None:
+        return None
+    before = _compile_error(original, path) if original is not None else None
+    if before is None:
+        return FileError(path, f"the fix produced code that does not compile ({after}); file left unchanged")
+    if before == after:
+        return None
+    return FileError(path, f"the file does not compile before the fix either ({before}); file left unchanged")
+
+
+def _compile_error(text: str, path: str) -> Optional[str]:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like are not ours to report
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        message = getattr(exc, "msg", None) or str(exc)
+        return f"{type(exc).__name__}: {message}"
     return None
 
 
+MIXED_INDENT_ERROR = (
+    "LibCST cannot parse this file's mix of tabs and spaces in indentation (Python can): it was checked "
+    "with tabs expanded, but is not rewritten; file left unchanged"
+)
 ROUND_TRIP_ERROR = (
     "LibCST does not reproduce this file byte for byte (a form feed inside an indent, or a bare CR "
     "ending the last line?), so a fix could change code it has no finding for; file left unchanged"
@@ -161,10 +191,15 @@ def fix_text(
         except RecursionError:
             return FileError(path, "too deeply nested for amplint to rewrite; file left unchanged")
     if not exact:
+        from amplint.tabs import retabbed
+
+        mixed = retabbed(text)
+        if mixed is not None and source.module is not None and source.module.code == mixed.text:
+            return FileError(path, MIXED_INDENT_ERROR)
         return FileError(path, ROUND_TRIP_ERROR)
     if fixed is None:
         return TextFix(path, text, text, before, tuple(source.findings), tuple(plan.skipped))
-    error = verify(fixed, path)
+    error = verify(fixed, path, text)
     if error is not None:
         return error
     after = analyze_source(fixed, path, config, **analyze_options)
@@ -225,7 +260,7 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
         return _fix_project(paths, config, write)
     from amplint.engine import read_and_screen
 
-    files, errors = discover(paths, config.exclude)
+    files, errors = discover(paths, config.exclude, config.max_file_size)
     run = FixRun([FileFix(error.path, error=error) for error in errors])
     slots: List[int] = []
     sources: List[SourceFile] = []

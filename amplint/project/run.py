@@ -33,7 +33,7 @@ def run_project(
     else `.amplint_cache/` in the project top); `use_cache=False`, or
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
-    files, errors = discover(paths, config.exclude)
+    files, errors = discover(paths, config.exclude, config.max_file_size)
     tops = sorted({project_top(p) for p in paths})
     root = display_root(paths)
     directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
