@@ -37,7 +37,8 @@ def _project(tmp_path: Path) -> Path:
     project = tmp_path / "proj"
     (project / "pyro" / "distributions").mkdir(parents=True)
     (project / "pyro" / "__init__.py").write_text(PLANTED)
-    (project / "pyro" / "distributions" / "__init__.py").write_text(PLANTED.replace("os.pardir", "os.pardir, os.pardir"))
+    inner = PLANTED.replace("os.pardir", "os.pardir, os.pardir")
+    (project / "pyro" / "distributions" / "__init__.py").write_text(inner)
     (project / "train.py").write_text(TRAIN)
     return project
 
