@@ -112,13 +112,13 @@ def verify(text: str, path: str, original: Optional[str] = None) -> Optional[Fil
     try:
         cst.parse_module(text)
     except (cst.ParserSyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return FileError(path, f"the fix produced code that does not parse ({exc}); file left unchanged")
+        return FileError(path, f"the fix produced code that does not parse or compile ({exc}); file left unchanged")
     after = _compile_error(text, path)
     if after is None:
         return None
     before = _compile_error(original, path) if original is not None else None
     if before is None:
-        return FileError(path, f"the fix produced code that does not compile ({after}); file left unchanged")
+        return FileError(path, f"the fix produced code that does not parse or compile ({after}); file left unchanged")
     if before == after:
         return None
     return FileError(path, f"the file does not compile before the fix either ({before}); file left unchanged")
