@@ -168,3 +168,31 @@ def test_ctrl_c_during_a_write_leaves_no_temporary_file(
         fix_paths([str(target)], Config(jobs=1))
     assert target.read_text() == BROKEN
     assert _leftovers(tmp_path) == []
+
+
+def test_two_real_fix_runs_on_one_tree_fix_each_finding_once(tmp_path: Path) -> None:
+    """Two `amplint check --fix` processes started together: each finding is reported fixed by one of them."""
+    import re
+    import subprocess
+    import sys
+
+    count = 12
+    for index in range(count):
+        (tmp_path / f"m{index}.py").write_text(BROKEN)
+    env = dict(os.environ, PYTHONWARNINGS="ignore", AMPLINT_NO_CACHE="1")
+    root = Path(__file__).resolve().parent.parent
+    runs = [
+        subprocess.Popen([sys.executable, "-m", "amplint", "check", "--fix", "-j", "1", str(tmp_path)], cwd=root,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    fixed = 0
+    for (out, err), run in zip(outputs, runs):
+        match = re.search(r"Fixed (\d+) findings?", out)
+        assert match, (out, err)
+        fixed += int(match.group(1))
+        assert set(err.splitlines()) <= {f"{p}: error: {CHANGED_MESSAGE}" for p in tmp_path.glob("m*.py")}, err
+    assert fixed == count
+    assert all(p.read_text() == FIXED for p in tmp_path.glob("m*.py"))
+    assert _leftovers(tmp_path) == []
