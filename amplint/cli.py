@@ -215,6 +215,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    from amplint.output import tolerate_unencodable
+
+    tolerate_unencodable()  # a line the console cannot encode is escaped, never a crash
     try:
         return int(args.handler(args))
     except BrokenPipeError:  # e.g. `amplint check | head`: stop quietly, like other CLI tools
@@ -223,6 +226,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_FINDINGS
     except KeyboardInterrupt:  # Ctrl-C: the process pool's workers are already stopped (`amplint.parallel`)
         print("amplint: interrupted", file=sys.stderr)
+        if argv is None:  # the real command line: exit without joining the pool's threads
+            from amplint.parallel import exit_now
+
+            exit_now(130)
         return 130
 
 

@@ -23,6 +23,8 @@ class Config:
     autocast_aliases: Tuple[Tuple[str, str], ...] = ()
     project: bool = True
     max_depth: int = 8
+    # Files larger than this many bytes are skipped with one line (a 5 MB file took 72 s and 3.5 GB); 0: no limit.
+    max_file_size: int = 2_000_000
     # Worker processes for parsing: 0 one per usable CPU when it pays, 1 never a pool (`amplint.parallel`).
     # Left out of repr(): the project cache keys findings by repr(config), and -j must not change them.
     jobs: int = field(default=0, repr=False)

@@ -168,6 +168,7 @@ KEYS: Dict[str, Tuple[str, Callable[[Any], Parsed]]] = {
     "extend-distributions": ("extend_distributions", _distributions),
     "project": ("project", _bool),
     "max-depth": ("max_depth", _depth),
+    "max-file-size": ("max_file_size", _depth),
     "jobs": ("jobs", _jobs),
 }
 

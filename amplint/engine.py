@@ -47,7 +47,7 @@ def check_paths(paths: Sequence[str], config: Config = Config()) -> List[FileRes
         return check_project(paths, config)
     from amplint import parallel
 
-    files, errors = discover(paths, config.exclude)
+    files, errors = discover(paths, config.exclude, config.max_file_size)
     results: List[Optional[FileResult]] = [FileResult(error.path, error=error) for error in errors]
     parse: List[Tuple[str, str, Config]] = []  # files the prefilters keep: parsed below, in a pool if it pays
     slots: List[int] = []

@@ -1,6 +1,7 @@
 """Find the files to check and read them; problems come back as values."""
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
@@ -27,6 +28,7 @@ class SourceFile:
     path: str
     text: str
     encoding: str  # as detected: "utf-8-sig" means the file had a BOM
+    digest: str = ""  # SHA-256 of the bytes read: `--fix` replaces the file only if it still holds them
 
 
 def _skip_dir(name: str, full: str, exclude: Sequence[str]) -> bool:
@@ -37,17 +39,32 @@ def _skip_dir(name: str, full: str, exclude: Sequence[str]) -> bool:
     return any(path_matches(full, pattern) for pattern in exclude)
 
 
-def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> Tuple[List[str], List[FileError]]:
-    """Source files under `paths`, sorted; a named file is always checked, even if excluded by suffix."""
+DEFAULT_MAX_BYTES = 2_000_000
+
+
+def too_large(path: str, size: int, limit: int) -> FileError:
+    return FileError(
+        path, f"skipped: too large ({size / 1e6:.1f} MB, over the {limit / 1e6:.1f} MB max-file-size)"
+    )
+
+
+def discover(
+    paths: Sequence[str], exclude: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_BYTES
+) -> Tuple[List[str], List[FileError]]:
+    """Source files under `paths`, sorted; a named file is always checked, even if excluded by suffix.
+
+    Folders that cannot be listed and files over `max_bytes` (0: no limit) come back as errors, one each,
+    and the rest is still checked: a run never stops at them, nor skips them silently.
+    """
     found: List[str] = []
     errors: List[FileError] = []
     for root in paths:
         if os.path.isfile(root):
             found.append(os.path.normpath(root))
         elif os.path.isdir(root):
-            before = len(found)
-            found.extend(_walk(root, exclude))
-            if len(found) == before:
+            before, failed = len(found), len(errors)
+            found.extend(_walk(root, exclude, errors))
+            if len(found) == before and len(errors) == failed:
                 errors.append(FileError(root, "no Python files found"))
         elif os.path.islink(root) and not os.path.exists(root):
             errors.append(FileError(root, "broken symbolic link (or a symlink loop)"))
@@ -56,12 +73,31 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> Tuple[List[st
         else:
             errors.append(FileError(root, "no such file or directory"))
     unique = sorted(set(found))
-    return [p for p in unique if not any(path_matches(p, pat) for pat in exclude)], errors
+    kept = []
+    for path in unique:
+        if any(path_matches(path, pat) for pat in exclude):
+            continue
+        size = _size(path)
+        if max_bytes and size > max_bytes:
+            errors.append(too_large(path, size, max_bytes))
+        else:
+            kept.append(path)
+    return kept, errors
 
 
-def _walk(root: str, exclude: Sequence[str]) -> Iterator[str]:
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # read_source reports it
+
+
+def _walk(root: str, exclude: Sequence[str], errors: List[FileError]) -> Iterator[str]:
+    def unreadable(exc: OSError) -> None:
+        errors.append(FileError(exc.filename or root, f"cannot read directory: {exc.strerror or exc}"))
+
     # followlinks=False: a symlink loop cannot make us walk forever.
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, os.path.join(dirpath, d), exclude))
         for name in sorted(filenames):
             if name.endswith(SOURCE_SUFFIXES):
@@ -91,7 +127,7 @@ def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
         return FileError(path, f"cannot decode line {line} as {encoding}: {exc}")
     except LookupError as exc:
         return FileError(path, f"cannot decode as {encoding}: {exc}")
-    return SourceFile(path, text, encoding)
+    return SourceFile(path, text, encoding, hashlib.sha256(data).hexdigest())
 
 
 def read_source(path: str) -> Union[SourceFile, FileError]:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Sequence
+import sys
+from typing import Dict, List, Sequence, TextIO
 
 from amplint.model import FileError, Finding
 
@@ -37,3 +38,18 @@ def summary(findings: Sequence[Finding], errors: Sequence[FileError]) -> str:
     if errors:
         parts.append(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be checked")
     return ", ".join(parts) + "."
+
+
+def tolerate_unencodable(streams: Sequence[TextIO] = ()) -> None:
+    """Let stdout and stderr write what their encoding cannot hold as `\\xNN`/`\\uNNNN` escapes.
+
+    A flagged line with `σ` in it, on a console that encodes ASCII or cp1252,
+    must not turn a report into a `UnicodeEncodeError` traceback.
+    """
+    for stream in streams or (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot change now: leave it
+                pass

@@ -182,9 +182,12 @@ def _pooled(
     order = list(range(len(items)))
     if weights is not None:
         order.sort(key=lambda index: -weights[index])
+    from amplint.interrupts import deferred_interrupt
+
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
     try:
-        pending = {executor.submit(func, items[index]): index for index in order}
+        with deferred_interrupt():  # workers fork here: none may get Ctrl-C before it ignores it
+            pending = {executor.submit(func, items[index]): index for index in order}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -199,8 +202,19 @@ def _pooled(
 
 
 def _stop(executor: Any) -> None:
-    """Cancel what has not started and end the workers now (they would finish their file otherwise)."""
+    """Cancel what has not started and end the workers now (they would finish their file otherwise).
+
+    The pool's feeder thread may be blocked writing a large job into the pipe
+    the dead workers no longer read: exit must not wait for it (it hung 4
+    times in 35 Ctrl-Cs before), so its queue is told not to be joined.
+    """
     processes = list((getattr(executor, "_processes", None) or {}).values())
+    queue = getattr(executor, "_call_queue", None)
+    if queue is not None:
+        try:
+            queue.cancel_join_thread()
+        except (AttributeError, OSError, ValueError):
+            pass
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         try:
@@ -212,3 +226,20 @@ def _stop(executor: Any) -> None:
             process.join(timeout=5)
         except (OSError, AssertionError):
             pass
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` at once, after flushing stdout and stderr.
+
+    After Ctrl-C the pool's threads (feeder, manager) may still hold pipes to
+    workers that are gone; the interpreter's normal exit joins them, which
+    can hang or print `OSError: [Errno 9]` tracebacks. Every file is whole by
+    then (writes finish or are not started, temporary files are removed), so
+    nothing is left for a normal exit to do.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    os._exit(code)

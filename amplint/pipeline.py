@@ -20,7 +20,7 @@ from amplint.selection import code_enabled
 from amplint.source_analysis import SourceAnalysis
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.analysis import ModuleAnalysis
+    from amplint.analysis import AnalysisOptions, ModuleAnalysis
     from amplint.names import ImportTable
     from amplint.facts.entry import EntryContext
     from amplint.rulebase import Diagnosis, Rule
@@ -120,18 +120,27 @@ def _parse_and_analyze(
 ) -> Union[SourceAnalysis, FileError]:
     import libcst as cst
 
-    from amplint.analysis import AnalysisOptions, analyze_module
+    from amplint.analysis import analyze_module
 
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_parse`), LibCST does not
+        from amplint.tabs import analyze_retabbed
+
+        retried = analyze_retabbed(text, path, config, noqa, entries, project, imports)
+        if retried is not None:  # tabs and spaces mixed as CPython allows: analysed with tabs expanded
+            return retried
         return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
-    options = AnalysisOptions(
-        frozenset(config.extend_autocast), frozenset(config.extend_distributions), project or bool(entries),
-        config.autocast_aliases,
-    )
-    analysis = analyze_module(module, options, entries, imports)
+    analysis = analyze_module(module, analysis_options(config, project or bool(entries)), entries, imports)
     return finish(text, path, analysis, config, noqa=noqa)
+
+
+def analysis_options(config: Config, project: bool) -> "AnalysisOptions":
+    """The parts of `config` the fact layer reads."""
+    from amplint.analysis import AnalysisOptions
+
+    return AnalysisOptions(frozenset(config.extend_autocast), frozenset(config.extend_distributions), project,
+                           config.autocast_aliases)
 
 
 def finish(text: str, path: str, analysis: "ModuleAnalysis", config: Config, *, noqa: bool = True) -> SourceAnalysis:

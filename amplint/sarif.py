@@ -139,8 +139,17 @@ def artifact_location(path: str, root: str) -> Dict[str, str]:
     except ValueError:  # another drive on Windows
         relative = os.pardir
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return {"uri": Path(full).as_uri()}
-    return {"uri": quote(Path(relative).as_posix()), "uriBaseId": SRCROOT}
+        return {"uri": file_uri(full)}
+    return {"uri": quote(os.fsencode(Path(relative).as_posix())), "uriBaseId": SRCROOT}
+
+
+def file_uri(path: str) -> str:
+    """`file://` URI of an absolute path; a name that is not valid UTF-8 (`bad\\xff.py`, read by
+    Python as a lone surrogate) is percent-encoded from its bytes instead of crashing the log."""
+    try:
+        return Path(path).as_uri()
+    except (UnicodeEncodeError, ValueError):
+        return "file://" + quote(os.fsencode(Path(path).as_posix()))
 
 
 def rule_descriptor(rule: Rule) -> Dict[str, Any]:
@@ -234,7 +243,7 @@ def sarif_log(
                 "rules": [rule_descriptor(rule) for rule in rules],
             }
         },
-        "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri().rstrip("/") + "/"}},
+        "originalUriBaseIds": {SRCROOT: {"uri": file_uri(root).rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",
         "invocations": [
             {
@@ -257,7 +266,9 @@ def sarif_report(
 
     from amplint.rules import ALL_RULES
 
-    return json.dumps(sarif_log(findings, errors, ALL_RULES, fix_for, root), indent=2, ensure_ascii=False)
+    text = json.dumps(sarif_log(findings, errors, ALL_RULES, fix_for, root), indent=2, ensure_ascii=False)
+    # A lone surrogate (a file name that is not UTF-8, in a message) becomes its JSON escape: valid UTF-8 out.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def codemod_fixes(config: Config) -> FixProvider:

@@ -495,6 +495,7 @@ def test_a_5_mb_generated_file_finishes_without_quadratic_blow_up(tmp_path: Path
     small = _generated(1_000_000, 60)
     assert len(big.encode()) >= 5_000_000
     _tree(tmp_path / "src", {"big.py": big, "small.py": small})
+    (tmp_path / "pyproject.toml").write_text("[tool.amplint]\nmax-file-size = 0\n")  # over the 2 MB default
     proc = _cli(["check", "src/big.py"], tmp_path, timeout=600)  # about 10 s here
     assert proc.stderr == ""
     assert proc.stdout.count(": AMP001 ") == 300 and proc.returncode == 1

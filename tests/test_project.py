@@ -114,8 +114,8 @@ def test_cache_is_reused_and_invalidated_on_edit(project_copy: Path, tmp_path: P
 def test_a_corrupt_cache_entry_is_a_miss(project_copy: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = run_project([str(project_copy)], Config(), cache_dir=str(cache))
-    for entry in cache.rglob("*.pickle"):
-        entry.write_bytes(b"not a pickle")
+    for entry in cache.rglob("*.json"):
+        entry.write_bytes(b"not json")
     again = run_project([str(project_copy)], Config(), cache_dir=str(cache))
     assert _render(again.results, project_copy) == _render(first.results, project_copy)
     assert sorted(again.stats.parsed) == sorted(first.stats.parsed)

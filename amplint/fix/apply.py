@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import io
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.engine import SourceAnalysis, analyze_source
@@ -99,18 +99,48 @@ def rewrite(source: SourceAnalysis, plan: FixPlan, strategy: str) -> cst.Module:
     return apply_casts(source.module, plan.casts, table)
 
 
-def verify(text: str, path: str) -> Optional[FileError]:
-    """The rewritten text must parse with LibCST and compile with CPython."""
+def verify(text: str, path: str, original: Optional[str] = None) -> Optional[FileError]:
+    """The rewritten text must parse with LibCST and compile with CPython.
+
+    When the `original` did not compile either (LibCST and `ast` accept more
+    than the compiler: `return` outside a function, `await` outside async),
+    the fix is not to blame: it passes if it fails the same way, and is
+    otherwise refused with a message that says the file was broken before.
+    """
     import libcst as cst
 
     try:
         cst.parse_module(text)
-        compile(text, path, "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except (cst.ParserSyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return FileError(path, f"the fix produced code that does not parse or compile ({exc}); file left unchanged")
+    after = _compile_error(text, path)
+    if after is None:
+        return None
+    before = _compile_error(original, path) if original is not None else None
+    if before is None:
+        return FileError(path, f"the fix produced code that does not parse or compile ({after}); file left unchanged")
+    if before == after:
+        return None
+    return FileError(path, f"the file does not compile before the fix either ({before}); file left unchanged")
+
+
+def _compile_error(text: str, path: str) -> Optional[str]:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like are not ours to report
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        message = getattr(exc, "msg", None) or str(exc)
+        return f"{type(exc).__name__}: {message}"
     return None
 
 
+MIXED_INDENT_ERROR = (
+    "LibCST cannot parse this file's mix of tabs and spaces in indentation (Python can): it was checked "
+    "with tabs expanded, but is not rewritten; file left unchanged"
+)
 ROUND_TRIP_ERROR = (
     "LibCST does not reproduce this file byte for byte (a form feed inside an indent, or a bare CR "
     "ending the last line?), so a fix could change code it has no finding for; file left unchanged"
@@ -118,12 +148,12 @@ ROUND_TRIP_ERROR = (
 
 
 def _plan_and_rewrite(
-    source: SourceAnalysis, strategy: str, only: Optional[Callable[[Finding], bool]]
+    source: SourceAnalysis, strategy: str, only: Optional[Callable[[Finding], bool]], extra: FrozenSet[str]
 ) -> Tuple[FixPlan, Optional[str], bool]:
     """The plan, the rewritten text (None when the plan is empty), and whether LibCST round-trips the file."""
     from amplint.fix.plan import plan_fixes
 
-    plan = plan_fixes(source, strategy, only)
+    plan = plan_fixes(source, strategy, only, extra)
     if plan.empty:
         return plan, None, True
     assert source.module is not None
@@ -150,20 +180,26 @@ def fix_text(
     before = len(source.pairs)
     if not source.pairs:  # nothing to plan: no LibCST import, no plan
         return TextFix.unchanged(path, text)
+    extra = frozenset(config.extend_distributions)
     try:
-        plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only)
+        plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only, extra)
     except RecursionError:  # deep but valid code: LibCST transforms recurse ~3 frames per tree level
         from amplint.deep import call_deep
 
         try:
-            plan, fixed, exact = call_deep(_plan_and_rewrite, source, config.strategy, only)
+            plan, fixed, exact = call_deep(_plan_and_rewrite, source, config.strategy, only, extra)
         except RecursionError:
             return FileError(path, "too deeply nested for amplint to rewrite; file left unchanged")
     if not exact:
+        from amplint.tabs import retabbed
+
+        mixed = retabbed(text)
+        if mixed is not None and source.module is not None and source.module.code == mixed.text:
+            return FileError(path, MIXED_INDENT_ERROR)
         return FileError(path, ROUND_TRIP_ERROR)
     if fixed is None:
         return TextFix(path, text, text, before, tuple(source.findings), tuple(plan.skipped))
-    error = verify(fixed, path)
+    error = verify(fixed, path, text)
     if error is not None:
         return error
     after = analyze_source(fixed, path, config, **analyze_options)
@@ -177,11 +213,14 @@ def fix_file(path: str, config: Config = Config(), write: bool = True, **analyze
     source = read_source(path)
     if isinstance(source, FileError):
         return FileFix(path, error=source)
-    return _finish_fix(source, fix_text(source.text, path, config, **analyze_options), write)
+    return _finish_fix(source, fix_text(source.text, path, config, **analyze_options), write, [path])
 
 
-def _finish_fix(source: SourceFile, outcome: Union[TextFix, FileError], write: bool) -> FileFix:
-    """`fix_file` after the fix: write the file when `write` and its text changed."""
+def _finish_fix(
+    source: SourceFile, outcome: Union[TextFix, FileError], write: bool, roots: Sequence[str]
+) -> FileFix:
+    """`fix_file` after the fix: write the file when `write` and its text changed, and only if it still
+    holds what was read, and stays under `roots` (the paths given) when it is a symbolic link."""
     from amplint.fix.write import atomic_write, encode
 
     path = source.path
@@ -192,7 +231,7 @@ def _finish_fix(source: SourceFile, outcome: Union[TextFix, FileError], write: b
     data = encode(path, outcome.fixed, source.encoding)
     if isinstance(data, FileError):
         return FileFix(path, error=data)
-    error = atomic_write(path, data)
+    error = atomic_write(path, data, source.digest or None, roots)
     if error is not None:
         return FileFix(path, error=error)
     return FileFix(path, outcome, written=True)
@@ -221,7 +260,7 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
         return _fix_project(paths, config, write)
     from amplint.engine import read_and_screen
 
-    files, errors = discover(paths, config.exclude)
+    files, errors = discover(paths, config.exclude, config.max_file_size)
     run = FixRun([FileFix(error.path, error=error) for error in errors])
     slots: List[int] = []
     sources: List[SourceFile] = []
@@ -234,13 +273,13 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
             sources.append(source)
         else:  # `fix_text` would stop at the same prefilters: nothing to fix
             run.files.append(FileFix(path, TextFix.unchanged(path, source.text)))
-    for slot, fix in zip(slots, _fix_sources(sources, config, write, [{} for _ in sources])):
+    for slot, fix in zip(slots, _fix_sources(sources, config, write, [{} for _ in sources], paths)):
         run.files[slot] = fix
     return run
 
 
 def _fix_sources(
-    sources: Sequence[SourceFile], config: Config, write: bool, options: Sequence[dict]
+    sources: Sequence[SourceFile], config: Config, write: bool, options: Sequence[dict], roots: Sequence[str]
 ) -> List[FileFix]:
     """`fix_file` for each source (with its `analyze_source` options): the analyses and rewrites in a
     process pool when it pays, the writes here."""
@@ -251,7 +290,16 @@ def _fix_sources(
         _fix_job, jobs, jobs=config.jobs, weights=[len(source.text) for source in sources], label="fixing",
         preload=parallel.PRELOAD + ("amplint.fix.plan", "amplint.fix.cast", "amplint.fix.disable"),
     )
-    return [_finish_fix(source, outcome, write) for source, outcome in zip(sources, outcomes)]
+    from amplint.interrupts import deferred_interrupt
+
+    finished: List[FileFix] = []
+    # Ctrl-C: the file being replaced is finished, no other is started (KeyboardInterrupt after the block).
+    with deferred_interrupt() as interrupted:
+        for source, outcome in zip(sources, outcomes):
+            if interrupted():
+                break
+            finished.append(_finish_fix(source, outcome, write, roots))
+    return finished
 
 
 def _fix_job(job: Tuple[str, str, Config, dict]) -> Union[TextFix, FileError]:
@@ -283,7 +331,7 @@ def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
             sources.append(source)
             options.append({"entries": project.entries.get(result.path, ()), "project": True})
         run.files.append(FileFix(result.path))  # nothing reported, nothing to fix
-    for slot, fix in zip(slots, _fix_sources(sources, config, write, options)):
+    for slot, fix in zip(slots, _fix_sources(sources, config, write, options, paths)):
         run.files[slot] = fix
     return run
 

@@ -9,10 +9,11 @@ a statement-mate unfixed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
+from amplint.fix.distargs import sort_inputs
 from amplint.fix.expr import Wide, wide_predicate
 from amplint.fix.fixability import DISABLE, NoqaGuard, wrap_conflicts, wraps_statement
 from amplint.fix.safety import wrap_blocker
@@ -20,11 +21,15 @@ from amplint.model import Finding
 from amplint.rules import rule_for
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.analysis import Diagnosis
+    from amplint.analysis import Diagnosis, DistRef
     from amplint.engine import SourceAnalysis
     from amplint.regions import RegionSpec
 
 NOQA_REASON = "left as is: the fix would rewrite a line marked `# noqa`"
+HIDDEN_DISTRIBUTION_REASON = (
+    "not fixable: a distribution argument is built where amplint cannot see its constructor "
+    "(cast that constructor's inputs to float32)"
+)
 SHARED_REASON = "not fixable with --strategy disable-autocast: the statement also holds a computation it cannot fix"
 
 
@@ -85,11 +90,15 @@ def wrap_device(spec: "RegionSpec") -> Optional[str]:
 
 
 def plan_fixes(
-    source: "SourceAnalysis", strategy: str, only: Optional[Callable[[Finding], bool]] = None
+    source: "SourceAnalysis",
+    strategy: str,
+    only: Optional[Callable[[Finding], bool]] = None,
+    extra: FrozenSet[str] = frozenset(),
 ) -> FixPlan:
     """Which edits fix which findings with `strategy`; findings that cannot be fixed are listed with a reason.
 
     `only` limits the plan to some findings (one finding, for a SARIF fix); the others are left as they are.
+    `extra`: the configured extra distribution classes (`extend-distributions`).
     """
     plan = FixPlan()
     pairs = [pair for pair in source.pairs if only is None or only(pair[1])]
@@ -103,7 +112,11 @@ def plan_fixes(
         elif guard.blocks(diagnosis, strategy):
             plan.skipped.append(Skipped(finding, NOQA_REASON))
         else:
-            edits.append(_edit_for(diagnosis, finding, strategy, source))
+            edit = _edit_for(diagnosis, finding, strategy, source, extra)
+            if edit is None:
+                plan.skipped.append(Skipped(finding, HIDDEN_DISTRIBUTION_REASON))
+            else:
+                edits.append(edit)
     wrapped = [edit.diagnosis for edit in edits if edit.wrap is not None]
     conflicts = set(wrap_conflicts(source, wrapped))
     for edit in edits:
@@ -138,11 +151,24 @@ def _why_not(
     return f"not fixable with --strategy {strategy}: no simple statement to wrap, or no known device{hint}"
 
 
-def _edit_for(diagnosis: "Diagnosis", finding: Finding, strategy: str, source: "SourceAnalysis") -> _Edit:
+def _constructors(refs: List["DistRef"]) -> Iterator[Tuple[str, cst.Call]]:
+    for ref in refs:
+        yield ref.qualname, ref.ctor
+        yield from _constructors(ref.components)
+
+
+def _edit_for(
+    diagnosis: "Diagnosis", finding: Finding, strategy: str, source: "SourceAnalysis", extra: FrozenSet[str]
+) -> Optional[_Edit]:
+    """The casts and wrap that fix one finding; None when an input is a distribution it cannot reach."""
     site = diagnosis.site
     assert source.analysis is not None
-    wide = wide_predicate(source.analysis.imports, lambda name, scope=site.scope: name in scope.wide_names)
-    casts = [CastTarget(node, wide) for node in site.uncast]
+    table = source.analysis.imports
+    inputs = sort_inputs(site.uncast, _constructors(site.dists), table, extra)
+    if inputs.blocked:
+        return None
+    wide = wide_predicate(table, lambda name, scope=site.scope: name in scope.wide_names)
+    casts = [CastTarget(node, wide) for node in inputs.tensors]
     wrap: Optional[WrapTarget] = None
     if wraps_statement(diagnosis, strategy):
         device = wrap_device(diagnosis.region.spec)

@@ -3,25 +3,30 @@
 Keys are SHA-256 digests of the file's bytes plus a fingerprint of amplint
 itself (its version and the size/mtime of its modules, so an edited checkout
 never reads stale summaries) and the options the value depends on. Values are
-pickled plain dataclasses. Writes go to a temporary file in the same
+JSON with a schema version (`cachecodec`): reading an entry never runs code,
+whoever wrote it. Writes go to a temporary file in the same
 directory and are renamed into place (`os.replace` is atomic), so concurrent
 runs never see a half-written entry; a missing, corrupt or unreadable entry is
 a miss, and a cache that cannot be written is silently skipped: the cache can
-only make a run faster, never change its result.
+only make a run faster, never change its result. A cache directory that is a
+symbolic link (or holds one on the way to an entry) is not used at all: a
+link planted in a checkout must not make amplint write somewhere else.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
-import pickle
 import sys
 import tempfile
-from typing import Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from amplint import __version__
 
 CACHE_DIR = ".amplint_cache"
+SUFFIX = ".json"
+MAX_ENTRY_BYTES = 64 * 1024 * 1024  # a larger entry is not ours: a miss, never read
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# amplint cache: safe to delete\n"
 
 
@@ -60,24 +65,49 @@ def digest(*parts: object) -> str:
 
 
 class DiskCache:
-    """A directory of pickled values; `directory=None` is a cache that never hits."""
+    """A directory of JSON values; `directory=None` is a cache that never hits."""
 
     def __init__(self, directory: Optional[str]) -> None:
         self.directory = directory
         self.hits = 0
         self.misses = 0
+        self._codec: Any = None
 
     def _path(self, kind: str, key: str) -> str:
         assert self.directory is not None
-        return os.path.join(self.directory, kind, key[:2], key + ".pickle")
+        return os.path.join(self.directory, kind, key[:2], key + SUFFIX)
+
+    def _codec_once(self) -> Any:
+        if self._codec is None:
+            from amplint.project.cachecodec import Codec
+
+            self._codec = Codec()
+        return self._codec
+
+    def _linked(self, kind: str, key: str) -> bool:
+        """Is the cache directory, or a folder between it and the entry, a symbolic link?"""
+        assert self.directory is not None
+        folder = self.directory
+        for part in ("", kind, key[:2]):
+            folder = os.path.join(folder, part) if part else folder
+            if os.path.islink(folder):
+                return True
+        return False
 
     def get(self, kind: str, key: str) -> Optional[object]:
         if self.directory is None:
             return None
         try:
-            with open(self._path(kind, key), "rb") as handle:
-                value = pickle.load(handle)
-        except Exception:  # missing, truncated by a crash, from another Python: a miss
+            if self._linked(kind, key):
+                raise OSError("symbolic link in the cache path")
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            fd = os.open(self._path(kind, key), flags)
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read(MAX_ENTRY_BYTES + 1)
+            if len(data) > MAX_ENTRY_BYTES:
+                raise ValueError("entry too large")
+            value = self._codec_once().load(kind, json.loads(data.decode("utf-8")))
+        except Exception:  # missing, truncated by a crash, from another schema, not ours: a miss
             self.misses += 1
             return None
         self.hits += 1
@@ -85,33 +115,42 @@ class DiskCache:
 
     def contains(self, kind: str, key: str) -> bool:
         """Is there an entry (not read: a corrupt one is still a miss for `get`)? Counts nothing."""
-        return self.directory is not None and os.path.isfile(self._path(kind, key))
+        return self.directory is not None and not self._linked(kind, key) and os.path.isfile(self._path(kind, key))
 
     def put(self, kind: str, key: str, value: object) -> None:
         if self.directory is None:
             return
         target = self._path(kind, key)
         try:
+            text = json.dumps(self._codec_once().dump(kind, value), separators=(",", ":"))
+        except (ValueError, TypeError, RecursionError):  # not cache data (CodecError is a ValueError)
+            return
+        try:
+            if self._linked(kind, key):
+                return
             os.makedirs(os.path.dirname(target), exist_ok=True)
+            if self._linked(kind, key):
+                return
             self._tag()
-            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".pickle")
+            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=SUFFIX)
             try:
-                with os.fdopen(handle, "wb") as out:
-                    pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    out.write(text)
                 os.replace(temporary, target)
             except BaseException:
                 _remove(temporary)
                 raise
-        except (OSError, pickle.PicklingError):
+        except OSError:
             return  # read-only checkout, full disk: run without the cache
 
     def _tag(self) -> None:
         assert self.directory is not None
         for name, text in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
             path = os.path.join(self.directory, name)
-            if not os.path.exists(path):
+            if not os.path.lexists(path):
                 try:
-                    with open(path, "x", encoding="utf-8") as handle:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                    with os.fdopen(fd, "w", encoding="utf-8") as handle:
                         handle.write(text)
                 except OSError:
                     pass

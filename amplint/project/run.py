@@ -35,7 +35,7 @@ def run_project(
     else `.amplint_cache/` in the project top); `use_cache=False`, or
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
-    files, errors = discover(paths, config.exclude)
+    files, errors = discover(paths, config.exclude, config.max_file_size)
     spellings = project_spellings(files)
     config = with_spellings(config, spellings)
     tops = sorted({project_top(p) for p in paths})

@@ -43,6 +43,9 @@ def add_verify_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_verify(args: argparse.Namespace) -> int:
     """Exit 1 if any finding is fix-insufficient, 2 without torch or nothing readable, else 0."""
+    from amplint.verify.syspath import strip_project_paths
+
+    strip_project_paths(args.paths)  # import installed packages only, never the analysed project's
     if importlib.util.find_spec("torch") is None:
         print(f"amplint: error: {TORCH_MISSING}", file=sys.stderr)
         return EXIT_ERROR

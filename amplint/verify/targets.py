@@ -27,7 +27,7 @@ def collect(paths: Sequence[str], config: Config = Config()) -> Collected:
     from amplint.engine import analyze_source
     from amplint.files import discover, read_source
 
-    files, errors = discover(paths, config.exclude)
+    files, errors = discover(paths, config.exclude, config.max_file_size)
     out = Collected(errors=list(errors))
     for path in files:
         source = read_source(path)

@@ -1,0 +1,128 @@
+"""Which of a site's inputs are tensors to cast, and which are distributions that must not be.
+
+`.float()` exists on tensors only: `Independent(Normal(a, b).float(), 1)` raises
+`AttributeError: 'Normal' object has no attribute 'float'` when it runs. The
+analysis lists the arguments of a wrapper it could not resolve to a
+constructor (`Independent(dist, 1)` with `dist` a parameter, an attribute, a
+tuple-assigned name, or `Normal(a, b).expand(shape)`) among the tensor
+inputs. Here each input is sorted:
+
+- a distribution built in place (`Normal(a, b)`, or a method of one such as
+  `.expand(...)`): its own tensor arguments are cast instead, recursively;
+- any other expression in a wrapper's distribution slot (`Independent(dist, 1)`
+  with `dist` a parameter or an attribute): its constructor is not visible
+  here, nothing can be cast safely, so the finding is left unfixed, with a reason;
+- anything else: a tensor, cast as before.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
+
+import libcst as cst
+
+from amplint import dtypes
+from amplint.names import ImportTable
+
+# Parameters of wrapper distributions that hold another distribution: (class, position, keyword).
+DISTRIBUTION_SLOTS: Dict[str, Tuple[FrozenSet[int], FrozenSet[str]]] = {
+    "Independent": (frozenset({0}), frozenset({"base_distribution"})),
+    "TransformedDistribution": (frozenset({0}), frozenset({"base_distribution"})),
+    "MixtureSameFamily": (frozenset({0, 1}), frozenset({"mixture_distribution", "component_distribution"})),
+    "ExpandedDistribution": (frozenset({0}), frozenset({"base_dist"})),
+    "MaskedDistribution": (frozenset({0}), frozenset({"base_dist"})),
+    "FoldedDistribution": (frozenset({0}), frozenset({"base_dist"})),
+}
+# Methods that return a distribution made from the one they are called on.
+DISTRIBUTION_METHODS = frozenset({"expand", "expand_by", "to_event", "mask", "independent"})
+
+
+@dataclass
+class SortedInputs:
+    """The tensors to cast, and the distribution arguments that block the fix (empty when none)."""
+
+    tensors: List[cst.BaseExpression] = field(default_factory=list)
+    blocked: List[cst.BaseExpression] = field(default_factory=list)
+
+
+def sort_inputs(
+    inputs: Iterable[cst.BaseExpression],
+    ctors: Iterable[Tuple[str, cst.Call]],
+    table: ImportTable,
+    extra: FrozenSet[str] = frozenset(),
+) -> SortedInputs:
+    """Split `inputs` (the site's uncast inputs) using the constructors they were read from.
+
+    `ctors`: (qualified class, constructor call) of each distribution of the site, components included.
+    """
+    slots = {id(arg.value) for qualname, call in ctors for arg in _slot_args(qualname, call)}
+    result = SortedInputs()
+    for node in inputs:
+        built = _constructor_in(node, table, extra)
+        if built is not None:
+            result.tensors.extend(_tensor_args(built[0], built[1], table, extra))
+        elif id(node) in slots:
+            result.blocked.append(node)
+        else:
+            result.tensors.append(node)
+    return result
+
+
+def _slot_args(qualname: str, call: cst.Call) -> Iterable[cst.Arg]:
+    positions, keywords = DISTRIBUTION_SLOTS.get(qualname.rsplit(".", 1)[-1], (frozenset(), frozenset()))
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            if position in positions:
+                yield arg
+            position += 1
+        elif arg.keyword.value in keywords:
+            yield arg
+
+
+def _constructor_in(
+    node: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str]
+) -> Optional[Tuple[str, cst.Call]]:
+    """The distribution constructor `node` builds, directly or under distribution methods, else None."""
+    while isinstance(node, cst.Call):
+        qualname = dtypes.distribution_class(node.func, table, extra)
+        if qualname is not None:
+            return qualname, node
+        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in DISTRIBUTION_METHODS):
+            return None
+        node = node.func.value
+    return None
+
+
+def _tensor_args(
+    qualname: str, call: cst.Call, table: ImportTable, extra: FrozenSet[str]
+) -> List[cst.BaseExpression]:
+    """The tensor arguments of one constructor, with nested constructors' arguments in place of them."""
+    out: List[cst.BaseExpression] = []
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            continue
+        index = position if arg.keyword is None else None
+        if arg.keyword is None:
+            position += 1
+        if dtypes.is_non_tensor_arg(qualname, arg, index) or dtypes.is_number(arg.value):
+            continue
+        if _is_transform(arg.value, table):
+            continue
+        inner = _constructor_in(arg.value, table, extra)
+        if inner is not None:
+            out.extend(_tensor_args(inner[0], inner[1], table, extra))
+        elif not isinstance(arg.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            out.append(arg.value)
+    return out
+
+
+def _is_transform(node: cst.BaseExpression, table: ImportTable) -> bool:
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return all(_is_transform(element.value, table) for element in node.elements)
+    if isinstance(node, cst.Call):
+        return any(name.startswith("torch.distributions.transforms.") for name in table.qualnames(node.func))
+    return False

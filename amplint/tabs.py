@@ -1,0 +1,82 @@
+"""Analyse code whose indentation mixes tabs and spaces in ways CPython accepts and LibCST does not.
+
+CPython reads a tab as "to the next multiple of 8" and checks the result is
+unambiguous; LibCST's tokenizer rejects some such files outright (`if x:` /
+`<tab>if y:` / `<8 spaces><tab>z = 1`: "no matching outer block for dedent",
+reported at line 1, column 1). Since CPython compiled the file, expanding
+the tabs of each line's leading whitespace to 8 columns keeps its block
+structure; the analysis runs on that copy and the findings' columns are
+mapped back to the file's own. `--fix` never writes the copy: the parsed
+module no longer reproduces the file byte for byte, which `--fix` refuses.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+from typing import Dict, List, Optional
+
+from amplint.model import Finding
+
+
+@dataclasses.dataclass(frozen=True)
+class Retabbed:
+    text: str
+    shifts: Dict[int, int]  # line -> columns the expanded indentation added
+    widths: Dict[int, int]  # line -> length of the expanded indentation
+
+    def restore(self, finding: Finding) -> Finding:
+        """`finding` with columns of the original text (lines do not move)."""
+        return dataclasses.replace(
+            finding,
+            column=self._column(finding.line, finding.column),
+            end_column=self._column(finding.end_line, finding.end_column),
+        )
+
+    def _column(self, line: int, column: int) -> int:
+        shift = self.shifts.get(line, 0)
+        if not shift or column <= self.widths[line]:
+            return column
+        return column - shift
+
+
+def retabbed(text: str) -> Optional[Retabbed]:
+    """`text` with tabs in leading whitespace expanded to 8 columns; None when there are none."""
+    if "\t" not in text:
+        return None
+    lines: List[str] = io.StringIO(text, newline="").readlines()
+    shifts: Dict[int, int] = {}
+    widths: Dict[int, int] = {}
+    out: List[str] = []
+    for number, line in enumerate(lines, 1):
+        body = line.lstrip(" \t")
+        indent = line[: len(line) - len(body)]
+        if "\t" in indent:
+            expanded = indent.expandtabs(8)
+            shifts[number] = len(expanded) - len(indent)
+            widths[number] = len(expanded)
+            line = expanded + body
+        out.append(line)
+    if not shifts:
+        return None
+    return Retabbed("".join(out), shifts, widths)
+
+
+def analyze_retabbed(text: str, path: str, config, noqa: bool, entries, project: bool, imports):
+    """`pipeline._parse_and_analyze` on the tab-expanded copy, findings mapped back; None if that fails too."""
+    retab = retabbed(text)
+    if retab is None:
+        return None
+    import libcst as cst
+
+    from amplint.analysis import analyze_module
+    from amplint.pipeline import analysis_options, finish
+
+    try:
+        module = cst.parse_module(retab.text)
+    except cst.ParserSyntaxError:
+        return None
+    analysis = analyze_module(module, analysis_options(config, project or bool(entries)), entries, imports)
+    result = finish(retab.text, path, analysis, config, noqa=noqa)
+    result.text = text  # the module no longer reproduces it: `--fix` leaves the file alone
+    result.pairs = [(diagnosis, retab.restore(finding)) for diagnosis, finding in result.pairs]
+    return result

@@ -1,0 +1,160 @@
+"""The project cache holds data, never code, and never writes through a link (issue 17).
+
+Anyone who can write to `.amplint_cache` (a pull request that commits one)
+must not be able to run code as the user running amplint: a pickle payload
+planted where an entry is read is never executed, at the old `.pickle` paths
+nor at the new `.json` ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from amplint.config import Config
+from amplint.model import Finding, Precision, RegionInfo
+from amplint.project.cache import DiskCache
+from amplint.project.cachecodec import SCHEMA
+from amplint.project.run import run_project
+
+from conftest import FIXTURES, run_amplint
+
+PROJECT = FIXTURES / "project"
+
+
+class _Payload:
+    """Unpickling this touches a marker file: proof that the cache ran code."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _keys(cache: Path):
+    return sorted(cache.rglob("*.json"))
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "proj"
+    shutil.copytree(PROJECT, target)
+    return target
+
+
+def _render(run) -> list:
+    return [(r.path, [(f.line, f.column, f.code, f.chain) for f in r.findings]) for r in run.results]
+
+
+def test_entries_are_json_with_a_schema_and_round_trip(project_copy: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = run_project([str(project_copy)], Config(), cache_dir=str(cache))
+    entries = _keys(cache)
+    assert entries and not list(cache.rglob("*.pickle"))
+    for entry in entries:
+        document = json.loads(entry.read_text(encoding="utf-8"))
+        assert document["schema"] == SCHEMA and document["kind"] in ("summary", "findings")
+    second = run_project([str(project_copy)], Config(), cache_dir=str(cache))
+    assert second.stats.parsed == []  # every summary and finding came from the JSON
+    assert _render(second) == _render(first)
+
+
+def test_a_planted_pickle_payload_is_never_executed(project_copy: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = run_project([str(project_copy)], Config(), cache_dir=str(cache))
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_Payload(str(marker)))
+    for entry in _keys(cache):
+        entry.write_bytes(payload)  # where entries are read now
+        entry.with_suffix(".pickle").write_bytes(payload)  # where the pickled cache read them
+    again = run_project([str(project_copy)], Config(), cache_dir=str(cache))
+    assert not marker.exists()
+    assert _render(again) == _render(first)
+    assert sorted(again.stats.parsed) == sorted(first.stats.parsed)  # every planted entry was a miss
+    # And through the real CLI, as CI would run it on a checkout that commits a cache.
+    for entry in _keys(cache):
+        entry.write_bytes(payload)
+    result = _cli_with_cache(project_copy, cache)
+    assert not marker.exists(), result.stderr
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+
+
+def _cli_with_cache(project: Path, cache: Path):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONWARNINGS="ignore", AMPLINT_CACHE_DIR=str(cache))
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, "-m", "amplint", "check", str(project)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"schema": SCHEMA + 1, "kind": "findings", "value": {"t": []}},
+        {"schema": SCHEMA, "kind": "summary", "value": {"t": []}},  # another kind
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Popen", "f": {"args": "touch x"}}},
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "f": {"path": 1}}},  # wrong type
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "f": {"evil": 1}}},  # unknown field
+        {"schema": SCHEMA, "kind": "findings", "value": {"e": "Precision", "v": "float8"}},
+        {"schema": SCHEMA, "kind": "findings", "value": {"d": [[[1], 2]]}},  # unhashable key
+        {"schema": SCHEMA, "kind": "findings"},
+        [1, 2, 3],
+    ],
+)
+def test_a_malformed_entry_is_a_miss(tmp_path: Path, document) -> None:
+    cache = DiskCache(str(tmp_path))
+    key = "cd" * 32
+    cache.put("findings", key, ())
+    (entry,) = _keys(tmp_path)
+    entry.write_text(json.dumps(document), encoding="utf-8")
+    assert cache.get("findings", key) is None
+    assert (cache.hits, cache.misses) == (0, 1)
+
+
+def test_findings_round_trip_exactly(tmp_path: Path) -> None:
+    cache = DiskCache(str(tmp_path))
+    region = RegionInfo(3, Precision.FLOAT16, True, "cuda", '"cuda"')
+    finding = Finding("a.py", 4, 5, 4, 9, "AMP001", "msg", True, ("cast",), region, ("f", "g"), None, "b.py")
+    cache.put("findings", "ef" * 32, (finding,))
+    assert cache.get("findings", "ef" * 32) == (finding,)
+
+
+def test_values_that_are_not_cache_data_are_not_stored(tmp_path: Path) -> None:
+    cache = DiskCache(str(tmp_path))
+    cache.put("findings", "ab" * 32, (_Payload("x"),))
+    assert _keys(tmp_path) == [] and cache.get("findings", "ab" * 32) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+def test_a_symlinked_cache_dir_is_never_written_through(project_copy: Path, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = project_copy / ".amplint_cache"
+    link.symlink_to(target, target_is_directory=True)
+    first = run_project([str(project_copy)], Config(), cache_dir=str(link))
+    assert list(target.iterdir()) == []  # no .gitignore, no CACHEDIR.TAG, no entries in the link's target
+    again = run_project([str(project_copy)], Config(), cache_dir=str(link))
+    assert _render(again) == _render(first)
+    # The default location, found by the CLI itself, is refused the same way.
+    result = run_amplint(["check", str(project_copy)])
+    assert result.returncode == 1, result.stderr
+    assert list(target.iterdir()) == []
+
+
+def test_a_symlinked_shard_is_not_written_through(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (cache_dir / "findings").mkdir(parents=True)
+    (cache_dir / "findings" / "ab").symlink_to(outside, target_is_directory=True)
+    cache = DiskCache(str(cache_dir))
+    cache.put("findings", "ab" * 32, ())
+    assert list(outside.iterdir()) == []
+    assert cache.get("findings", "ab" * 32) is None
