@@ -125,14 +125,36 @@ def _parse_and_analyze(
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_parse`), LibCST does not
-        from amplint.tabs import analyze_retabbed
-
-        retried = analyze_retabbed(text, path, config, noqa, entries, project, imports)
+        retried = _analyze_retabbed(text, path, config, noqa, entries, project, imports)
         if retried is not None:  # tabs and spaces mixed as CPython allows: analysed with tabs expanded
             return retried
         return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
     analysis = analyze_module(module, analysis_options(config, project or bool(entries)), entries, imports)
     return finish(text, path, analysis, config, noqa=noqa)
+
+
+def _analyze_retabbed(
+    text: str, path: str, config: Config, noqa: bool, entries: Sequence["EntryContext"], project: bool,
+    imports: "ImportTable",
+) -> "SourceAnalysis | None":
+    """`_parse_and_analyze` on the tab-expanded copy (`amplint.tabs`), findings mapped back; None if that fails too."""
+    import libcst as cst
+
+    from amplint.analysis import analyze_module
+    from amplint.tabs import retabbed
+
+    retab = retabbed(text)
+    if retab is None:
+        return None
+    try:
+        module = cst.parse_module(retab.text)
+    except cst.ParserSyntaxError:
+        return None
+    analysis = analyze_module(module, analysis_options(config, project or bool(entries)), entries, imports)
+    result = finish(retab.text, path, analysis, config, noqa=noqa)
+    result.text = text  # the module no longer reproduces it: `--fix` leaves the file alone
+    result.pairs = [(diagnosis, retab.restore(finding)) for diagnosis, finding in result.pairs]
+    return result
 
 
 def analysis_options(config: Config, project: bool) -> "AnalysisOptions":

@@ -59,24 +59,3 @@ def retabbed(text: str) -> Optional[Retabbed]:
     if not shifts:
         return None
     return Retabbed("".join(out), shifts, widths)
-
-
-def analyze_retabbed(text: str, path: str, config, noqa: bool, entries, project: bool, imports):
-    """`pipeline._parse_and_analyze` on the tab-expanded copy, findings mapped back; None if that fails too."""
-    retab = retabbed(text)
-    if retab is None:
-        return None
-    import libcst as cst
-
-    from amplint.analysis import analyze_module
-    from amplint.pipeline import analysis_options, finish
-
-    try:
-        module = cst.parse_module(retab.text)
-    except cst.ParserSyntaxError:
-        return None
-    analysis = analyze_module(module, analysis_options(config, project or bool(entries)), entries, imports)
-    result = finish(retab.text, path, analysis, config, noqa=noqa)
-    result.text = text  # the module no longer reproduces it: `--fix` leaves the file alone
-    result.pairs = [(diagnosis, retab.restore(finding)) for diagnosis, finding in result.pairs]
-    return result

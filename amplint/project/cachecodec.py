@@ -22,7 +22,8 @@ from typing import Any, Dict, Type
 
 SCHEMA = 1
 # The modules whose dataclasses and enums the cache may hold (summaries and findings).
-DATA_MODULES = ("amplint.model", "amplint.project.summary", "amplint.project.frameworks")
+DATA_MODULES = ("amplint.model", "amplint.project.summary", "amplint.project.frameworks", "amplint.facts.frameworks",
+                "amplint.facts.entry")
 
 
 class CodecError(ValueError):
