@@ -7,6 +7,11 @@ wrapper subclass whose device is `cuda:0`, so they carry the AutocastCUDA
 dispatch key and the torch build's own AutocastCUDA kernels decide each cast;
 `__torch_dispatch__` then runs every aten op on the wrapped CPU tensor.
 
+Which ops each policy casts is data in `amplint.policies` (PyTorch's own lists);
+each Device carries its policy, and the emulation leaves the casting to the
+torch build's registered kernels, which tests/test_policies.py checks against
+those lists.
+
 Limits of the emulation, each worked around here:
 - `torch.autocast("cuda")` disables itself without a GPU, so the state is set
   with `torch.set_autocast_enabled/dtype("cuda", ...)`.
@@ -29,6 +34,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
+from amplint import policies
 from amplint.verify.cli import DEVICE_CHOICES
 
 
@@ -42,6 +48,11 @@ class Device:
     measures_grads: bool
     put: Callable[[torch.Tensor], torch.Tensor]
     session: Callable[[], ContextManager[None]]
+    policy: policies.AutocastPolicy = policies.CPU
+
+    @property
+    def emulated(self) -> bool:
+        return self.name == "cuda-emulated"
 
     def autocast(self, enabled: bool, dtype: Optional[torch.dtype] = None) -> ContextManager[None]:
         """Autocast on or off for this device, as `with torch.autocast(...)` would set it."""
@@ -192,17 +203,18 @@ def _emulation_session() -> Iterator[None]:
         yield
 
 
+_PROMOTED = "/".join(policies.promoted_ops(policies.CUDA))
 CPU = Device(
     "cpu", "cpu",
-    "CPU float16 autocast: CPU keeps pow/log/exp/sum in float16, so it shows more failures than CUDA would",
-    True, lambda t: t, contextlib.nullcontext,
+    f"CPU float16 autocast: CPU keeps {_PROMOTED} in float16, so it shows more failures than CUDA would",
+    True, lambda t: t, contextlib.nullcontext, policies.CPU,
 )
 CUDA = Device(
     "cuda", "cuda", "CUDA float16 autocast on a real GPU",
-    True, lambda t: t.to("cuda"), contextlib.nullcontext,
+    True, lambda t: t.to("cuda"), contextlib.nullcontext, policies.CUDA,
 )
 CUDA_EMULATED = Device(
     "cuda-emulated", "cuda",
-    "CUDA autocast's dtype policy emulated on CPU (forward only: gradients not measured)",
-    False, EmulatedCudaTensor, _emulation_session,
+    f"CUDA autocast's dtype policy ({_PROMOTED} in float32) emulated on CPU (forward only: gradients not measured)",
+    False, EmulatedCudaTensor, _emulation_session, policies.CUDA,
 )
