@@ -35,6 +35,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
 from amplint import policies
+from amplint.model import RegionInfo
 from amplint.verify.cli import DEVICE_CHOICES
 
 
@@ -84,6 +85,26 @@ def resolve_device(choice: str) -> DeviceChoice:
     if choice == "cuda-emulated":
         return DeviceChoice(CUDA_EMULATED)
     return DeviceChoice(None, f"unknown device {choice!r}; choose one of {', '.join(DEVICE_CHOICES)}")
+
+
+def device_for(region: Optional[RegionInfo], choice: str) -> Device:
+    """The device a target runs on: `choice`, or with `auto` the region's own device.
+
+    A CUDA region runs on CUDA when there is one, else under the emulated CUDA
+    policy (not CPU's, which keeps pow/log/exp in float16 and would report
+    failures CUDA does not have). A CPU region, or one whose device is not a
+    literal, runs as `auto` always did: CUDA when present, else CPU.
+    """
+    if choice != "auto":
+        device = resolve_device(choice).device
+        assert device is not None, "run_verify rejects unusable choices before any target runs"
+        return device
+    region_device = (region.device or "").split(":", 1)[0] if region is not None else ""
+    if region_device == "cuda":
+        return CUDA if torch.cuda.is_available() else CUDA_EMULATED
+    if region_device == "cpu":
+        return CPU
+    return CUDA if torch.cuda.is_available() else CPU
 
 
 def to_host(tensor: torch.Tensor) -> torch.Tensor:

@@ -31,7 +31,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 

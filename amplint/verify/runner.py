@@ -13,33 +13,18 @@ from typing import Dict, List, Optional, Tuple, Union
 import torch
 import torch.nn.functional as F
 
-from amplint.model import Finding, Precision, RegionInfo, SiteSpec
+from amplint.model import Precision, RegionInfo
 from amplint.verify.chains import apply_chain
 from amplint.verify.devices import Device, to_host
 from amplint.verify.inputs import Head, Synthesis, reference_output, synthesize
 from amplint.verify.recipes import Recipe, recipes_for
 from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site
 from amplint.verify.results import FindingReport, Verdict, VersionResult
+from amplint.verify.targets import Target  # noqa: F401 - defined there, torch-free; re-exported
 from amplint.verify.transforms import Chain
 
 
 MAX_ELEMENTS = 1 << 21  # largest input tensor a run builds (2,097,152 elements)
-
-
-@dataclass(frozen=True)
-class Target:
-    """Something to verify: a finding, or a site in a bfloat16 region that check does not flag."""
-
-    path: str
-    line: int
-    column: int
-    code: Optional[str]
-    site: Optional[SiteSpec]
-    region: Optional[RegionInfo]
-
-    @classmethod
-    def from_finding(cls, finding: Finding) -> "Target":
-        return cls(finding.path, finding.line, finding.column, finding.code, finding.site, finding.region)
 
 
 @dataclass(frozen=True)
