@@ -116,7 +116,10 @@ def assess(finding: Finding) -> Risk:
     if not rows:
         return _unknown(f"{name}.{site.method} is not in the measured table", device)
     column = _column(device, region.enabled)
-    return _judge(_matching(rows, site), column, device, not region.enabled)
+    rows = [row for row in _matching(rows, site) if not row[column].get("emulation_limit")]
+    if not rows:
+        return _unknown(f"the CUDA-policy emulation cannot run {name}.{site.method} on a CPU build", device)
+    return _judge(rows, column, device, not region.enabled)
 
 
 def _column(device: str, enabled: bool) -> str:

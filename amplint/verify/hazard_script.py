@@ -270,10 +270,19 @@ def measure(case: Case, batch: int, seed: int) -> List[dict]:
             row[device.name] = {
                 "dtype": result.dtype, "neg_inf": result.neg_inf, "pos_inf": result.pos_inf, "nan": result.nan,
                 "max_abs_error": _round(result.max_abs_error), "error": result.error,
+                "emulation_limit": device.emulated and _emulation_limit(result.error),
                 "float16_ops": sorted(tracer.ops),
             }
         rows.append(row)
     return rows
+
+
+# What the CUDA emulation cannot run on a CPU build (CUDA internals, CPU kernels without Half): not a measurement.
+EMULATION_LIMITS = ("not linked with support for cuda", "from the 'CUDA' backend", "_cpu\" not implemented for 'Half'")
+
+
+def _emulation_limit(error: Optional[str]) -> bool:
+    return error is not None and any(text in error for text in EMULATION_LIMITS)
 
 
 def _skip_row(case: Case, reason: str, regime: Optional[str] = None) -> dict:
@@ -316,6 +325,60 @@ def dumps(table: dict) -> str:
     return json.dumps(table, indent=1, sort_keys=True) + "\n"
 
 
+def _cell(rows: List[dict], column: str) -> str:
+    """The worst measured row of a (class, method) for one device: `532 / 4,096 -inf` or `finite`."""
+    def bad(row: dict) -> int:
+        cell = row[column]
+        return cell["neg_inf"] + cell["pos_inf"] + cell["nan"]
+
+    if all(row[column].get("emulation_limit") for row in rows):
+        return "not emulated"
+    rows = [row for row in rows if not row[column].get("emulation_limit")]
+    raised = [row for row in rows if row[column]["error"]]
+    if raised:
+        return f"raises {raised[0][column]['error'].split(':')[0]}"
+    worst = max(rows, key=lambda row: bad(row) / row["rows"])
+    if not bad(worst):
+        return "finite"
+    cell = worst[column]
+    kinds = "/".join(k for k, key in (("-inf", "neg_inf"), ("+inf", "pos_inf"), ("NaN", "nan")) if cell[key])
+    return f"**{bad(worst):,} / {worst['rows']:,}** {kinds} ({_short_params(worst['params'])})"
+
+
+def _short_params(params: str) -> str:
+    for code, short in (("torch.nn.functional.softplus", "softplus"), ("torch.", ""), ("_head", "")):
+        params = params.replace(code, short)
+    return params
+
+
+def _ops(rows: List[dict], column: str) -> str:
+    ops = sorted({op for row in rows for op in row[column]["float16_ops"]})
+    return ", ".join(ops) if ops else "none"
+
+
+def markdown(table: dict) -> str:
+    """One line per (class, method): the worst regime per device, and the ops that ran in float16."""
+    columns = table["devices"]
+    head = ["class", "method", "regimes"] + [f"{c}: worst non-finite" for c in columns] + \
+        [f"{c}: float16 ops" for c in columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    groups: dict = {}
+    for row in table["rows"]:
+        groups.setdefault((row["dist"], row["method"]), []).append(row)
+    skipped = []
+    for (dist, method), rows in groups.items():
+        measured = [row for row in rows if "skipped" not in row]
+        if not measured:
+            skipped.append(f"{dist}.{method}: {rows[0]['skipped']}")
+            continue
+        cells = [dist, method, str(len(measured))] + [_cell(measured, c) for c in columns] + \
+            [_ops(measured, c) for c in columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Not measured: " + "; ".join(skipped) + ".")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--batch", type=int, default=BATCH)
@@ -323,7 +386,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated class names (default: every class)")
     parser.add_argument("--out", type=Path, default=DATA)
     parser.add_argument("--check", action="store_true", help="compare with --out instead of writing it")
+    parser.add_argument("--markdown", action="store_true", help="print --out as a markdown summary; measure nothing")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.out.read_text(encoding="utf-8"))))
+        return 0
     only = tuple(name for name in args.only.split(",") if name)
     table = build_table(args.batch, args.seed, only)
     if not args.check:
