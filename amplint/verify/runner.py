@@ -73,7 +73,7 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
                 precision=str(low).replace("torch.", ""))
     if isinstance(plan, Unverifiable):
         return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=plan.reason, **base)  # type: ignore[arg-type]
-    notes = notes + plan.notes + _device_notes(target, settings.device)
+    notes = notes + target.notes + plan.notes + _device_notes(target, settings.device)
     disabled = computes_disabled(target)
     device = settings.device
     chosen: Optional[Tuple[Recipe, Synthesis, Dict[str, torch.Tensor], VersionResult, int]] = None

@@ -9,8 +9,8 @@ expected `not-reproduced`; they carry no rule code.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.model import FileError, Finding, Precision, RegionInfo, SiteSpec
@@ -26,6 +26,7 @@ class Target:
     code: Optional[str]
     site: Optional[SiteSpec]
     region: Optional[RegionInfo]
+    notes: Tuple[str, ...] = ()  # e.g. where a distribution built elsewhere was rebuilt from
 
     @classmethod
     def from_finding(cls, finding: Finding) -> "Target":
@@ -53,8 +54,29 @@ def collect(paths: Sequence[str], config: Config = Config()) -> Collected:
             continue
         out.checked += 1
         out.targets.extend(Target.from_finding(finding) for finding in result.findings)
+    out.targets = _with_constructors(out.targets)
     out.targets.extend(_bfloat16_sites(paths, config))
     out.targets.sort(key=lambda t: (t.path, t.line, t.column))
+    return out
+
+
+def _with_constructors(targets: List[Target]) -> List[Target]:
+    """Targets whose distribution is built out of the site's sight, rebuilt from its constructor where found."""
+    from amplint.files import read_source
+    from amplint.verify.construction import rebuild
+
+    texts: Dict[str, Optional[str]] = {}
+    out = []
+    for target in targets:
+        if target.site is not None and not target.site.dists:
+            if target.path not in texts:
+                source = read_source(target.path)
+                texts[target.path] = None if isinstance(source, FileError) else source.text
+            text = texts[target.path]
+            rebuilt = rebuild(text, target.line, target.column, target.site) if text is not None else None
+            if rebuilt is not None:
+                target = replace(target, site=rebuilt.site, notes=target.notes + (rebuilt.note,))
+        out.append(target)
     return out
 
 
