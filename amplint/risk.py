@@ -37,14 +37,13 @@ def load_table() -> Dict[str, object]:
     return json.loads(text)
 
 
+@functools.lru_cache(maxsize=1)
 def _index() -> Dict[Tuple[str, str], List[dict]]:
+    """Measured rows by (class, method)."""
     index: Dict[Tuple[str, str], List[dict]] = {}
     for row in load_table()["rows"]:  # type: ignore[index]
         index.setdefault((row["dist"], row["method"]), []).append(row)
     return index
-
-
-_cached_index = functools.lru_cache(maxsize=1)(_index)
 
 
 def _transform(code: str) -> str:
@@ -53,16 +52,6 @@ def _transform(code: str) -> str:
 
     kinds = [step.kind for step in parse_chain(code).steps if step.kind in TRANSFORM_KINDS]
     return kinds[-1] if kinds else ""
-
-
-def _row_transforms(row: dict) -> Dict[str, str]:
-    """param -> transform of a table row, from its `params` text (`scale=torch.exp(scale_head)`)."""
-    out = {}
-    for part in row["params"].replace(";", ",").split(","):
-        name, _, code = part.strip().partition("=")
-        if code:
-            out[name.split("(")[-1]] = _transform(code)
-    return out
 
 
 def _finding_transforms(site: SiteSpec) -> Dict[str, str]:
@@ -88,7 +77,7 @@ def _matching(rows: List[dict], site: SiteSpec) -> List[dict]:
     wanted = _finding_transforms(site)
     if not wanted:
         return rows
-    chosen = [row for row in rows if all(_row_transforms(row).get(p, t) == t for p, t in wanted.items())]
+    chosen = [row for row in rows if all(row["transforms"].get(p) == t for p, t in wanted.items())]
     return chosen or rows
 
 
@@ -112,7 +101,7 @@ def assess(finding: Finding) -> Risk:
     name = site.dists[0].qualname.rsplit(".", 1)[-1]
     if not site.dists[0].qualname.startswith("torch.distributions.") or len(classes) != 1:
         return _unknown(f"{name}.{site.method} is not in the measured table", device)
-    rows = [row for row in _cached_index().get((name, site.method), []) if "skipped" not in row]
+    rows = [row for row in _index().get((name, site.method), []) if "skipped" not in row]
     if not rows:
         return _unknown(f"{name}.{site.method} is not in the measured table", device)
     column = _column(device, region.enabled)

@@ -156,3 +156,21 @@ def test_risk_needs_no_torch(project: Path) -> None:
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "high"
+
+
+def test_probs_from_softmax_and_logits_are_told_apart() -> None:
+    """On CPU, float16 softmax probabilities fail Categorical's simplex check; the same logits are fine."""
+    probs = [r for r in load_table()["rows"] if r["dist"] == "Categorical" and r["method"] == "log_prob"
+             and "skipped" not in r and r["transforms"] == {"probs": "softmax"}]
+    assert probs and probs[0]["cpu"]["error"].startswith("ValueError")
+    body = """
+        from torch.distributions import Categorical
+
+        def loss(model, x, y):
+            with torch.autocast("cpu", dtype=torch.float16):
+                return Categorical({arg}).log_prob(y)
+    """
+    high = _one(body.format(arg="probs=torch.softmax(model(x), -1)"))
+    low = _one(body.format(arg="logits=model(x)"))
+    assert high.risk.level == "high" and high.risk.text().startswith("risk high on CPU: raises ValueError")
+    assert low.risk.level == "low"

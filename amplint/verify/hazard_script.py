@@ -217,6 +217,17 @@ def _recipes(plan: SitePlan) -> Tuple[Recipe, ...]:
     return recipes_for(plan.dists[0].cls) if plan.method != "icdf" else (GENERIC,)
 
 
+def _transforms(plan: SitePlan) -> dict:
+    """parameter -> the head transform the row applies ("exp", "sigmoid", "" for none): what risk matches on."""
+    out = {}
+    for dist in plan.dists[:1]:
+        for owner in [dist] + [component for _, component in dist.components]:
+            for arg in owner.tensors:
+                kinds = [s.kind for s in arg.chain.steps if s.kind not in ("cast", "scale", "shift")]
+                out[arg.param] = kinds[-1] if kinds else ""
+    return out
+
+
 def _reachable(plan: SitePlan, recipe: Recipe) -> bool:
     """False when a bounded transform (1e-3 * sigmoid) cannot make the regime's parameter values."""
     for dist in plan.dists:
@@ -260,7 +271,8 @@ def measure(case: Case, batch: int, seed: int) -> List[dict]:
             rows.append(_skip_row(case, f"the float64 reference raised {reason}: {synthesis.reference[:120]}",
                                   recipe.name))
             continue
-        row = {"dist": case.dist, "method": case.method, "params": case.params, "regime": recipe.name, "rows": n}
+        row = {"dist": case.dist, "method": case.method, "params": case.params, "regime": recipe.name, "rows": n,
+               "transforms": _transforms(plan)}
         for device in devices():
             with device.session():
                 heads = make_heads(synthesis, device, low)
