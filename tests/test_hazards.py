@@ -57,3 +57,9 @@ def test_the_device_difference_is_measured(fresh: dict) -> None:
     laplace = _row(fresh, "Laplace", "log_prob", "loc=loc_head, scale=1e-3 * torch.sigmoid(scale_head)")
     assert laplace["cpu"]["neg_inf"] > 0 and laplace["cuda-emulated"]["neg_inf"] > 0
     assert "div" in laplace["cuda-emulated"]["float16_ops"]
+
+
+def test_docs_quote_the_stored_table() -> None:
+    """docs/measurements.md holds `hazard_script --markdown` of the stored table, verbatim."""
+    doc = (hazard_script.DATA.parents[2] / "docs" / "measurements.md").read_text(encoding="utf-8")
+    assert hazard_script.markdown(json.loads(hazard_script.DATA.read_text(encoding="utf-8"))) in doc
