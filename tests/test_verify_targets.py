@@ -105,3 +105,15 @@ def test_cli_default_device_says_which_and_writes_nothing(tmp_path: Path) -> Non
     if not torch.cuda.is_available():
         assert "device cuda-emulated" in text.stdout and "  cuda-emulated (CUDA autocast's dtype policy" in text.stdout
     assert "  cpu (CPU float16 autocast" in text.stdout
+
+
+def test_an_emulation_limit_is_no_verdict() -> None:
+    """kl_divergence(Categorical, Categorical) needs CUDA internals the emulation lacks: unverifiable, not a failure."""
+    from amplint.verify.runner import RunSettings, verify_target
+    from amplint.verify.results import Verdict
+
+    [target] = [t for t in collect([str(FIXTURES / "check" / "kl_entropy.py")]).targets if t.line == 17]
+    emulated = verify_target(target, RunSettings(CUDA_EMULATED, 512, 0))
+    assert emulated.verdict is Verdict.UNVERIFIABLE and "emulation cannot run" in (emulated.reason or "")
+    on_cpu = verify_target(target, RunSettings(CPU, 512, 0))
+    assert on_cpu.verdict is not Verdict.UNVERIFIABLE and on_cpu.original is not None

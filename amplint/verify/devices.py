@@ -107,6 +107,15 @@ def device_for(region: Optional[RegionInfo], choice: str) -> Device:
     return CUDA if torch.cuda.is_available() else CPU
 
 
+# What the CUDA emulation cannot run on a CPU build (CUDA internals, CPU kernels without Half): not a measurement.
+EMULATION_LIMITS = ("not linked with support for cuda", "from the 'CUDA' backend", "_cpu\" not implemented for 'Half'")
+
+
+def emulation_limit(device: Device, error: Optional[str]) -> bool:
+    """Whether `error` is the emulation's own limit rather than the computation's failure."""
+    return device.emulated and error is not None and any(text in error for text in EMULATION_LIMITS)
+
+
 def to_host(tensor: torch.Tensor) -> torch.Tensor:
     """A plain CPU tensor with the same values, whatever device semantics made it."""
     if isinstance(tensor, EmulatedCudaTensor):

@@ -39,7 +39,7 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from amplint.model import ArgSpec, DistSpec, SiteSpec  # noqa: E402
-from amplint.verify.devices import CPU, CUDA, CUDA_EMULATED, Device  # noqa: E402
+from amplint.verify.devices import CPU, CUDA, CUDA_EMULATED, Device, emulation_limit  # noqa: E402
 from amplint.verify.inputs import synthesize  # noqa: E402
 from amplint.verify.recipes import GENERIC, Recipe, constraint_kind, generic_sampler, recipes_for  # noqa: E402
 from amplint.verify.resolve import SitePlan, arg_constraints_of, plan_site  # noqa: E402
@@ -282,19 +282,11 @@ def measure(case: Case, batch: int, seed: int) -> List[dict]:
             row[device.name] = {
                 "dtype": result.dtype, "neg_inf": result.neg_inf, "pos_inf": result.pos_inf, "nan": result.nan,
                 "max_abs_error": _round(result.max_abs_error), "error": result.error,
-                "emulation_limit": device.emulated and _emulation_limit(result.error),
+                "emulation_limit": emulation_limit(device, result.error),
                 "float16_ops": sorted(tracer.ops),
             }
         rows.append(row)
     return rows
-
-
-# What the CUDA emulation cannot run on a CPU build (CUDA internals, CPU kernels without Half): not a measurement.
-EMULATION_LIMITS = ("not linked with support for cuda", "from the 'CUDA' backend", "_cpu\" not implemented for 'Half'")
-
-
-def _emulation_limit(error: Optional[str]) -> bool:
-    return error is not None and any(text in error for text in EMULATION_LIMITS)
 
 
 def _skip_row(case: Case, reason: str, regime: Optional[str] = None) -> dict:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from amplint.model import Precision, RegionInfo
 from amplint.verify.chains import apply_chain
-from amplint.verify.devices import Device, to_host
+from amplint.verify.devices import Device, emulation_limit, to_host
 from amplint.verify.inputs import Head, Synthesis, reference_output, synthesize
 from amplint.verify.recipes import Recipe, recipes_for
 from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site
@@ -93,6 +93,11 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
         recipe, synthesis, heads, original, rows = chosen
         fix_cast = run_version(plan, synthesis, heads, device, FIX_CAST, low, disabled)
         fix_disable = run_version(plan, synthesis, heads, device, FIX_DISABLE, low, disabled)
+    limits = [r.error for r in (original, fix_cast, fix_disable) if emulation_limit(device, r.error)]
+    if limits:  # the emulation's limit, not the computation's failure: no verdict from it
+        return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=(
+            f"the CUDA-policy emulation cannot run {plan.label} on a CPU-only torch ({limits[0]}); "
+            "run it on a GPU (--device cuda) or under CPU semantics (--device cpu)"), **base)  # type: ignore
     if rows < settings.batch:
         notes = notes + (f"ran {rows:,} rows, not {settings.batch:,}: each row has {MAX_ELEMENTS // rows:,}+ "
                          "elements, and the bad-row fraction does not depend on the batch size",)
