@@ -89,7 +89,7 @@ def _arg(name: str, code: str, literal: bool = False) -> ArgSpec:
     return ArgSpec(name, None, code, False, literal)
 
 
-def _param_code(param: str, kind: str, positive: str, probs: str) -> str:
+def _param_code(param: str, kind: str, positive: str) -> str:
     head = f"{param}_head"
     if kind == "positive":
         transform = positive if positive != "1e-3*sigmoid" or any(w in param for w in SCALE_WORDS) else "exp"
@@ -113,13 +113,12 @@ def _simple_spec(cls: type, positive: str, probs: str) -> Optional[DistSpec]:
             args.append(_arg(p.name, LITERALS[p.name], literal=True))
         elif p.name in ("probs", "logits"):
             if p.name == probs or (probs not in names and p.name == "logits"):
-                args.append(_arg(p.name, _param_code(p.name, constraint_kind(constraints[p.name])[0], positive,
-                                                     probs)))
+                args.append(_arg(p.name, _param_code(p.name, constraint_kind(constraints[p.name])[0], positive)))
         elif p.name in ("covariance_matrix", "precision_matrix"):
             continue  # scale_tril is the parametrisation heads produce
         elif p.name in constraints and (p.default is inspect.Parameter.empty or p.default is None
                                         or isinstance(p.default, float)):
-            args.append(_arg(p.name, _param_code(p.name, constraint_kind(constraints[p.name])[0], positive, probs)))
+            args.append(_arg(p.name, _param_code(p.name, constraint_kind(constraints[p.name])[0], positive)))
         elif p.default is inspect.Parameter.empty:
             return None  # a required argument that is neither a tensor parameter nor a known literal
     return DistSpec(f"torch.distributions.{cls.__name__}", tuple(args)) if args else None
