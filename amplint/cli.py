@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--strategy", choices=STRATEGIES, help="fix strategy (default: cast)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument(
+        "--min-risk", choices=["low", "high"], default=None,
+        help="report only findings whose measured risk on their region's device is at least this "
+        "(default: every finding, unknown risk included)",
+    )
+    check.add_argument(
         "--no-project", action="store_true",
         help="check each file on its own: do not follow calls from float16 regions into other files",
     )
@@ -144,6 +149,10 @@ def run_check(args: argparse.Namespace) -> int:
     with progress.attached(progress.wanted(args.format)):  # erased before anything below prints
         results = check_paths(args.paths, config)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    if args.min_risk:
+        from amplint.risk import at_least
+
+        findings = at_least(findings, args.min_risk)
     errors = [r.error for r in results if r.error is not None]
     checked = sum(1 for r in results if r.error is None)
     for error in errors:

@@ -63,6 +63,34 @@ class SiteSpec:
 
 
 @dataclass(frozen=True)
+class Risk:
+    """Whether the finding's computation was measured to fail on its region's device (amplint/risk.py)."""
+
+    level: str  # "high", "low" or "unknown"
+    device: Optional[str]  # the region's literal device ("cuda", "cpu"), None when not a literal
+    detail: str  # what was measured, or why nothing applies
+    nonfinite: Optional[int] = None  # of the worst measured regime
+    rows: Optional[int] = None  # rows that regime ran
+    measured_as: Optional[str] = None  # the table's column: "cpu", "cuda" or "cuda-emulated"
+    params: Optional[str] = None  # how the worst regime made the parameters
+    max_abs_error: Optional[float] = None  # low: the largest error over the measured regimes
+    disabled: bool = False  # autocast disabled around the computation (AMP002)
+
+    def text(self) -> str:
+        """`risk high on CUDA: 532 of 4,096 -inf measured (...)`, as the message quotes it."""
+        if self.level == "unknown":
+            return f"risk unknown: {self.detail}"
+        where = {"cuda": "CUDA", "cpu": "CPU"}.get(self.device or "", self.device or "?")
+        return f"risk {self.level} on {where}{' (autocast disabled)' if self.disabled else ''}: {self.detail}"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+UNKNOWN_RISK = Risk("unknown", None, "not assessed")
+
+
+@dataclass(frozen=True)
 class Finding:
     """One reported problem, with 1-based line and column like every linter."""
 
@@ -79,7 +107,7 @@ class Finding:
     chain: Tuple[str, ...] = ()
     site: Optional[SiteSpec] = None
     region_path: Optional[str] = None  # project mode: the region's file when the chain starts in another file
-
+    risk: Optional[Risk] = None  # set by amplint.risk.with_risk where findings are built
 
     def sort_key(self) -> Tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
@@ -97,6 +125,7 @@ class Finding:
             "fixable": self.fixable,
             "fix_strategies": list(self.fix_strategies),
             "chain": list(self.chain),
+            "risk": (self.risk or UNKNOWN_RISK).to_json(),
         }
         if self.region is not None:
             region = asdict(self.region)

@@ -15,6 +15,7 @@ from amplint.config import Config
 from amplint.files import source_lines
 from amplint.model import FileError, Finding
 from amplint.noqa import noqa_texts, suppressed
+from amplint.risk import with_risk
 from amplint.screen import PROBABILITY_WORDS, region_words
 from amplint.selection import code_enabled
 from amplint.source_analysis import SourceAnalysis
@@ -173,7 +174,7 @@ def finish(text: str, path: str, analysis: "ModuleAnalysis", config: Config, *, 
     logical = noqa_texts(text) if noqa and analysis.diagnoses and "noqa" in text.lower() else {}
     result = SourceAnalysis(path, text, module, analysis)
     for diagnosis in analysis.diagnoses:
-        finding = to_finding(diagnosis, path, analysis, config)
+        finding = with_risk(to_finding(diagnosis, path, analysis, config))  # amplint.risk: measured per device
         if not code_enabled(finding.code, path, config):
             continue
         line_text = logical.get(finding.line) or (lines[finding.line - 1] if finding.line <= len(lines) else "")

@@ -173,17 +173,27 @@ def _region(finding: Finding) -> Dict[str, int]:
     }
 
 
+# risk high -> error (measured -inf/NaN under the region's device policy), low -> note (measured finite),
+# unknown -> warning (the rule's default level: nothing measured applies).
+RISK_LEVELS = {"high": "error", "low": "note", "unknown": "warning"}
+
+
+def sarif_level(finding: Finding) -> str:
+    return RISK_LEVELS[finding.risk.level if finding.risk is not None else "unknown"]
+
+
 def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Optional[FixProvider]) -> Dict[str, Any]:
     location = artifact_location(finding.path, root)
     result: Dict[str, Any] = {
         "ruleId": finding.code,
-        "level": "warning",
+        "level": sarif_level(finding),
         "message": {"text": finding.message},
         "locations": [{"physicalLocation": {"artifactLocation": location, "region": _region(finding)}}],
         "properties": {
             "fixable": finding.fixable,
             "fixStrategies": list(finding.fix_strategies),
             "callChain": list(finding.chain),
+            "risk": finding.to_json()["risk"],
         },
     }
     if finding.code in rule_index:

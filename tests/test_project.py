@@ -51,6 +51,7 @@ def test_message_names_the_region_file_and_the_chain() -> None:
     [finding] = [f for r in results for f in r.findings if r.path.endswith("utils.py")]
     assert finding.message.endswith(
         "reached from autocast region at train.py:16 via model(x) → AutoEncoder.forward → utils.reconstruction_loss"
+        f"; {finding.risk.text()}"  # amplint.risk quotes the measurement last
     )
     assert finding.region_path == os.path.join(str(PROJECT), "train.py")
     assert finding.to_json()["region"]["path"] == finding.region_path

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import warnings
 from typing import Any
 
 from amplint.verify.choices import DEVICE_CHOICES
@@ -32,11 +33,14 @@ def add_verify_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "fix C under autocast on synthesized inputs, and report whether -inf/NaN go away.")
     parser.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
     parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
-                        help="auto: CUDA when present, else CPU float16 autocast; cuda-emulated: CUDA's autocast "
-                             "dtype policy on a CPU-only torch")
+                        help="auto (default): each region's own device: a CUDA region on CUDA when present, else "
+                             "under CUDA's autocast policy emulated on CPU; a CPU region, or one whose device is not "
+                             "a literal, under CPU float16 autocast (CUDA when present). cuda-emulated: CUDA's "
+                             "autocast dtype policy on a CPU-only torch")
     parser.add_argument("--batch", type=_positive, default=65536, help="rows per run (default: 65536)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the input generator (default: 0)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--config", metavar="FILE", help="amplint.toml or pyproject.toml to use (default: nearest)")
     parser.set_defaults(handler=run_verify)
     return parser
 
@@ -49,33 +53,45 @@ def run_verify(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("torch") is None:
         print(f"amplint: error: {TORCH_MISSING}", file=sys.stderr)
         return EXIT_ERROR
+    from amplint.configfile import ConfigError, resolve_config
+    from amplint.verify.targets import collect
+
+    loaded = resolve_config(args.paths, getattr(args, "config", None))
+    if isinstance(loaded, ConfigError):  # the same configuration check would use, or none at all
+        print(f"amplint: error: {loaded}", file=sys.stderr)
+        return EXIT_ERROR
+    # Check's findings first, before torch starts threads: the analysis's process pool then forks
+    # clean workers, and none of them imports torch (or prints its import warnings).
+    collected = collect(args.paths, loaded.config)
     try:
-        import torch  # noqa: F401
+        with warnings.catch_warnings():  # a torch without numpy says so at import: not the user's concern
+            warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+            import torch  # noqa: F401
     except ImportError as exc:  # installed but broken
         print(f"amplint: error: torch failed to import ({exc}); {TORCH_MISSING}", file=sys.stderr)
         return EXIT_ERROR
-    from amplint.verify.devices import resolve_device
+    from amplint.verify.devices import device_for, resolve_device
     from amplint.verify.report import json_report, summary, text_report
     from amplint.verify.results import Verdict
     from amplint.verify.runner import RunSettings, verify_target
-    from amplint.verify.targets import collect
 
     choice = resolve_device(args.device)
-    if choice.device is None:
+    if choice.device is None and args.device != "auto":
         print(f"amplint: error: {choice.error}", file=sys.stderr)
         return EXIT_ERROR
-    collected = collect(args.paths)
     for error in collected.errors:
         print(str(error), file=sys.stderr)
     if collected.checked == 0 and collected.errors:
         return EXIT_ERROR
-    settings = RunSettings(choice.device, args.batch, args.seed)
     reports = []
     total = len(collected.targets)
     for index, target in enumerate(collected.targets, 1):
+        device = device_for(target.region, args.device)
+        settings = RunSettings(device, args.batch, args.seed)
         print(f"[{index}/{total}] {target.path}:{target.line} ...", end="", file=sys.stderr, flush=True)
         report = verify_target(target, settings)
-        print(f" {report.computation}: {report.verdict.value} ({report.seconds:.2f} s)", file=sys.stderr, flush=True)
+        print(f" {report.computation} on {device.name}: {report.verdict.value} ({report.seconds:.2f} s)",
+              file=sys.stderr, flush=True)
         reports.append(report)
     if args.format == "json":
         print(json_report(reports))
@@ -83,5 +99,5 @@ def run_verify(args: argparse.Namespace) -> int:
         if reports:
             print(text_report(reports))
             print()
-        print(summary(reports, choice.device.description))
+        print(summary(reports))
     return EXIT_FIX_INSUFFICIENT if any(r.verdict is Verdict.FIX_INSUFFICIENT for r in reports) else EXIT_OK

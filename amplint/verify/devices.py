@@ -7,6 +7,11 @@ wrapper subclass whose device is `cuda:0`, so they carry the AutocastCUDA
 dispatch key and the torch build's own AutocastCUDA kernels decide each cast;
 `__torch_dispatch__` then runs every aten op on the wrapped CPU tensor.
 
+Which ops each policy casts is data in `amplint.policies` (PyTorch's own lists);
+each Device carries its policy, and the emulation leaves the casting to the
+torch build's registered kernels, which tests/test_policies.py checks against
+those lists.
+
 Limits of the emulation, each worked around here:
 - `torch.autocast("cuda")` disables itself without a GPU, so the state is set
   with `torch.set_autocast_enabled/dtype("cuda", ...)`.
@@ -29,6 +34,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
+from amplint import policies
+from amplint.model import RegionInfo
 from amplint.verify.choices import DEVICE_CHOICES
 
 
@@ -42,6 +49,11 @@ class Device:
     measures_grads: bool
     put: Callable[[torch.Tensor], torch.Tensor]
     session: Callable[[], ContextManager[None]]
+    policy: policies.AutocastPolicy = policies.CPU
+
+    @property
+    def emulated(self) -> bool:
+        return self.name == "cuda-emulated"
 
     def autocast(self, enabled: bool, dtype: Optional[torch.dtype] = None) -> ContextManager[None]:
         """Autocast on or off for this device, as `with torch.autocast(...)` would set it."""
@@ -73,6 +85,35 @@ def resolve_device(choice: str) -> DeviceChoice:
     if choice == "cuda-emulated":
         return DeviceChoice(CUDA_EMULATED)
     return DeviceChoice(None, f"unknown device {choice!r}; choose one of {', '.join(DEVICE_CHOICES)}")
+
+
+def device_for(region: Optional[RegionInfo], choice: str) -> Device:
+    """The device a target runs on: `choice`, or with `auto` the region's own device.
+
+    A CUDA region runs on CUDA when there is one, else under the emulated CUDA
+    policy (not CPU's, which keeps pow/log/exp in float16 and would report
+    failures CUDA does not have). A CPU region, or one whose device is not a
+    literal, runs as `auto` always did: CUDA when present, else CPU.
+    """
+    if choice != "auto":
+        device = resolve_device(choice).device
+        assert device is not None, "run_verify rejects unusable choices before any target runs"
+        return device
+    region_device = (region.device or "").split(":", 1)[0] if region is not None else ""
+    if region_device == "cuda":
+        return CUDA if torch.cuda.is_available() else CUDA_EMULATED
+    if region_device == "cpu":
+        return CPU
+    return CUDA if torch.cuda.is_available() else CPU
+
+
+# What the CUDA emulation cannot run on a CPU build (CUDA internals, CPU kernels without Half): not a measurement.
+EMULATION_LIMITS = ("not linked with support for cuda", "from the 'CUDA' backend", "_cpu\" not implemented for 'Half'")
+
+
+def emulation_limit(device: Device, error: Optional[str]) -> bool:
+    """Whether `error` is the emulation's own limit rather than the computation's failure."""
+    return device.emulated and error is not None and any(text in error for text in EMULATION_LIMITS)
 
 
 def to_host(tensor: torch.Tensor) -> torch.Tensor:
@@ -192,17 +233,18 @@ def _emulation_session() -> Iterator[None]:
         yield
 
 
+_PROMOTED = "/".join(policies.promoted_ops(policies.CUDA))
 CPU = Device(
     "cpu", "cpu",
-    "CPU float16 autocast: CPU keeps pow/log/exp/sum in float16, so it shows more failures than CUDA would",
-    True, lambda t: t, contextlib.nullcontext,
+    f"CPU float16 autocast: CPU keeps {_PROMOTED} in float16, so it shows more failures than CUDA would",
+    True, lambda t: t, contextlib.nullcontext, policies.CPU,
 )
 CUDA = Device(
     "cuda", "cuda", "CUDA float16 autocast on a real GPU",
-    True, lambda t: t.to("cuda"), contextlib.nullcontext,
+    True, lambda t: t.to("cuda"), contextlib.nullcontext, policies.CUDA,
 )
 CUDA_EMULATED = Device(
     "cuda-emulated", "cuda",
-    "CUDA autocast's dtype policy emulated on CPU (forward only: gradients not measured)",
-    False, EmulatedCudaTensor, _emulation_session,
+    f"CUDA autocast's dtype policy ({_PROMOTED} in float32) emulated on CPU (forward only: gradients not measured)",
+    False, EmulatedCudaTensor, _emulation_session, policies.CUDA,
 )

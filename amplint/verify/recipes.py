@@ -177,11 +177,14 @@ def constraint_kind(constraint: object) -> Tuple[str, int]:
         return "discrete", event_dim
     if name == "_Real":
         return "real", event_dim
-    if name in ("_GreaterThan", "_GreaterThanEq"):
-        return ("positive" if float(base.lower_bound) == 0.0 else "above"), event_dim  # type: ignore[attr-defined]
-    if name in ("_Interval", "_HalfOpenInterval"):
-        lo, hi = float(base.lower_bound), float(base.upper_bound)  # type: ignore[attr-defined]
-        return ("unit" if (lo, hi) == (0.0, 1.0) else "interval"), event_dim
+    try:  # a support built from parameters (Uniform's) has tensor bounds: no kind of its own
+        if name in ("_GreaterThan", "_GreaterThanEq"):
+            return ("positive" if float(base.lower_bound) == 0.0 else "above"), event_dim  # type: ignore[attr-defined]
+        if name in ("_Interval", "_HalfOpenInterval"):
+            lo, hi = float(base.lower_bound), float(base.upper_bound)  # type: ignore[attr-defined]
+            return ("unit" if (lo, hi) == (0.0, 1.0) else "interval"), event_dim
+    except (TypeError, ValueError, RuntimeError):
+        return "other", event_dim
     return {"_Simplex": "simplex", "_LowerCholesky": "lower_cholesky",
             "_PositiveDefinite": "positive_definite"}.get(name, "other"), event_dim
 

@@ -54,9 +54,18 @@ def text_report(reports: Sequence[FindingReport]) -> str:
     return "\n\n".join(blocks)
 
 
-def summary(reports: Sequence[FindingReport], device_description: str) -> str:
+def summary(reports: Sequence[FindingReport]) -> str:
+    """Verdict counts overall and per device, and what each device name means."""
+    from amplint.verify.devices import CPU, CUDA, CUDA_EMULATED
+
     counts = {verdict: 0 for verdict in Verdict}
     for report in reports:
         counts[report.verdict] += 1
     parts = ", ".join(f"{counts[v]} {v.value}" for v in Verdict)
-    return f"verified {len(reports)} computation(s) with {device_description}: {parts}"
+    lines = [f"verified {len(reports)} computation(s): {parts}"]
+    described = {device.name: device.description for device in (CPU, CUDA, CUDA_EMULATED)}
+    for name in sorted({report.device for report in reports}):
+        mine = [report for report in reports if report.device == name]
+        per = ", ".join(f"{n} {v.value}" for v in Verdict if (n := sum(r.verdict is v for r in mine)))
+        lines.append(f"  {name} ({described.get(name, name)}): {per}")
+    return "\n".join(lines)

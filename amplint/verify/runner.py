@@ -13,35 +13,20 @@ from typing import Dict, List, Optional, Tuple, Union
 import torch
 import torch.nn.functional as F
 
-from amplint.model import Finding, Precision, RegionInfo, SiteSpec
+from amplint.model import Precision, RegionInfo
 from amplint.rulebase import DISABLED_REGION
 from amplint.rules import rule_for
 from amplint.verify.chains import apply_chain
-from amplint.verify.devices import Device, to_host
+from amplint.verify.devices import Device, emulation_limit, to_host
 from amplint.verify.inputs import Head, Synthesis, reference_output, synthesize
 from amplint.verify.recipes import Recipe, recipes_for
 from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site
 from amplint.verify.results import FindingReport, Verdict, VersionResult
+from amplint.verify.targets import Target  # noqa: F401 - defined there, torch-free; re-exported
 from amplint.verify.transforms import Chain
 
 
 MAX_ELEMENTS = 1 << 21  # largest input tensor a run builds (2,097,152 elements)
-
-
-@dataclass(frozen=True)
-class Target:
-    """Something to verify: a finding, or a site in a bfloat16 region that check does not flag."""
-
-    path: str
-    line: int
-    column: int
-    code: Optional[str]
-    site: Optional[SiteSpec]
-    region: Optional[RegionInfo]
-
-    @classmethod
-    def from_finding(cls, finding: Finding) -> "Target":
-        return cls(finding.path, finding.line, finding.column, finding.code, finding.site, finding.region)
 
 
 @dataclass(frozen=True)
@@ -92,7 +77,7 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
                 precision=str(low).replace("torch.", ""))
     if isinstance(plan, Unverifiable):
         return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=plan.reason, **base)  # type: ignore[arg-type]
-    notes = notes + plan.notes + _device_notes(target, settings.device)
+    notes = notes + target.notes + plan.notes + _device_notes(target, settings.device)
     disabled = computes_disabled(target)
     device = settings.device
     chosen: Optional[Tuple[Recipe, Synthesis, Dict[str, torch.Tensor], VersionResult, int]] = None
@@ -112,6 +97,11 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
         recipe, synthesis, heads, original, rows = chosen
         fix_cast = run_version(plan, synthesis, heads, device, FIX_CAST, low, disabled)
         fix_disable = run_version(plan, synthesis, heads, device, FIX_DISABLE, low, disabled)
+    limits = [r.error for r in (original, fix_cast, fix_disable) if emulation_limit(device, r.error)]
+    if limits:  # the emulation's limit, not the computation's failure: no verdict from it
+        return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=(
+            f"the CUDA-policy emulation cannot run {plan.label} on a CPU-only torch ({limits[0]}); "
+            "run it on a GPU (--device cuda) or under CPU semantics (--device cpu)"), **base)  # type: ignore
     if rows < settings.batch:
         notes = notes + (f"ran {rows:,} rows, not {settings.batch:,}: each row has {MAX_ELEMENTS // rows:,}+ "
                          "elements, and the bad-row fraction does not depend on the batch size",)

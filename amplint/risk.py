@@ -1,0 +1,155 @@
+"""How likely a finding is to produce -inf/NaN on its region's device, from measurements.
+
+Why: the same `Normal(mu, sigma).log_prob(x)` on float16 heads gives -inf
+under CPU float16 autocast and stays finite under CUDA's, which runs
+`pow`, `log` and `exp` in float32 (amplint/policies.py); `Laplace` with a
+`1e-3 * sigmoid` scale gives -inf under both. The answer comes from the
+table `python -m amplint.verify.hazard_script` measured with torch and
+stored in amplint/data/hazards.json, so the linter reads it without torch.
+
+Levels: `high` — some measured regime of this computation (class, method,
+parameter transforms) has non-finite values or raises under this device's
+policy; `low` — every measured regime is finite under it (the message gives
+the largest error); `unknown` — the device or dtype is not a literal, or the
+class/method is not in the table, or the distribution is built out of sight.
+A region with autocast disabled (AMP002) computes on float16 inputs with no
+op promoted, which is what the CPU policy measures, whatever the device.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import replace
+from importlib import resources
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from amplint.model import ArgSpec, Finding, Precision, Risk, SiteSpec
+
+LEVELS = ("unknown", "low", "high")  # --min-risk order: unknown < low < high
+DEVICES = ("cuda", "cpu")
+TRANSFORM_KINDS = ("exp", "softplus", "sigmoid", "softmax", "log_softmax")
+
+
+@functools.lru_cache(maxsize=1)
+def load_table() -> Dict[str, object]:
+    """The stored hazard table (package data)."""
+    text = resources.files("amplint").joinpath("data/hazards.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> Dict[Tuple[str, str], List[dict]]:
+    """Measured rows by (class, method)."""
+    index: Dict[Tuple[str, str], List[dict]] = {}
+    for row in load_table()["rows"]:  # type: ignore[index]
+        index.setdefault((row["dist"], row["method"]), []).append(row)
+    return index
+
+
+def _transform(code: str) -> str:
+    """The head transform an argument applies ("exp", "sigmoid", "" for a head used as is)."""
+    from amplint.verify.transforms import parse_chain  # ast only: no torch
+
+    kinds = [step.kind for step in parse_chain(code).steps if step.kind in TRANSFORM_KINDS]
+    return kinds[-1] if kinds else ""
+
+
+def _finding_transforms(site: SiteSpec) -> Dict[str, str]:
+    """param -> transform for the arguments of the finding's first constructor (positions bound by name)."""
+    name = site.dists[0].qualname.rsplit(".", 1)[-1]
+    positional = load_table().get("positional", {}).get(name, [])  # type: ignore[union-attr]
+    out = {}
+    for arg in _args(site):
+        param = arg.name
+        if param is None and arg.position is not None and arg.position < len(positional):
+            param = positional[arg.position]
+        if param is not None and not arg.cast and not arg.literal:
+            out[param] = _transform(arg.code)
+    return out
+
+
+def _args(site: SiteSpec) -> Sequence[ArgSpec]:
+    return site.dists[0].args if site.dists else ()
+
+
+def _matching(rows: List[dict], site: SiteSpec) -> List[dict]:
+    """The rows built the way the finding's constructor is (same transform on every named parameter)."""
+    wanted = _finding_transforms(site)
+    if not wanted:
+        return rows
+    chosen = [row for row in rows if all(row["transforms"].get(p) == t for p, t in wanted.items())]
+    return chosen or rows
+
+
+def _unknown(reason: str, device: Optional[str] = None) -> Risk:
+    return Risk("unknown", device, reason)
+
+
+def assess(finding: Finding) -> Risk:
+    """The finding's risk on its region's device (see the module docstring for the levels)."""
+    region, site = finding.region, finding.site
+    if region is None or site is None:
+        return _unknown("no autocast region or computation recorded")
+    if region.enabled and region.precision is not Precision.FLOAT16:
+        return _unknown("the region's dtype is not a literal float16", region.device)
+    device = (region.device or "").split(":", 1)[0]
+    if device not in DEVICES:
+        return _unknown("the region's device is not a literal", region.device)
+    if not site.dists:
+        return _unknown("the distribution is built where the analysis cannot see it", device)
+    classes = {spec.qualname.rsplit(".", 1)[-1] for spec in site.dists}
+    name = site.dists[0].qualname.rsplit(".", 1)[-1]
+    if not site.dists[0].qualname.startswith("torch.distributions.") or len(classes) != 1:
+        return _unknown(f"{name}.{site.method} is not in the measured table", device)
+    rows = [row for row in _index().get((name, site.method), []) if "skipped" not in row]
+    if not rows:
+        return _unknown(f"{name}.{site.method} is not in the measured table", device)
+    column = _column(device, region.enabled)
+    rows = [row for row in _matching(rows, site) if not row[column].get("emulation_limit")]
+    if not rows:
+        return _unknown(f"the CUDA-policy emulation cannot run {name}.{site.method} on a CPU build", device)
+    return _judge(rows, column, device, not region.enabled)
+
+
+def _column(device: str, enabled: bool) -> str:
+    if not enabled or device == "cpu":
+        return "cpu"
+    devices = load_table()["devices"]  # type: ignore[index]
+    return "cuda" if "cuda" in devices else "cuda-emulated"
+
+
+def _nonfinite(cell: dict) -> int:
+    return int(cell["neg_inf"]) + int(cell["pos_inf"]) + int(cell["nan"])
+
+
+def _judge(rows: List[dict], column: str, device: str, disabled: bool) -> Risk:
+    bad = [row for row in rows if row[column]["error"] or _nonfinite(row[column])]
+    if bad:
+        worst = max(bad, key=lambda row: (bool(row[column]["error"]), _nonfinite(row[column]) / row["rows"]))
+        cell = worst[column]
+        if cell["error"]:
+            what = f"raises {cell['error'].split(':')[0]}"
+        else:
+            kinds = [k for k, key in (("-inf", "neg_inf"), ("+inf", "pos_inf"), ("NaN", "nan")) if cell[key]]
+            what = f"{_nonfinite(cell):,} of {worst['rows']:,} {'/'.join(kinds)} measured"
+        return Risk("high", device, f"{what} ({worst['regime']})", nonfinite=_nonfinite(cell), rows=worst["rows"],
+                    measured_as=column, params=worst["params"], disabled=disabled)
+    errors = [row[column]["max_abs_error"] for row in rows if row[column]["max_abs_error"] is not None]
+    error = max(errors) if errors else None
+    detail = f"finite in {len(rows)} measured regime{'s' if len(rows) != 1 else ''}"
+    if error is not None:
+        detail += f", max error {error:.2g}"
+    return Risk("low", device, detail, nonfinite=0, rows=rows[0]["rows"], measured_as=column,
+                max_abs_error=error, disabled=disabled)
+
+
+def with_risk(finding: Finding) -> Finding:
+    """The finding with its `risk`, and the risk quoted at the end of its message."""
+    risk = assess(finding)
+    return replace(finding, risk=risk, message=f"{finding.message}; {risk.text()}")
+
+
+def at_least(findings: Iterable[Finding], minimum: str) -> List[Finding]:
+    """Findings whose risk is `minimum` or above (`unknown` keeps everything)."""
+    floor = LEVELS.index(minimum)
+    return [f for f in findings if LEVELS.index(f.risk.level if f.risk else "unknown") >= floor]

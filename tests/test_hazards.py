@@ -1,0 +1,65 @@
+"""The stored hazard table (amplint/data/hazards.json) is what a fresh run of its script measures."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from amplint.risk import load_table  # noqa: E402
+from amplint.verify import hazard_script  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fresh() -> dict:
+    threads = torch.get_num_threads()
+    try:
+        return json.loads(hazard_script.dumps(hazard_script.build_table()))  # ~20 s: every class, batch 4,096
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_stored_table_matches_a_fresh_run(fresh: dict) -> None:
+    stored = json.loads(hazard_script.DATA.read_text(encoding="utf-8"))
+    if not torch.cuda.is_available():  # a machine with CUDA measures a real "cuda" column instead
+        assert stored["devices"] == ["cpu", "cuda-emulated"]
+    assert {k: v for k, v in fresh.items() if k != "rows"} == {k: v for k, v in stored.items() if k != "rows"}
+    for got, want in zip(fresh["rows"], stored["rows"]):
+        assert got == want
+    assert len(fresh["rows"]) == len(stored["rows"])
+
+
+def test_package_data_is_the_stored_table() -> None:
+    assert load_table() == json.loads(hazard_script.DATA.read_text(encoding="utf-8"))
+
+
+def _row(table: dict, dist: str, method: str, params: str, regime_start: str = "") -> dict:
+    [row] = [r for r in table["rows"] if r["dist"] == dist and r["method"] == method and r["params"] == params
+             and "skipped" not in r and r["regime"].startswith(regime_start)]
+    return row
+
+
+def test_every_class_and_method_has_a_row_or_a_reason(fresh: dict) -> None:
+    covered = {(r["dist"], r["method"]) for r in fresh["rows"]}
+    for cls in hazard_script.distribution_classes():
+        for method in hazard_script.METHODS:
+            assert (cls.__name__, method) in covered
+    assert all(r.get("skipped") or r["cpu"] for r in fresh["rows"])
+
+
+def test_the_device_difference_is_measured(fresh: dict) -> None:
+    """CPU keeps pow/log in float16 (Normal -inf), CUDA does not; Laplace's float16 division fails on both."""
+    normal = _row(fresh, "Normal", "log_prob", "loc=loc_head, scale=torch.exp(scale_head)", "scale in [1e-4")
+    assert normal["cpu"]["neg_inf"] > 0 and "pow" in normal["cpu"]["float16_ops"]
+    cuda = normal["cuda-emulated"]
+    assert cuda["dtype"] == "float32" and cuda["neg_inf"] + cuda["nan"] == 0 and "pow" not in cuda["float16_ops"]
+    laplace = _row(fresh, "Laplace", "log_prob", "loc=loc_head, scale=1e-3 * torch.sigmoid(scale_head)")
+    assert laplace["cpu"]["neg_inf"] > 0 and laplace["cuda-emulated"]["neg_inf"] > 0
+    assert "div" in laplace["cuda-emulated"]["float16_ops"]
+
+
+def test_docs_quote_the_stored_table() -> None:
+    """docs/measurements.md holds `hazard_script --markdown` of the stored table, verbatim."""
+    doc = (hazard_script.DATA.parents[2] / "docs" / "measurements.md").read_text(encoding="utf-8")
+    assert hazard_script.markdown(json.loads(hazard_script.DATA.read_text(encoding="utf-8"))) in doc
