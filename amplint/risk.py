@@ -48,7 +48,7 @@ def _index() -> Dict[Tuple[str, str], List[dict]]:
 
 def _transform(code: str) -> str:
     """The head transform an argument applies ("exp", "sigmoid", "" for a head used as is)."""
-    from amplint.verify.transforms import parse_chain  # ast only: no torch
+    from amplint.transforms import parse_chain  # ast only: no torch
 
     kinds = [step.kind for step in parse_chain(code).steps if step.kind in TRANSFORM_KINDS]
     return kinds[-1] if kinds else ""

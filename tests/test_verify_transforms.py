@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from amplint.verify.transforms import Step, parse_chain
+from amplint.transforms import Step, parse_chain
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from amplint.verify.transforms import Chain
+from amplint.transforms import Chain
 
 WIDE = {"float32": torch.float32, "float64": torch.float64}
 

@@ -19,7 +19,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 from amplint.model import ArgSpec, DistSpec, SiteSpec
 from amplint.names import ImportTable, ast_dotted, import_table
-from amplint.verify.transforms import parse_chain
+from amplint.transforms import parse_chain
 
 PACKAGES = ("torch.distributions.", "pyro.distributions.")
 NOT_CLASSES = frozenset({"transforms", "constraints", "constraint_registry", "utils", "kl"})

@@ -24,7 +24,7 @@ import torch
 from amplint.verify.chains import apply_chain, invert_chain
 from amplint.verify.recipes import Recipe, constraint_kind, generic_sampler, probabilities, with_tails
 from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, arg_constraints_of
-from amplint.verify.transforms import Chain
+from amplint.transforms import Chain
 
 Shape = Tuple[int, ...]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple, Union
 
 from amplint.model import ArgSpec, DistSpec, SiteSpec
-from amplint.verify.transforms import Chain, parse_chain
+from amplint.transforms import Chain, parse_chain
 
 ALLOWED_ROOTS = ("torch.distributions", "pyro.distributions")
 VALUE_METHODS = ("log_prob", "cdf", "icdf")

@@ -23,7 +23,7 @@ from amplint.verify.recipes import Recipe, recipes_for
 from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site
 from amplint.verify.results import FindingReport, Verdict, VersionResult
 from amplint.verify.targets import Target  # noqa: F401 - defined there, torch-free; re-exported
-from amplint.verify.transforms import Chain
+from amplint.transforms import Chain
 
 
 MAX_ELEMENTS = 1 << 21  # largest input tensor a run builds (2,097,152 elements)
