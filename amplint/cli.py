@@ -82,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--format", choices=["toml", "json"], default="toml")
     show.set_defaults(handler=run_config)
 
+    server = sub.add_parser(
+        "server", help="run the language server (LSP) over stdin/stdout for editors; needs amplint[lsp]"
+    )
+    server.set_defaults(handler=run_server)
+
     from amplint.verify.cli import add_verify_parser  # argparse only: torch loads when verify runs
 
     add_verify_parser(sub)
@@ -207,6 +212,16 @@ def run_rule(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     print(rule.documentation())
     return EXIT_CLEAN
+
+
+def run_server(args: argparse.Namespace) -> int:
+    try:
+        from amplint.lsp.server import serve
+    except ImportError as exc:  # pygls/lsprotocol are the optional `lsp` extra
+        print(f"amplint: error: the language server needs pygls and lsprotocol ({exc}); "
+              "install them with: pip install 'amplint[lsp]'", file=sys.stderr)
+        return EXIT_ERROR
+    return serve()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
