@@ -111,10 +111,10 @@ def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Confi
     return replace(base, **changes)
 
 
-def _source_lines(results: Sequence[FileResult]) -> Dict[str, List[str]]:
+def _source_lines(results: Sequence[FileResult], notebooks_only: bool = False) -> Dict[str, List[str]]:
     lines: Dict[str, List[str]] = {}
     for result in results:
-        if result.findings:
+        if result.findings and (not notebooks_only or result.path.endswith(".ipynb")):
             from amplint.files import read_source, source_lines
 
             source = read_source(result.path)
@@ -151,6 +151,10 @@ def run_check(args: argparse.Namespace) -> int:
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r.error for r in results if r.error is not None]
     checked = sum(1 for r in results if r.error is None)
+    from amplint.notebook import locate
+
+    # Notebook findings: from the lines of the notebook's Python text to (cell, line in the cell).
+    findings, sources = locate(findings, _source_lines(results, notebooks_only=args.format not in ("text", "sarif")))
     for error in errors:
         print(output.error_line(error), file=sys.stderr)
     if args.format == "json":
@@ -158,7 +162,7 @@ def run_check(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         from amplint.sarif import codemod_fixes, sarif_report
 
-        print(sarif_report(findings, errors, codemod_fixes(config)))
+        print(sarif_report(findings, errors, codemod_fixes(config), sources=sources))
     elif args.format == "github":
         from amplint.github import github_report
 
@@ -166,7 +170,7 @@ def run_check(args: argparse.Namespace) -> int:
         if report:
             print(report)
     else:
-        report = output.text_report(findings, _source_lines(results))
+        report = output.text_report(findings, sources)
         if report:
             print(report)
         print(output.summary(findings, errors))

@@ -17,7 +17,7 @@ SKIP_DIRS = frozenset(
         "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".amplint_cache", ".eggs",
     }
 )
-SOURCE_SUFFIXES = (".py", ".pyi")
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: read as Python by amplint.notebook
 
 
 @dataclass(frozen=True)
@@ -108,4 +108,8 @@ def read_source(path: str) -> Union[SourceFile, FileError]:
             data = handle.read()
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
+    if path.endswith(".ipynb"):
+        from amplint.notebook import python_source
+
+        return python_source(path, data)
     return decode(path, data)

@@ -79,6 +79,7 @@ class Finding:
     chain: Tuple[str, ...] = ()
     site: Optional[SiteSpec] = None
     region_path: Optional[str] = None  # project mode: the region's file when the chain starts in another file
+    cell: Optional[int] = None  # notebooks: the 1-based cell (line and columns are then within the cell)
 
 
     def sort_key(self) -> Tuple[str, int, int, str]:
@@ -104,6 +105,8 @@ class Finding:
             if self.region_path is not None:
                 region["path"] = self.region_path
             out["region"] = region
+        if self.cell is not None:
+            out["cell"] = self.cell
         return out
 
 

@@ -160,7 +160,7 @@ def test_hooks_file_declares_both_hooks_like_ruff_pre_commit() -> None:
     assert set(hooks) == {"amplint", "amplint-fix"}
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["entry"].startswith("amplint check --no-default-paths")
     assert "--fix" in hooks["amplint-fix"]["entry"].split()
     assert "--fix" not in hooks["amplint"]["entry"].split()

@@ -68,11 +68,14 @@ def report(run: FixRun, args: argparse.Namespace) -> None:
             sys.stdout.write(unified_diff(fix))
         print(summary(run, preview), file=sys.stderr)
         return
+    from amplint.notebook import locate
+
+    remaining, sources = locate(run.remaining, _source_lines(run))  # notebook findings: cell and line in it
     if args.format == "json":
-        print(output.json_report(run.remaining))
+        print(output.json_report(remaining))
         print(summary(run, preview), file=sys.stderr)
         return
-    text = output.text_report(run.remaining, _source_lines(run))
+    text = output.text_report(remaining, sources)
     if text:
         print(text)
     print(summary(run, preview))
