@@ -12,9 +12,12 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from amplint.noqa import NOQA
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.model import FileError, Finding
 
 
 def _line_ends(text: str) -> Tuple[Dict[int, int], Dict[int, tokenize.TokenInfo], Dict[int, int]]:
@@ -87,3 +90,36 @@ def add_noqa(text: str, targets: Sequence[Tuple[int, str]]) -> str:
         body = raw.rstrip("\r\n")
         lines[number - 1] = _with_codes(body, ends[number], comments.get(number), codes) + raw[len(body):]
     return "".join(lines)
+
+
+def add_noqa_to_files(findings: Sequence["Finding"]) -> Tuple[int, int, List["FileError"]]:
+    """Write a noqa comment for every finding (masked-text positions for notebooks).
+
+    Returns (findings given a comment, files written, errors). A file is written
+    (atomically, in its own encoding) only when its text changed.
+    """
+    from amplint.files import read_source
+    from amplint.fix.write import atomic_write, encode
+    from amplint.model import FileError
+
+    by_path: Dict[str, List[Tuple[int, str]]] = {}
+    for finding in findings:
+        by_path.setdefault(finding.path, []).append((finding.line, finding.code))
+    added = written = 0
+    errors: List[FileError] = []
+    for path, targets in sorted(by_path.items()):
+        source = read_source(path)
+        if isinstance(source, FileError):
+            errors.append(source)
+            continue
+        text = add_noqa(source.text, targets)
+        if text == source.text:
+            continue
+        data = encode(path, text, source.encoding)
+        error = data if isinstance(data, FileError) else atomic_write(path, data)
+        if error is not None:
+            errors.append(error)
+            continue
+        added += len(targets)
+        written += 1
+    return added, written, errors

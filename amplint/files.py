@@ -17,6 +17,7 @@ SKIP_DIRS = frozenset(
         "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".amplint_cache", ".eggs",
     }
 )
+NO_FILES = "no Python files found"  # a directory with nothing to check: the CLI warns (exit 0)
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: read as Python by amplint.notebook
 
 
@@ -48,7 +49,7 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> Tuple[List[st
             before = len(found)
             found.extend(_walk(root, exclude))
             if len(found) == before:
-                errors.append(FileError(root, "no Python files found"))
+                errors.append(FileError(root, NO_FILES))
         elif os.path.islink(root) and not os.path.exists(root):
             errors.append(FileError(root, "broken symbolic link (or a symlink loop)"))
         elif os.path.lexists(root):

@@ -87,5 +87,12 @@ def run_fix(args: argparse.Namespace, config: Config) -> int:
 
     with progress.attached(progress.wanted(args.format)):  # erased before the report prints
         run = fix_paths(args.paths, config, write=not args.diff)
+    from amplint.files import NO_FILES
+
+    for empty in [f for f in run.files if f.error is not None and f.error.message == NO_FILES]:
+        print(f"amplint: warning: no Python files or notebooks found in {empty.path}", file=sys.stderr)
+        run.files.remove(empty)  # a warning, not an error (as `amplint check` says it)
+    if not run.files:
+        return EXIT_CLEAN
     report(run, args)
     return exit_code(run, bool(args.diff), args.exit_zero)
