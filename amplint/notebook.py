@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -55,22 +56,42 @@ def _lines(text: str) -> List[str]:
     return io.StringIO(text, newline="").readlines()
 
 
+def _open(text: str) -> bool:
+    """Does `text` end inside a statement (an open bracket, a string, a backslash continuation)?"""
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
+            pass
+    except tokenize.TokenError:
+        return True
+    except SyntaxError:  # the parser reports it later, with its line
+        return False
+    return False
+
+
 def _mask_cell(text: str, magics: List[str]) -> str:
-    """The cell's text with IPython-only lines replaced by `pass` markers (same line count)."""
+    """The cell's text with IPython-only lines replaced by `pass` markers (same line count).
+
+    Only a line that starts a statement can be a magic: `% b` continuing `(a` on the line
+    above is Python's modulo.
+    """
     lines = _lines(text)
     if text.lstrip().startswith("%%"):  # a cell magic: the whole cell is not Python
         return ""
     out: List[str] = []
     continued = False
+    statement = ""  # the lines of the statement in progress, when one is open
     for line in lines:
         body = line.rstrip("\r\n")
-        if continued or MAGIC_LINE.match(body):
+        if continued or (not statement and MAGIC_LINE.match(body)):
             indent = body[: len(body) - len(body.lstrip())]
             out.append(f"{indent}pass  # amplint-magic {len(magics)}" + line[len(body):])
             magics.append(body)
             continued = body.endswith("\\")
-        else:
-            out.append(line)
+            continue
+        out.append(line)
+        statement += line if line.endswith(("\n", "\r")) else line + "\n"
+        if not _open(statement.lstrip()):
+            statement = ""
     return "".join(out)
 
 

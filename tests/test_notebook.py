@@ -168,3 +168,18 @@ def test_flake8_plugin_does_not_read_notebooks(project: Path) -> None:
     proc = flake8(["--select", "AMP", "."], cwd=project)
     assert "nb.ipynb" not in proc.stdout
     assert "model.py" in proc.stdout and "AMP001" in proc.stdout
+
+
+def test_only_a_line_that_starts_a_statement_is_a_magic(tmp_path: Path) -> None:
+    """`% 2` continuing a bracket is Python's modulo, and a `%` line inside a string is text."""
+    cells = [
+        new_code_cell("import torch\nfrom torch.distributions import Normal\nwidth = (17\n         % 5)\ndoc = '''\n%not a magic\n'''"),
+        new_code_cell(NLL),
+    ]
+    nbformat.write(make_notebook(cells), str(tmp_path / "mod.ipynb"))
+    proc = run_amplint(["check", "mod.ipynb"], cwd=tmp_path)
+    assert proc.stderr == ""
+    assert proc.stdout.startswith("mod.ipynb:cell 2:5:17: AMP001 ")
+    assert run_amplint(["check", "--fix", "mod.ipynb"], cwd=tmp_path).returncode == 0
+    fixed = nbformat.read(str(tmp_path / "mod.ipynb"), as_version=4)
+    assert fixed.cells[0].source == cells[0].source and fixed.cells[1].source == FIXED_NLL

@@ -94,6 +94,7 @@ class Workspace:
         """Files on disk changed: the next analysis walks the project again (and rereads config files)."""
         with self._lock:
             self._configs.clear()
+            self._reports.clear()  # a config file may have changed what is reported
             for top, project in self._projects.items():
                 if path is None or path.startswith(top.rstrip(os.sep) + os.sep) or path == top:
                     project.stale = True
