@@ -293,7 +293,7 @@ def run_server(args: argparse.Namespace) -> int:
         from amplint.lsp.server import serve
     except ImportError as exc:  # pygls/lsprotocol are the optional `lsp` extra
         print(f"amplint: error: the language server needs pygls and lsprotocol ({exc}); "
-              "install them with: pip install 'amplint[lsp]'", file=sys.stderr)
+              "install them with: pip install 'amplint[lsp]' (in a clone: pip install '.[lsp]')", file=sys.stderr)
         return EXIT_ERROR
     return serve()
 

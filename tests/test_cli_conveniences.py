@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from amplint.addnoqa import add_noqa
-from amplint.cli import build_parser
+from amplint.cli import build_parser, main
 from conftest import run_amplint
 
 MODEL = '''import torch
@@ -151,3 +152,12 @@ def test_output_format_is_an_alias_of_format(project: Path) -> None:
     assert run_amplint(["check", "--output-format", "json", "."], cwd=project).stdout == run_amplint(
         ["check", "--format", "json", "."], cwd=project
     ).stdout
+
+
+def test_server_without_pygls_is_one_line_with_the_install_hint(monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "pygls", None)  # `import pygls` now raises ImportError
+    monkeypatch.delitem(sys.modules, "amplint.lsp.server", raising=False)
+    assert main(["server"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("amplint: error: the language server needs pygls and lsprotocol")
+    assert line.endswith("pip install 'amplint[lsp]' (in a clone: pip install '.[lsp]')")
