@@ -230,6 +230,22 @@ def notebook_bytes(path: str, fixed: str) -> Union[bytes, FileError]:
     return out.encode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8")
 
 
+def json_texts(path: str, fixed: str) -> Optional[Tuple[str, str]]:
+    """The notebook file's text as it is and as `--fix` would write it (for `--diff`); None on errors."""
+    try:
+        with open(path, "rb") as handle:
+            before = handle.read()
+    except OSError:
+        return None
+    after = notebook_bytes(path, fixed)
+    if isinstance(after, FileError):
+        return None
+    try:
+        return before.decode("utf-8-sig"), after.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
 # --- locating findings -------------------------------------------------------
 def locate(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> Tuple[List[Finding], Dict[str, List[str]]]:
     """Notebook positions moved from the masked text's lines to (cell, line in cell); the rest as they are.

@@ -183,3 +183,18 @@ def test_only_a_line_that_starts_a_statement_is_a_magic(tmp_path: Path) -> None:
     assert run_amplint(["check", "--fix", "mod.ipynb"], cwd=tmp_path).returncode == 0
     fixed = nbformat.read(str(tmp_path / "mod.ipynb"), as_version=4)
     assert fixed.cells[0].source == cells[0].source and fixed.cells[1].source == FIXED_NLL
+
+
+def test_diff_is_a_patch_of_the_notebook_file(project: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("patch") is None:
+        pytest.skip("patch is not installed")
+    proc = run_amplint(["check", "--diff", "nb.ipynb"], cwd=project)
+    assert proc.returncode == 1
+    assert "amplint-cell" not in proc.stdout and "amplint-magic" not in proc.stdout
+    assert '-    "        return -Normal(mu, log_std.exp()).log_prob(y).mean()"\n' in proc.stdout
+    subprocess.run(["patch", "-p0", "--quiet"], input=proc.stdout, text=True, cwd=project, check=True)
+    nbformat.validate(nbformat.read(str(project / "nb.ipynb"), as_version=4))
+    assert run_amplint(["check", "nb.ipynb"], cwd=project).returncode == 0
