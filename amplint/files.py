@@ -109,8 +109,9 @@ def read_source(path: str) -> Union[SourceFile, FileError]:
             data = handle.read()
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
-    if path.endswith(".ipynb"):
-        from amplint.notebook import python_source
+    if path.endswith(".ipynb"):  # a notebook's code cells, IPython syntax masked
+        from amplint.notebook import python_text
 
-        return python_source(path, data)
+        text = python_text(path, data)
+        return text if isinstance(text, FileError) else SourceFile(path, text, "utf-8")
     return decode(path, data)

@@ -20,12 +20,9 @@ import json
 import re
 import tokenize
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from amplint.model import FileError, Finding
-
-if TYPE_CHECKING:  # pragma: no cover
-    from amplint.files import SourceFile
 
 SUFFIX = ".ipynb"
 CELL_MARK = re.compile(r"^pass  # amplint-cell (\d+)$")
@@ -128,14 +125,18 @@ def load(path: str, data: bytes) -> Union[Tuple[str, dict], FileError]:
     return raw, notebook
 
 
-def python_source(path: str, data: bytes) -> Union["SourceFile", FileError]:
-    """What `files.read_source` returns for a notebook: its masked Python text."""
-    from amplint.files import SourceFile
-
+def python_text(path: str, data: bytes) -> Union[str, FileError]:
+    """What `files.read_source` reads from a notebook: its masked Python text."""
     loaded = load(path, data)
-    if isinstance(loaded, FileError):
-        return loaded
-    return SourceFile(path, mask(loaded[1]).text, "utf-8")
+    return loaded if isinstance(loaded, FileError) else mask(loaded[1]).text
+
+
+def _read(path: str) -> Union[bytes, FileError]:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        return FileError(path, f"cannot read: {exc.strerror or exc}; notebook left unchanged")
 
 
 # --- writing ----------------------------------------------------------------
@@ -196,11 +197,9 @@ def _dumps(notebook: dict, raw: str) -> Optional[str]:
 
 def notebook_bytes(path: str, fixed: str) -> Union[bytes, FileError]:
     """The notebook file at `path` with the code cells of `fixed` (its rewritten Python text) put back."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return FileError(path, f"cannot read: {exc.strerror or exc}; notebook left unchanged")
+    data = _read(path)
+    if isinstance(data, FileError):
+        return data
     loaded = load(path, data)
     if isinstance(loaded, FileError):
         return loaded
@@ -232,13 +231,9 @@ def notebook_bytes(path: str, fixed: str) -> Union[bytes, FileError]:
 
 def json_texts(path: str, fixed: str) -> Optional[Tuple[str, str]]:
     """The notebook file's text as it is and as `--fix` would write it (for `--diff`); None on errors."""
-    try:
-        with open(path, "rb") as handle:
-            before = handle.read()
-    except OSError:
-        return None
+    before = _read(path)
     after = notebook_bytes(path, fixed)
-    if isinstance(after, FileError):
+    if isinstance(before, FileError) or isinstance(after, FileError):
         return None
     try:
         return before.decode("utf-8-sig"), after.decode("utf-8-sig")
@@ -261,7 +256,8 @@ def locate(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> Tuple[
     for finding in findings:
         finding = _region_in_cell(finding, sources)
         lines = sources.get(finding.path)
-        start = _cell_start(lines, finding.line) if lines and is_notebook(finding.path) and finding.cell is None else None
+        in_notebook = bool(lines) and is_notebook(finding.path) and finding.cell is None
+        start = _cell_start(lines, finding.line) if lines and in_notebook else None
         if lines is None or start is None:
             out.append(finding)
             continue
@@ -278,10 +274,9 @@ def _region_in_cell(finding: Finding, sources: Dict[str, List[str]]) -> Finding:
         return finding
     lines = sources.get(region_file)
     if lines is None:
-        from amplint.files import read_source, source_lines
-
-        source = read_source(region_file)
-        lines = [] if isinstance(source, FileError) else source_lines(source.text)
+        data = _read(region_file)
+        loaded = data if isinstance(data, FileError) else load(region_file, data)
+        lines = [] if isinstance(loaded, FileError) else [line.rstrip("\r\n") for line in _lines(mask(loaded[1]).text)]
     start = _cell_start(lines, finding.region.line)
     if start is None:
         return finding
