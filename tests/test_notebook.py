@@ -73,6 +73,9 @@ def test_check_locates_a_finding_by_cell_and_line(project: Path) -> None:
     assert location["properties"] == {"cell": 3}
     assert location["physicalLocation"]["region"] == {"startLine": 5, "startColumn": 17, "endLine": 5, "endColumn": 54}
 
+    github = run_amplint(["check", "nb.ipynb", "--format", "github"], cwd=project).stdout
+    assert github.startswith("::warning file=nb.ipynb,line=5,col=17,endLine=5,endColumn=54,title=AMP001 (cell 3)::")
+
 
 def test_directories_include_notebooks_and_magics_neither_parse_nor_break(project: Path) -> None:
     proc = run_amplint(["check", "."], cwd=project)
