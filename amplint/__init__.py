@@ -2,7 +2,7 @@
 
 Importing this package imports neither torch nor libcst: both load lazily.
 """
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from amplint.guard import AmpLintNonFiniteError, guard  # noqa: E402  (torch-free until a guard is entered)
 

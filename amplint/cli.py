@@ -1,4 +1,8 @@
-"""`amplint` command line: check, rule (and the subcommands other modules add).
+"""amplint: find and fix float16 autocast hazards in PyTorch probability code.
+
+Subcommands: check (report, fix, add noqa), rule (documentation), config (the
+resolved settings), server (the editor's language server), verify (run each
+finding before and after its fix under autocast; needs torch).
 
 Exit codes: 0 clean, 1 findings (or files that could not be checked),
 2 usage errors or nothing could be read at all.
@@ -21,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # `check` with no PATHS checks these (unless --no-default-paths).
 DEFAULT_PATHS = (".",)
+FORMATS = ["text", "json", "sarif", "github", "gitlab"]
 
 
 def _codes(value: str) -> List[str]:
@@ -40,13 +45,30 @@ def _jobs(value: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="amplint", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="amplint", description=__doc__.split("\n\n")[0],
+        epilog="Run `amplint COMMAND --help` for a command's options.",
+    )
     parser.add_argument("--version", action="version", version=f"amplint {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = sub.add_parser("check", help="report (and optionally fix) float16 autocast hazards")
-    check.add_argument("paths", nargs="*", default=[], help="files or directories (default: .)")
-    check.add_argument("--format", choices=["text", "json", "sarif", "github"], default="text")
+    check.add_argument(
+        "paths", nargs="*", default=[], help="Python files, notebooks (.ipynb) or directories (default: .)"
+    )
+    check.add_argument(
+        "--format", "--output-format", dest="format", choices=FORMATS, default="text",
+        help="text (default), json, sarif (GitHub code scanning), github (workflow annotations) or gitlab "
+        "(GitLab Code Quality)",
+    )
+    check.add_argument(
+        "--statistics", action="store_true",
+        help="print how many findings each rule has instead of the findings (json with --format json)",
+    )
+    check.add_argument(
+        "--add-noqa", action="store_true",
+        help="add `# noqa: CODE` to the line of every current finding (running it again changes nothing)",
+    )
     check.add_argument("--config", metavar="FILE", help="amplint.toml or pyproject.toml to use (default: nearest)")
     check.add_argument(
         "--no-default-paths",
@@ -84,8 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("config", help="print the resolved configuration and the file it came from")
     show.add_argument("path", nargs="?", default=".", help="file or directory to resolve for (default: .)")
     show.add_argument("--config", metavar="FILE", help="read this file instead of the nearest one")
-    show.add_argument("--format", choices=["toml", "json"], default="toml")
+    show.add_argument("--format", choices=["toml", "json"], default="toml", help="toml (default) or json")
     show.set_defaults(handler=run_config)
+
+    server = sub.add_parser(
+        "server", help="run the language server (LSP) over stdin/stdout for editors; needs amplint[lsp]"
+    )
+    server.set_defaults(handler=run_server)
 
     from amplint.verify.cli import add_verify_parser  # argparse only: torch loads when verify runs
 
@@ -111,10 +138,10 @@ def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Confi
     return replace(base, **changes)
 
 
-def _source_lines(results: Sequence[FileResult]) -> Dict[str, List[str]]:
+def _source_lines(results: Sequence[FileResult], notebooks_only: bool = False) -> Dict[str, List[str]]:
     lines: Dict[str, List[str]] = {}
     for result in results:
-        if result.findings:
+        if result.findings and (not notebooks_only or result.path.endswith(".ipynb")):
             from amplint.files import read_source, source_lines
 
             source = read_source(result.path)
@@ -153,16 +180,47 @@ def run_check(args: argparse.Namespace) -> int:
         from amplint.risk import at_least
 
         findings = at_least(findings, args.min_risk)
-    errors = [r.error for r in results if r.error is not None]
+    all_errors = [r.error for r in results if r.error is not None]
+    errors = _warn_empty(all_errors)
     checked = sum(1 for r in results if r.error is None)
+    if checked == 0 and not errors and all_errors:
+        return EXIT_CLEAN  # only empty directories: the warning says it all
     for error in errors:
         print(output.error_line(error), file=sys.stderr)
-    if args.format == "json":
+    if args.add_noqa:
+        return _add_noqa(findings, errors)
+    from amplint.notebook import locate
+
+    # Notebook findings: from the lines of the notebook's Python text to (cell, line in the cell).
+    wanted = args.format in ("text", "sarif", "gitlab") and not args.statistics
+    findings, sources = locate(findings, _source_lines(results, notebooks_only=not wanted))
+    _print_report(args, config, findings, errors, sources)
+    return _exit_code(findings, errors, checked, args.exit_zero)
+
+
+def _print_report(
+    args: argparse.Namespace, config: Config, findings: List[Finding], errors: List[FileError],
+    sources: Dict[str, List[str]],
+) -> None:
+    from amplint import output, reports
+
+    if args.statistics:
+        if args.format == "json":
+            import json
+
+            print(json.dumps(reports.statistics(findings), indent=2))
+        elif findings:
+            print(reports.statistics_text(findings))
+    elif args.format == "json":
         print(output.json_report(findings))
     elif args.format == "sarif":
         from amplint.sarif import codemod_fixes, sarif_report
 
-        print(sarif_report(findings, errors, codemod_fixes(config)))
+        print(sarif_report(findings, errors, codemod_fixes(config), sources=sources))
+    elif args.format == "gitlab":
+        from amplint.sarif import fingerprints
+
+        print(reports.gitlab_report(findings, fingerprints(findings, sources, os.path.abspath(os.curdir))))
     elif args.format == "github":
         from amplint.github import github_report
 
@@ -170,11 +228,32 @@ def run_check(args: argparse.Namespace) -> int:
         if report:
             print(report)
     else:
-        report = output.text_report(findings, _source_lines(results))
+        report = output.text_report(findings, sources)
         if report:
             print(report)
         print(output.summary(findings, errors))
-    return _exit_code(findings, errors, checked, args.exit_zero)
+
+
+def _warn_empty(errors: List[FileError]) -> List[FileError]:
+    """A directory with no Python files is a one-line warning, not an error (as in ruff); the rest stay errors."""
+    from amplint.files import NO_FILES
+
+    for error in errors:
+        if error.message == NO_FILES:
+            print(f"amplint: warning: no Python files or notebooks found in {error.path}", file=sys.stderr)
+    return [error for error in errors if error.message != NO_FILES]
+
+
+def _add_noqa(findings: Sequence[Finding], errors: Sequence[FileError]) -> int:
+    from amplint.addnoqa import add_noqa_to_files
+    from amplint.output import error_line
+
+    added, written, failed = add_noqa_to_files(findings)
+    for error in failed:
+        print(error_line(error), file=sys.stderr)
+    plural = "" if written == 1 else "s"
+    print(f"Added a `# noqa` comment for {added} finding{'' if added == 1 else 's'} in {written} file{plural}.")
+    return EXIT_ERROR if failed or errors else EXIT_CLEAN
 
 
 def _load_config(paths: Sequence[str], explicit: Optional[str]) -> "Optional[LoadedConfig]":
@@ -216,6 +295,16 @@ def run_rule(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     print(rule.documentation())
     return EXIT_CLEAN
+
+
+def run_server(args: argparse.Namespace) -> int:
+    try:
+        from amplint.lsp.server import serve
+    except ImportError as exc:  # pygls/lsprotocol are the optional `lsp` extra
+        print(f"amplint: error: the language server needs pygls and lsprotocol ({exc}); "
+              "install them with: pip install 'amplint[lsp]' (in a clone: pip install '.[lsp]')", file=sys.stderr)
+        return EXIT_ERROR
+    return serve()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -18,7 +18,8 @@ SKIP_DIRS = frozenset(
         "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".amplint_cache", ".eggs",
     }
 )
-SOURCE_SUFFIXES = (".py", ".pyi")
+NO_FILES = "no Python files found"  # a directory with nothing to check: the CLI warns (exit 0)
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: read as Python by amplint.notebook
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def discover(
             before, failed = len(found), len(errors)
             found.extend(_walk(root, exclude, errors))
             if len(found) == before and len(errors) == failed:
-                errors.append(FileError(root, "no Python files found"))
+                errors.append(FileError(root, NO_FILES))
         elif os.path.islink(root) and not os.path.exists(root):
             errors.append(FileError(root, "broken symbolic link (or a symlink loop)"))
         elif os.path.lexists(root):
@@ -144,4 +145,9 @@ def read_source(path: str) -> Union[SourceFile, FileError]:
             data = handle.read()
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
+    if path.endswith(".ipynb"):  # a notebook's code cells, IPython syntax masked
+        from amplint.notebook import python_text
+
+        text = python_text(path, data)
+        return text if isinstance(text, FileError) else SourceFile(path, text, "utf-8")
     return decode(path, data)

@@ -34,7 +34,7 @@ def annotation(finding: Finding) -> str:
             ("col", finding.column),
             ("endLine", finding.end_line),
             ("endColumn", finding.end_column),
-            ("title", finding.code),
+            ("title", finding.code if finding.cell is None else f"{finding.code} (cell {finding.cell})"),
         ),
         finding.message,
     )

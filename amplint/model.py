@@ -108,6 +108,7 @@ class Finding:
     site: Optional[SiteSpec] = None
     region_path: Optional[str] = None  # project mode: the region's file when the chain starts in another file
     risk: Optional[Risk] = None  # set by amplint.risk.with_risk where findings are built
+    cell: Optional[int] = None  # notebooks: the 1-based cell (line and columns are then within the cell)
 
     def sort_key(self) -> Tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
@@ -133,6 +134,8 @@ class Finding:
             if self.region_path is not None:
                 region["path"] = self.region_path
             out["region"] = region
+        if self.cell is not None:
+            out["cell"] = self.cell
         return out
 
 

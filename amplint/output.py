@@ -12,8 +12,9 @@ def text_report(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> s
     """`path:line:col: CODE message`, then the offending source line, like ruff's concise+source view."""
     out: List[str] = []
     for finding in findings:
-        out.append(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} {finding.message}")
-        lines = sources.get(finding.path, [])
+        where = finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
+        out.append(f"{where}:{finding.line}:{finding.column}: {finding.code} {finding.message}")
+        lines = sources.get(where, [])
         if 0 < finding.line <= len(lines):
             source_line = lines[finding.line - 1].rstrip("\r\n")
             out.append(f"    {source_line}")

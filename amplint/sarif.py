@@ -182,6 +182,35 @@ def sarif_level(finding: Finding) -> str:
     return RISK_LEVELS[finding.risk.level if finding.risk is not None else "unknown"]
 
 
+def fingerprints(findings: Sequence[Finding], sources: Dict[str, List[str]], root: str) -> List[str]:
+    """A `partialFingerprints` value per finding that survives re-runs and lines moving up or down.
+
+    The hash covers the file (relative to the root), the rule, and the finding's
+    source line with its whitespace collapsed, plus how many identical ones came
+    before it in the file: GitHub code scanning then keeps one alert per problem
+    instead of opening a new one whenever code above it changes.
+    """
+    import hashlib
+
+    seen: Dict[Tuple[str, str, str], int] = {}
+    out: List[str] = []
+    for finding in findings:
+        key = finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
+        lines = sources.get(key)
+        if lines is None:
+            from amplint.files import read_source, source_lines
+
+            source = read_source(finding.path)
+            lines = sources[key] = [] if isinstance(source, FileError) else source_lines(source.text)
+        text = " ".join(lines[finding.line - 1].split()) if 0 < finding.line <= len(lines) else finding.message
+        where = artifact_location(finding.path, root)["uri"]
+        identity = (where, finding.code, text)
+        seen[identity] = seen.get(identity, 0) + 1
+        digest = hashlib.sha256("\0".join((*identity, str(seen[identity]))).encode("utf-8", "surrogatepass"))
+        out.append(digest.hexdigest()[:32])
+    return out
+
+
 def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Optional[FixProvider]) -> Dict[str, Any]:
     location = artifact_location(finding.path, root)
     result: Dict[str, Any] = {
@@ -196,6 +225,9 @@ def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Op
             "risk": finding.to_json()["risk"],
         },
     }
+    if finding.cell is not None:  # a notebook: lines and columns count within this (1-based) cell
+        result["locations"][0]["properties"] = {"cell": finding.cell}
+        result["properties"]["cell"] = finding.cell
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
     if finding.region is not None:
@@ -212,7 +244,7 @@ def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Op
                 },
             }
         ]
-    if finding.fixable and fix_for is not None:
+    if finding.fixable and fix_for is not None and finding.cell is None:
         fix = fix_for(finding)
         if fix is not None and fix.fixed != fix.original:
             result["fixes"] = [
@@ -240,8 +272,13 @@ def sarif_log(
     rules: Sequence[Rule],
     fix_for: Optional[FixProvider] = None,
     root: Optional[str] = None,
+    sources: Optional[Dict[str, List[str]]] = None,
 ) -> Dict[str, Any]:
-    """The whole log: one run, every rule in the catalogue, one result per finding."""
+    """The whole log: one run, every rule in the catalogue, one result per finding.
+
+    `sources`: each file's lines (notebook cells under "path:cell N"), for the fingerprints;
+    files missing from it are read.
+    """
     root = os.path.abspath(root or os.curdir)
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
     run: Dict[str, Any] = {
@@ -263,6 +300,8 @@ def sarif_log(
         ],
         "results": [_result(finding, rule_index, root, fix_for) for finding in findings],
     }
+    for result, fingerprint in zip(run["results"], fingerprints(findings, dict(sources or {}), root)):
+        result["partialFingerprints"] = {"amplintFingerprint/v1": fingerprint}
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
@@ -271,12 +310,14 @@ def sarif_report(
     errors: Sequence[FileError],
     fix_for: Optional[FixProvider] = None,
     root: Optional[str] = None,
+    sources: Optional[Dict[str, List[str]]] = None,
 ) -> str:
     import json
 
     from amplint.rules import ALL_RULES
 
-    text = json.dumps(sarif_log(findings, errors, ALL_RULES, fix_for, root), indent=2, ensure_ascii=False)
+    log = sarif_log(findings, errors, ALL_RULES, fix_for, root, sources)
+    text = json.dumps(log, indent=2, ensure_ascii=False)
     # A lone surrogate (a file name that is not UTF-8, in a message) becomes its JSON escape: valid UTF-8 out.
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 

@@ -356,11 +356,14 @@ def test_a_path_that_does_not_exist(tmp_path: Path) -> None:
 def test_an_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     _tree(tmp_path / "src", {"good.py": GOOD})
+    # As in ruff: a one-line warning and exit 0, for check and for --fix.
+    warning = "amplint: warning: no Python files or notebooks found in empty\n"
     alone = _cli(["check", "empty"], tmp_path)
-    _one_error(alone, "empty", "no Python files found")
-    assert alone.returncode == 2
+    assert (alone.returncode, alone.stdout, alone.stderr) == (0, "", warning)
+    fix = _fix_cli(["empty"], tmp_path)
+    assert (fix.returncode, fix.stdout, fix.stderr) == (0, "", warning)
     both = _cli(["check", "empty", "src"], tmp_path)
-    _one_error(both, "empty", "no Python files found")
+    assert both.stderr == warning
     assert "src/" + GOOD_FINDING in both.stdout and both.returncode == 1
 
 

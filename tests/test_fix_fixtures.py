@@ -104,8 +104,8 @@ def test_cli_fixes_a_copy_of_the_fixtures_until_nothing_fixable_remains(
 
 
 def _doc_examples() -> List[Tuple[str, str, str]]:
-    """(strategy, before, after) from the README's `--fix` section (docs/fix-section.md until it is merged)."""
-    for doc in (ROOT / "docs" / "fix-section.md", ROOT / "README.md"):
+    """(strategy, before, after) from the `--fix` documentation (docs/fixing.md)."""
+    for doc in (ROOT / "docs" / "fixing.md", ROOT / "README.md"):
         if doc.exists() and "# after `amplint check --fix" in doc.read_text(encoding="utf-8"):
             text = doc.read_text(encoding="utf-8")
             break

@@ -160,7 +160,36 @@ def test_hooks_file_declares_both_hooks_like_ruff_pre_commit() -> None:
     assert set(hooks) == {"amplint", "amplint-fix"}
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["entry"].startswith("amplint check --no-default-paths")
     assert "--fix" in hooks["amplint-fix"]["entry"].split()
     assert "--fix" not in hooks["amplint"]["entry"].split()
+
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+         "source": ["%matplotlib inline\n", "import torch\n", "from torch.distributions import Normal"]},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+         "source": ["def nll(mu, sigma, x):\n", "    with torch.autocast(\"cuda\"):\n",
+                    "        return -Normal(mu, sigma).log_prob(x)"]},
+    ],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+}
+
+
+@pytest.mark.network
+def test_hooks_check_and_fix_jupyter_notebooks(hook_repo) -> None:
+    import json
+
+    text = json.dumps(NOTEBOOK, indent=1, ensure_ascii=False) + "\n"
+    project = _project(hook_repo["base"], "notebooks", {"nb/explore.ipynb": text}, hook_repo["env"])
+    first = _try_repo(hook_repo, project, "amplint")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "nb/explore.ipynb:cell 2:3:17: AMP001" in first.stdout
+    fixing = _try_repo(hook_repo, project, "amplint-fix")
+    assert fixing.returncode == 1 and "files were modified by this hook" in fixing.stdout
+    fixed = json.loads((project / "nb" / "explore.ipynb").read_text(encoding="utf-8"))
+    assert fixed["cells"][1]["source"][2] == "        return -Normal(mu.float(), sigma.float()).log_prob(x.float())"
+    assert fixed["cells"][0] == NOTEBOOK["cells"][0]
+    assert _try_repo(hook_repo, project, "amplint").returncode == 0

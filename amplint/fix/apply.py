@@ -340,9 +340,12 @@ def unified_diff(fix: TextFix) -> str:
     """A unified diff of one fix (empty when nothing changed), applicable with `patch -p0`."""
     if not fix.changed:
         return ""
-    lines = difflib.unified_diff(
-        _lines(fix.original), _lines(fix.fixed), fix.path, fix.path
-    )
+    original, fixed = fix.original, fix.fixed
+    if fix.path.endswith(".ipynb"):  # a patch of the notebook's JSON, not of the Python text amplint read
+        from amplint.notebook import json_texts
+
+        original, fixed = json_texts(fix.path, fix.fixed) or (original, fixed)
+    lines = difflib.unified_diff(_lines(original), _lines(fixed), fix.path, fix.path)
     out: List[str] = []
     for line in lines:
         out.append(line)

@@ -68,11 +68,14 @@ def report(run: FixRun, args: argparse.Namespace) -> None:
             sys.stdout.write(unified_diff(fix))
         print(summary(run, preview), file=sys.stderr)
         return
+    from amplint.notebook import locate
+
+    remaining, sources = locate(run.remaining, _source_lines(run))  # notebook findings: cell and line in it
     if args.format == "json":
-        print(output.json_report(run.remaining))
+        print(output.json_report(remaining))
         print(summary(run, preview), file=sys.stderr)
         return
-    text = output.text_report(run.remaining, _source_lines(run))
+    text = output.text_report(remaining, sources)
     if text:
         print(text)
     print(summary(run, preview))
@@ -84,5 +87,12 @@ def run_fix(args: argparse.Namespace, config: Config) -> int:
 
     with progress.attached(progress.wanted(args.format)):  # erased before the report prints
         run = fix_paths(args.paths, config, write=not args.diff)
+    from amplint.files import NO_FILES
+
+    for empty in [f for f in run.files if f.error is not None and f.error.message == NO_FILES]:
+        print(f"amplint: warning: no Python files or notebooks found in {empty.path}", file=sys.stderr)
+        run.files.remove(empty)  # a warning, not an error (as `amplint check` says it)
+    if not run.files:
+        return EXIT_CLEAN
     report(run, args)
     return exit_code(run, bool(args.diff), args.exit_zero)

@@ -38,6 +38,10 @@ def content_digest(data: bytes) -> str:
 
 def encode(path: str, text: str, encoding: str) -> Union[bytes, FileError]:
     """Text back to bytes with the encoding it was read with ("utf-8-sig" restores the BOM)."""
+    if path.endswith(".ipynb"):  # the fixed cells go back into the notebook's JSON
+        from amplint.notebook import notebook_bytes
+
+        return notebook_bytes(path, text)
     try:
         return text.encode(encoding)
     except (UnicodeEncodeError, LookupError) as exc:

@@ -64,6 +64,8 @@ def _names(path: str, tops: Sequence[str], memo: Dict[str, str],
            chains: Dict[str, List[Tuple[str, str]]]) -> List[ModuleName]:
     """Every (dotted name, import root) of a file, from its own directory up to the project top."""
     directory, filename = os.path.split(os.path.abspath(path))
+    if filename.endswith(".ipynb"):  # a notebook is not importable
+        return []
     stem = os.path.splitext(filename)[0]
     chain = chains.get(directory)
     if chain is None:

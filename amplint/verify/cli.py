@@ -39,7 +39,7 @@ def add_verify_parser(subparsers: Any) -> argparse.ArgumentParser:
                              "autocast dtype policy on a CPU-only torch")
     parser.add_argument("--batch", type=_positive, default=65536, help="rows per run (default: 65536)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the input generator (default: 0)")
-    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
     parser.add_argument("--config", metavar="FILE", help="amplint.toml or pyproject.toml to use (default: nearest)")
     parser.set_defaults(handler=run_verify)
     return parser

@@ -1,0 +1,1 @@
+"""`amplint server`: a Language Server over stdio (pygls)."""

@@ -1,0 +1,170 @@
+"""What the language server knows, without any LSP types: findings and fixed texts for open documents.
+
+An editor's buffer is not the file on disk. The project walk (`amplint.project`)
+reads the files on disk, so it runs when a file is saved, and gives each file the
+functions entered from float16 regions elsewhere; the open buffer is then analysed
+with those entries, exactly as `amplint check` analyses a file in project mode.
+A finding whose region sits in another file thus shows in the file that holds the
+computation. Results are cached by the buffer's text, so an unchanged buffer is
+not analysed twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
+
+from amplint.config import Config
+from amplint.model import FileError, Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.project.summary import EntryContext
+
+CAST, DISABLE = "cast", "disable-autocast"
+
+
+@dataclass
+class Counters:
+    """How much work was done: the tests check that the cache serves unchanged buffers."""
+
+    analyses: int = 0
+    project_runs: int = 0
+
+
+@dataclass(frozen=True)
+class Report:
+    """One buffer's findings, or the error that stopped its analysis."""
+
+    findings: Tuple[Finding, ...] = ()
+    error: Optional[FileError] = None
+
+
+@dataclass
+class _Project:
+    """The entries of one project top, from the last walk over its files on disk."""
+
+    entries: Dict[str, Tuple["EntryContext", ...]] = field(default_factory=dict)
+    generation: int = 0
+    stale: bool = True
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Workspace:
+    """Findings and fixes for documents given by (absolute path, current text). Thread safe."""
+
+    def __init__(self, root: Optional[str] = None, cache_limit: int = 256) -> None:
+        self.root = os.path.abspath(root) if root else None
+        self.counters = Counters()
+        self._lock = threading.RLock()
+        self._projects: Dict[str, _Project] = {}
+        self._configs: Dict[str, Config] = {}
+        self._reports: Dict[Tuple[str, str, int], Report] = {}
+        self._cache_limit = cache_limit
+
+    # --- configuration and project context ----------------------------------
+    def config(self, path: str) -> Union[Config, FileError]:
+        """The `[tool.amplint]` settings that apply to `path` (the nearest config file)."""
+        directory = os.path.dirname(path)
+        with self._lock:
+            if directory in self._configs:
+                return self._configs[directory]
+        from amplint.configfile import ConfigError, resolve_config
+
+        loaded = resolve_config([path], None)
+        if isinstance(loaded, ConfigError):
+            return FileError(path, f"configuration: {loaded}")
+        with self._lock:
+            self._configs[directory] = loaded.config
+        return loaded.config
+
+    def top(self, path: str) -> str:
+        """The directory whose files are walked as one project for `path`."""
+        if self.root and (path == self.root or path.startswith(self.root.rstrip(os.sep) + os.sep)):
+            return self.root
+        from amplint.project.modules import project_top
+
+        return project_top(path)
+
+    def saved(self, path: Optional[str] = None) -> None:
+        """Files on disk changed: the next analysis walks the project again (and rereads config files)."""
+        with self._lock:
+            self._configs.clear()
+            self._reports.clear()  # a config file may have changed what is reported
+            for top, project in self._projects.items():
+                if path is None or path.startswith(top.rstrip(os.sep) + os.sep) or path == top:
+                    project.stale = True
+
+    def _entries(self, path: str, config: Config) -> Tuple[Tuple["EntryContext", ...], int]:
+        if not config.project:
+            return (), 0
+        top = self.top(path)
+        with self._lock:
+            project = self._projects.setdefault(top, _Project())
+            if not project.stale:
+                return project.entries.get(path, ()), project.generation
+        from amplint.project import project_entries
+
+        entries = project_entries([top], config)
+        with self._lock:
+            self.counters.project_runs += 1
+            project.entries = {os.path.abspath(p): e for p, e in entries.items()}
+            project.generation += 1
+            project.stale = False
+            return project.entries.get(path, ()), project.generation
+
+    # --- analysis ------------------------------------------------------------
+    def check(self, path: str, text: str) -> Report:
+        """The findings `amplint check` would report for `path` if it held `text` (cached by text)."""
+        path = os.path.abspath(path)
+        config = self.config(path)
+        if isinstance(config, FileError):
+            return Report(error=config)
+        entries, generation = self._entries(path, config)
+        key = (path, _key(text), generation)
+        with self._lock:
+            if key in self._reports:
+                return self._reports[key]
+        from amplint.engine import analyze_source
+
+        outcome = analyze_source(text, path, config, entries=entries, project=config.project)
+        report = Report(error=outcome) if isinstance(outcome, FileError) else Report(tuple(outcome.findings))
+        with self._lock:
+            self.counters.analyses += 1
+            if len(self._reports) >= self._cache_limit:
+                self._reports.pop(next(iter(self._reports)))
+            self._reports[key] = report
+        return report
+
+    def fixed(self, path: str, text: str, strategy: str, finding: Optional[Finding] = None) -> Optional[str]:
+        """`text` with `finding` (or every fixable finding) fixed by `strategy`; None when nothing changes."""
+        from amplint.fix.apply import fix_text
+
+        path = os.path.abspath(path)
+        config = self.config(path)
+        if isinstance(config, FileError):
+            return None
+        entries, _ = self._entries(path, config)
+
+        def same(other: Finding) -> bool:
+            return finding is None or (other.line, other.column, other.code) == (
+                finding.line, finding.column, finding.code
+            )
+
+        outcome = fix_text(
+            text, path, replace(config, strategy=strategy), only=same, entries=entries, project=config.project
+        )
+        if isinstance(outcome, FileError) or not outcome.changed:
+            return None
+        return outcome.fixed
+
+    def with_noqa(self, text: str, findings: List[Finding]) -> Optional[str]:
+        """`text` with `# noqa: CODE` for each finding; None when nothing changes."""
+        from amplint.addnoqa import add_noqa
+
+        out = add_noqa(text, [(finding.line, finding.code) for finding in findings])
+        return None if out == text else out
