@@ -78,14 +78,12 @@ RULE = Rule(
     why_bad=(
         "Parameters that leave a `Linear` layer under autocast are float16. float16's smallest normal is "
         "6.1e-5 and its largest value 65504, so `scale ** 2` underflows for scales below ~1e-2 and "
-        "`(x - loc) ** 2` overflows for deviations above ~256. How often depends on the device, because CUDA "
-        "autocast runs `pow`, `log`, `exp`, `softplus`, `softmax`, `logsumexp` and `sum` in float32 and CPU "
-        "autocast runs none of them in float32. Measured on torch 2.13, 65,536 samples, parameters from a "
-        "`Linear` head through `exp` (docs/measurements.md): under CPU float16 autocast `Normal` with scales in "
-        "[1e-4, 1e-3] gave 14,930 `-inf` and 400 NaN log-probs, `Laplace` 8,457 `-inf`, `StudentT` 55,146; "
-        "under CUDA's policy (emulated on CPU) all three stayed finite, but `Laplace` with a "
-        "`1e-3 * sigmoid` scale still gave 8,455 `-inf`, because its division runs in float16 on CUDA too. "
-        "Casting the inputs to float32 gave 0. Each finding's `risk` gives the figure for its region's device."
+        "`(x - loc) ** 2` overflows for deviations above ~256. Measured on torch 2.13, 65,536 rows, parameters "
+        "and value out of an `nn.Linear` in the region (docs/measurements.md): `Normal` with scales in "
+        "[1e-4, 1e-3] gave 15,107 `-inf` and 378 NaN under CPU float16 autocast, and none under CUDA "
+        "autocast's dtype policy (it runs pow/log/exp/sum in float32); `Laplace` with a `1e-3 * sigmoid` "
+        "scale gave 9,570 `-inf` under both. Casting the inputs to float32 gave 0. Each finding's `risk` "
+        "gives the figure measured for its own region's device and head (`amplint/data/hazards.json`)."
     ),
     example="""
 import torch

@@ -49,11 +49,11 @@ RULE = Rule(
     why_bad=(
         "Disabling autocast changes which dtype new ops are cast to; it does not convert tensors that "
         "already exist. Tensors made under autocast stay float16, and ops on them run in float16. Measured "
-        "on torch 2.13 with CPU float16 autocast: `Normal` with scales in [1e-4, 1e-3] and 65,536 samples "
-        "gave 15,485 `-inf` both with and without `enabled=False`, and 0 once the inputs were cast. On CUDA it "
-        "can even add `-inf`: `Normal` with deviations in [100, 400] is finite under CUDA's autocast policy, "
-        "which runs `pow` in float32, and gave 31,584 `-inf` of 65,536 with `enabled=False` and no cast, since "
-        "`pow` then runs in float16 again (CUDA policy emulated on CPU; docs/measurements.md)."
+        "on torch 2.13 with CPU float16 autocast (docs/measurements.md): `Normal` with scales in [1e-4, 1e-3] "
+        "and 65,536 rows gave 15,107 `-inf` and 378 NaN both with and without `enabled=False`, and 0 once the "
+        "inputs were cast. Under CUDA's policy it can even add `-inf`: `pow` runs in float16 again once "
+        "autocast stops promoting it (`Normal` with |x - loc| in [100, 400]: 0 under autocast, 31,584 `-inf` "
+        "with `enabled=False` and no cast)."
     ),
     example="""
 import torch

@@ -21,7 +21,7 @@ LAYERS = [
     ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.names", "amplint.positions",
               "amplint.cstwalk", "amplint.screen", "amplint.noqa", "amplint.selection", "amplint.deep",
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.autocast_names",
-              "amplint.interrupts", "amplint.policies", "amplint.transforms",
+              "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
               "amplint.fix", "amplint.fix.safety")),
     ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes")),
     ("rules", ("amplint.rulebase", "amplint.rules", "amplint.analysis", "amplint.fix.fixability",
@@ -31,7 +31,7 @@ LAYERS = [
     ("engine", ("amplint.engine",)),
     ("front ends", ("amplint.cli", "amplint.__main__", "amplint.flake8_plugin", "amplint.output", "amplint.sarif",
                     "amplint.github", "amplint.configfile", "amplint.fix.", "amplint.verify",
-                    "amplint.lsp", "amplint.notebook", "amplint.server")),
+                    "amplint.lsp", "amplint.server", "amplint.addnoqa", "amplint.reports")),
 ]
 # Where a rule's code may be written outside `rules/`: where it is printed or configured.
 CODE_LITERALS_ALLOWED = {"amplint/cli.py", "amplint/configfile.py", "amplint/guard.py"}
