@@ -20,7 +20,7 @@ class Config:
     extend_distributions: Tuple[str, ...] = ()
     # Autocast spellings the project defines (`self.amp_cm = autocast if amp else nullcontext`, a decorator
     # that enters autocast): (name, the autocast it stands for). Filled by project mode, not by users.
-    autocast_aliases: Tuple[Tuple[str, str], ...] = ()
+    autocast_aliases: Tuple[Tuple[str, str], ...] = field(default=(), metadata={"derived": True})
     project: bool = True
     max_depth: int = 8
     # Files larger than this many bytes are skipped with one line (a 5 MB file took 72 s and 3.5 GB); 0: no limit.

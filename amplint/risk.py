@@ -81,6 +81,15 @@ def _matching(rows: List[dict], site: SiteSpec) -> List[dict]:
     return chosen or rows
 
 
+# The table measures `torch.distributions`; hand-written math (`amplint.facts.mathsites`) is not in it.
+DISTRIBUTION_METHODS = frozenset({"log_prob", "cdf", "icdf", "entropy", "kl_divergence"})
+HANDWRITTEN = {
+    "": "hand-written math: the measured table covers torch.distributions only",
+    "epsilon": "the floor is 0 in float16 whatever the device (an add or clamp runs in its inputs' dtype); "
+               "the measured table covers torch.distributions only",
+}
+
+
 def _unknown(reason: str, device: Optional[str] = None) -> Risk:
     return Risk("unknown", device, reason)
 
@@ -95,6 +104,8 @@ def assess(finding: Finding) -> Risk:
     device = (region.device or "").split(":", 1)[0]
     if device not in DEVICES:
         return _unknown("the region's device is not a literal", region.device)
+    if site.method not in DISTRIBUTION_METHODS:
+        return _unknown(HANDWRITTEN.get(site.method, HANDWRITTEN[""]), device)
     if not site.dists:
         return _unknown("the distribution is built where the analysis cannot see it", device)
     classes = {spec.qualname.rsplit(".", 1)[-1] for spec in site.dists}

@@ -83,13 +83,15 @@ RULE = Rule(
     ),
     why_bad=(
         "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
-        "softmax probability below it is 0 and its log `-inf`; `exp` overflows above 11.1 (65504), so a "
-        "written-out log-softmax gives `inf - inf = NaN`; a squared deviation above 256 overflows, and a "
-        "squared scale below ~2.4e-4 underflows. On CUDA, autocast promotes `log`, `exp`, `pow`, `softmax` "
-        "and `sum` to float32, but the division and addition before them still run in float16. Measured on "
-        "torch 2.13 with CPU float16 autocast (tests/test_handwritten_numeric.py): the INVALID example's "
-        "`torch.log(F.softmax(logits, 1))` on 1,024 x 16 logits in [-30, 30] gives 10,661 `-inf` of 16,384 "
-        "before the fix, 0 after."
+        "probability below it is 0 and its log `-inf`; `exp` overflows above 11.1 (65504), so a written-out "
+        "log-softmax gives `inf - inf = NaN`; a squared deviation above 256 overflows, and a squared scale "
+        "below ~2.4e-4 underflows. The device matters: CPU float16 autocast promotes none of these ops; CUDA "
+        "autocast runs `softmax`, `exp`, `log`, `pow` and `sum` in float32 but `sigmoid`, additions, divisions "
+        "and clamps in their inputs' dtype. Measured on torch 2.13, 1,024 x 16 logits in [-30, 30] out of a "
+        "Linear in the region (tests/test_handwritten_numeric.py, docs/measurements.md): "
+        "`torch.log(F.softmax(logits, 1))` gives 10,661 `-inf` of 16,384 under CPU float16 autocast and 0 on "
+        "CUDA (an H200, torch 2.11), where softmax runs in float32; `torch.log(torch.sigmoid(logits) + 1e-10)` "
+        "gives 3,437 `-inf` on both. After the fix: 0."
     ),
     example="""
 import torch

@@ -60,12 +60,14 @@ RULE = Rule(
     ),
     why_bad=(
         "float16 cannot hold the literal: `torch.tensor(1e-10, dtype=torch.float16)` is 0, so `p + 1e-10` "
-        "and `p.clamp(min=1e-12)` leave a zero probability at zero and `torch.log` returns `-inf`. This holds "
-        "on CUDA too: autocast promotes `log` to float32, but the addition or clamp before it runs in the "
-        "input's dtype, float16. Measured on torch 2.13 with CPU float16 autocast "
-        "(tests/test_handwritten_numeric.py), on 1,024 x 16 logits in [-30, 30]: `torch.log(probs.clamp("
-        "min=1e-12))` gives 10,661 `-inf` of 16,384, and the entropy `-(p * torch.log(p + 1e-10)).sum(1)` is NaN "
-        "in all 1,024 rows; after the fix, 0."
+        "and `p.clamp(min=1e-12)` leave a zero probability at zero and `torch.log` returns `-inf`. Whenever "
+        "`p` is float16 this holds on CUDA too: autocast promotes `log` to float32 there, but the addition or "
+        "clamp before it runs in the input's dtype. Which probabilities are float16 depends on the device: on "
+        "CUDA a softmax runs in float32 (so its floor survives), a sigmoid does not. Measured on torch 2.13 "
+        "with CPU float16 autocast (tests/test_handwritten_numeric.py), on 1,024 x 16 logits in [-30, 30]: "
+        "`torch.log(probs.clamp(min=1e-12))` gives 10,661 `-inf` of 16,384, and the entropy "
+        "`-(p * torch.log(p + 1e-10)).sum(1)` is NaN in all 1,024 rows; on CUDA (an H200, docs/measurements.md) "
+        "`torch.log(torch.sigmoid(x) + 1e-10)` still gives 3,437 `-inf` of 16,384. After the fix: 0."
     ),
     example="""
 import torch

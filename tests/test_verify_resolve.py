@@ -65,7 +65,8 @@ def test_pyro_names_fall_back_to_the_torch_class_with_a_note() -> None:
         (log_prob(dist("torch.distributions.Independent", arg("base", 0), arg("1", 1, literal=True))),
          "could not resolve"),
         (log_prob(dist("torch.distributions.Normal", arg("mu", 0), arg("s", name="sigma"))), "no parameter `sigma`"),
-        (SiteSpec("rsample", (NORMAL,), ()), "not one verify knows"),
+        (SiteSpec("rsample", (NORMAL,), ()), "`rsample` is not a torch.distributions computation"),
+        (SiteSpec("log-of-prob", (), ()), "verify never runs your own code"),
     ],
 )
 def test_unverifiable_with_a_reason(site, reason: str) -> None:

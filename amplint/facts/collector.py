@@ -17,7 +17,7 @@ framework regions (Accelerate's `accelerator.autocast()` and prepared models).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import libcst as cst
 
@@ -72,6 +72,7 @@ class Collector(cst.CSTVisitor):
         self.framework_calls: List[FrameworkCall] = []
         self.math_envs: Dict[int, Env] = {}  # id(scope node) -> bindings the math recognizers follow
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
+        self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:

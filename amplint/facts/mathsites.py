@@ -13,7 +13,7 @@ protect a distribution's parameters.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Protocol
+from typing import TYPE_CHECKING, List, Optional, Protocol, Set
 
 import libcst as cst
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class SiteContext(Protocol):
     """The part of `amplint.facts.sites.SiteContext` these recognizers use."""
+
+    claimed_sums: Set[int]  # id()s of the inner nodes of sums already judged whole (see `_gaussian_site`)
 
     def math_env(self) -> Env: ...
 
@@ -73,14 +75,30 @@ def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
 def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     """A sum with a squared tensor term and a log term: a Gaussian log-density or KL written out."""
     assert isinstance(node, cst.BinaryOperation)
-    if ctx.inside_site(node):
+    if id(node) in ctx.claimed_sums or ctx.inside_site(node):
         return None  # one site per written sum, not one per sub-sum
+    _claim(node, ctx.claimed_sums)
     env = ctx.math_env()
     found = probmath.gaussian(node, env)
     if found is None:
         return None
     operands, anchor = found
     return ctx.make_site(node, "gaussian", [], [], list(operands), INLINE, at=anchor)
+
+
+def _claim(node: cst.BaseExpression, claimed: Set[int]) -> None:
+    """Mark the inner nodes of the sum `node` heads: the walk reaches them next, and a sum is judged once.
+
+    Without it a sum of n terms is judged at each of its n - 1 inner nodes, each time over all the terms
+    below: quadratic, and minutes on generated code.
+    """
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        for side in (current.left, current.right) if isinstance(current, cst.BinaryOperation) else ():
+            if probmath.is_additive(side) and not side.lpar:
+                claimed.add(id(side))
+                stack.append(side)
 
 
 def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:

@@ -399,27 +399,33 @@ def _is_exp(node: cst.BaseExpression, env: Env, depth: int) -> bool:
 
 
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------
-def _is_additive(node: cst.BaseExpression) -> bool:
+def is_additive(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract))
 
 
 def additive_terms(node: cst.BaseExpression, root: bool = True) -> Iterator[cst.BaseExpression]:
-    """The terms of `(a - b + c)`, with unary minus dropped: a, b, c. Inner parentheses make one term."""
-    node = _unwrap(node)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        node = node.expression
-    if _is_additive(node) and (root or not node.lpar):
-        assert isinstance(node, cst.BinaryOperation)
-        yield from additive_terms(node.left, False)
-        yield from additive_terms(node.right, False)
-    else:
-        yield node
+    """The terms of `(a - b + c)`, with unary minus dropped: a, b, c. Inner parentheses make one term.
+
+    Iterative: a generated sum of hundreds of terms is a chain that deep.
+    """
+    stack = [(node, root)]
+    while stack:
+        current, outer = stack.pop()
+        current = _unwrap(current)
+        if isinstance(current, cst.UnaryOperation) and isinstance(current.operator, cst.Minus):
+            current = current.expression
+        if is_additive(current) and (outer or not current.lpar):
+            assert isinstance(current, cst.BinaryOperation)
+            stack.append((current.right, False))
+            stack.append((current.left, False))
+        else:
+            yield current
 
 
 def gaussian(node: cst.BaseExpression, env: Env
              ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
     """A sum with a squared tensor term beside a log term: (its tensor operands, where it starts), else None."""
-    if not _is_additive(node):
+    if not is_additive(node):
         return None
     terms = list(additive_terms(node))
     if len(terms) < 2 or not _gaussian_terms(terms, env):
@@ -434,7 +440,7 @@ def first_sum(node: cst.BaseExpression) -> cst.BaseExpression:
     have positions in the collector, so the anchor is a sum, not the term.
     """
     inner = _unwrap(node)
-    while isinstance(inner, cst.BinaryOperation) and _is_additive(inner.left) and not inner.left.lpar:
+    while isinstance(inner, cst.BinaryOperation) and is_additive(inner.left) and not inner.left.lpar:
         inner = inner.left  # type: ignore[assignment]
     if isinstance(inner, cst.BinaryOperation) and inner.lpar:
         return _first_leaf(inner)

@@ -5,10 +5,12 @@ regions are ordinary seeds of `walk.call_seeds`.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from amplint.model import Precision, RegionInfo
 from amplint.facts import frameworks
+from amplint.project import configfiles
+from amplint.project.configfiles import ConfigPrecision
 from amplint.project.loader import Loader
 from amplint.project.resolve import ClassRef, Resolver
 from amplint.project.summary import FrameworkCall, RegionRef
@@ -48,9 +50,23 @@ def _hook_seeds(resolver: Resolver, classes: List[ClassRef], hooks: Tuple[str, .
     return seeds
 
 
-def lightning_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
-    """Rule L: the step hooks and `forward` of every LightningModule, once a float16 Trainer is built."""
+def _from_config(setting: ConfigPrecision) -> Tuple[str, RegionRef]:
+    """A float16 precision written in a config file: the region is named by the file and line that set it."""
+    info = RegionInfo(setting.line, Precision.FLOAT16, True, "cuda", '"cuda"')
+    return setting.path, RegionRef(info, f"`{setting.text}` region")
+
+
+def lightning_seeds(loader: Loader, resolver: Resolver, root: str,
+                    settings: Sequence[ConfigPrecision] = ()) -> List[Seed]:
+    """Rule L: the step hooks and `forward` of every LightningModule, once a float16 Trainer is built.
+
+    A project that builds its Trainer from a config (Hydra, LightningCLI, an INI of defaults) says
+    `precision: 16-mixed` there: that setting counts when no Trainer construction is a literal float16.
+    """
     strongest = _strongest(loader, frameworks.LIGHTNING_TRAINER, "precision", frameworks.lightning_precision)
+    setting = configfiles.strongest(settings, "lightning")
+    if setting is not None and (strongest is None or strongest[1].info.precision is not Precision.FLOAT16):
+        strongest = _from_config(setting)
     if strongest is None:
         return []
     path, region = strongest

@@ -9,6 +9,7 @@ from amplint.config import Config
 from amplint.files import discover
 from amplint.model import FileError, FileResult
 from amplint.project.cache import DiskCache, code_fingerprint
+from amplint.project import configfiles
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
@@ -50,7 +51,8 @@ def run_project(
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
-    seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root) + hf_seeds(
+    settings = configfiles.scan(tops) if loader.subclass_files("LightningModule") else ()
+    seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
         loader, resolver, root
     )
     entries = walk(seeds, loader, resolver, config.max_depth)

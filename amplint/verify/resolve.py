@@ -87,8 +87,10 @@ def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:
     """The runnable plan for `site`, or the reason there is none."""
     if site is None:
         return Unverifiable("the analysis recorded no computation for this finding")
-    if site.method not in METHODS:
-        return Unverifiable(f"method `{site.method}` is not one verify knows how to run")
+    if site.method not in METHODS:  # hand-written math (AMP003/AMP004): the user's own code
+        return Unverifiable(
+            f"`{site.method}` is not a torch.distributions computation verify can rebuild, and verify never runs "
+            "your own code (docs/measurements.md measures the hand-written shapes)")
     expected = 2 if site.method == "kl_divergence" else 1
     if len(site.dists) != expected:
         return Unverifiable(
