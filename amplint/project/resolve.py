@@ -91,6 +91,7 @@ class Resolver:
         self._class_of: Dict[Tuple[str, str], Tuple[ClassRef, ...]] = {}
         self._defining: Dict[Tuple[ClassRef, str], Optional[ClassRef]] = {}
         self._children: Dict[str, Dict[ClassRef, Tuple[ClassRef, ...]]] = {}  # by a base's short name
+        self._lookups: Dict[Tuple[str, Tuple[str, ...], int, bool], Tuple[Symbol, ...]] = {}
 
     # --- symbols -----------------------------------------------------------
     def _summary(self, path: str) -> Optional[FileSummary]:
@@ -101,7 +102,17 @@ class Resolver:
 
         `for_call`: the name is being called, so another file that is not worth
         entering (`Loader.worth_entering`) is not even parsed to find out.
+        Memoized per run: re-exports that import each other (packages' `__init__`
+        files, star imports) otherwise revisit the same names once per import
+        path, exponentially in `MAX_IMPORT_HOPS`.
         """
+        key = (path, tuple(parts), hops, for_call)
+        found = self._lookups.get(key)
+        if found is None:
+            found = self._lookups[key] = tuple(self._lookup(path, parts, hops, for_call))
+        return list(found)
+
+    def _lookup(self, path: str, parts: Sequence[str], hops: int, for_call: bool) -> List[Symbol]:
         summary = self._summary(path)
         if summary is None or not parts or hops > MAX_IMPORT_HOPS:
             return []
