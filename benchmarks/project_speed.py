@@ -44,11 +44,15 @@ def copy_half(root: Path, files: Sequence[str], out: Path) -> List[str]:
     return kept
 
 
-def timed(command: Sequence[str], env: Dict[str, str]) -> Tuple[float, float, int]:
-    """(wall s, CPU s of the children, exit code) of one run, output discarded."""
+def timed(command: Sequence[str], env: Dict[str, str], limit: float) -> Tuple[float, float, int]:
+    """(wall s, CPU s of the children, exit code) of one run, output discarded; exit -9 past `limit` s."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    code = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    try:
+        code = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=limit).returncode
+    except subprocess.TimeoutExpired:
+        code = -9
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -62,11 +66,13 @@ def amplint_env(ref: Optional[str]) -> Dict[str, str]:
     return env
 
 
-def measure(label: str, command: Sequence[str], env: Dict[str, str], reps: int) -> Tuple[str, float, float]:
-    runs = [timed(command, env) for _ in range(reps)]
+def measure(label: str, command: Sequence[str], env: Dict[str, str], reps: int, limit: float = 120.0
+            ) -> Tuple[str, float, float]:
+    runs = [timed(command, env, limit) for _ in range(reps)]
     wall = statistics.median(r[0] for r in runs)
     cpu = statistics.median(r[1] for r in runs)
-    print(f"| {label} | {reps} | {wall:.2f} | {cpu:.2f} | {runs[0][2]} |", flush=True)
+    shown = "killed after {:.0f} s".format(limit) if runs[0][2] == -9 else runs[0][2]
+    print(f"| {label} | {reps} | {wall:.2f} | {cpu:.2f} | {shown} |", flush=True)
     return label, wall, cpu
 
 
