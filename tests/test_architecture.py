@@ -21,7 +21,7 @@ LAYERS = [
     ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.names", "amplint.positions",
               "amplint.cstwalk", "amplint.screen", "amplint.noqa", "amplint.selection", "amplint.deep",
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard",
-              "amplint.fix", "amplint.fix.safety")),
+              "amplint.fix", "amplint.fix.safety", "amplint.policies")),
     ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes")),
     ("rules", ("amplint.rulebase", "amplint.rules", "amplint.analysis", "amplint.fix.fixability",
                "amplint.pipeline", "amplint.source_analysis")),
