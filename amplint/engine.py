@@ -13,12 +13,28 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Uni
 from amplint.config import Config
 from amplint.files import discover, read_source
 from amplint.model import FileError, FileResult
+from amplint import pipeline
 from amplint.pipeline import (  # noqa: F401 - the front ends' names
-    SourceAnalysis, analyze_source, finish, fix_strategies, may_have_findings, to_finding, will_parse,
+    SourceAnalysis, _parse_and_analyze, finish, fix_strategies, may_have_findings, to_finding, will_parse,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.files import SourceFile
+    from amplint.facts.entry import EntryContext
+
+
+def analyze_source(
+    text: str,
+    path: str,
+    config: Config = Config(),
+    *,
+    noqa: bool = True,
+    entries: Sequence["EntryContext"] = (),
+    project: bool = False,
+) -> Union[SourceAnalysis, FileError]:
+    """`pipeline.analyze_source`, parsing through this module's `_parse_and_analyze` (looked up per call)."""
+    return pipeline.analyze_source(text, path, config, noqa=noqa, entries=entries, project=project,
+                                   parse=_parse_and_analyze)
 
 
 def check_source(text: str, path: str, config: Config = Config()) -> FileResult:

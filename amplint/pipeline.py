@@ -9,7 +9,7 @@ rule's code.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.files import source_lines
@@ -82,6 +82,7 @@ def analyze_source(
     noqa: bool = True,
     entries: Sequence["EntryContext"] = (),
     project: bool = False,
+    parse: "Optional[Callable[..., Union[SourceAnalysis, FileError]]]" = None,
 ) -> Union[SourceAnalysis, FileError]:
     """Parse once, analyze, keep the findings `config` selects.
 
@@ -92,7 +93,9 @@ def analyze_source(
     with the chain, and `--fix` gets their `Diagnosis` like any other.
     `project=True` analyzes in project mode (framework regions, call records)
     and skips the text prefilter: the project pass chose the file.
+    `parse` stands in for `_parse_and_analyze` (the engine passes its own name for it).
     """
+    parse = parse or _parse_and_analyze
     imports = _screened(text, config, alone=not entries and not project)
     if imports is None:
         return SourceAnalysis(path, text)
@@ -101,11 +104,11 @@ def analyze_source(
     from amplint.deep import call_deep
 
     try:
-        return _parse_and_analyze(text, path, config, noqa, entries, project, imports)
+        return parse(text, path, config, noqa, entries, project, imports)
     except RecursionError:  # deep but valid code: LibCST recurses ~3 frames per tree level
         pass
     try:
-        return call_deep(_parse_and_analyze, text, path, config, noqa, entries, project, imports)
+        return call_deep(parse, text, path, config, noqa, entries, project, imports)
     except RecursionError:
         return FileError(path, "too deeply nested for amplint to analyse")
 

@@ -588,11 +588,13 @@ def collector_class(recognizers: Sequence[SiteRecognizer]) -> Type[Collector]:
 
     `amplint.cstwalk.walk` reads hooks from the class, so a new node type needs one there.
     """
+    extra = {f"visit_{r.node_type.__name__}": Collector.visit_recognized for r in recognizers
+             if r.node_type is not cst.Call}
+    if not extra:
+        return Collector
     # The collector's own hooks (LibCST's CSTVisitor defines a no-op `visit_X` for every type: those are free).
     own = {name for name in vars(Collector) if name.startswith("visit_")}
-    extra = {f"visit_{r.node_type.__name__}": Collector.visit_recognized for r in recognizers}
-    clash = sorted(name for name in extra if name in own and name != "visit_Call")
+    clash = sorted(name for name in extra if name in own)
     if clash:
         raise ValueError(f"site recognizers cannot take over the collector's own hooks: {', '.join(clash)}")
-    extra.pop("visit_Call", None)
-    return type("Collector", (Collector,), extra) if extra else Collector
+    return type("Collector", (Collector,), extra)

@@ -86,6 +86,12 @@ class Resolver:
         self._mro: Dict[ClassRef, List[ClassRef]] = {}
         self._external: Dict[ClassRef, FrozenSet[str]] = {}
         self._subclasses: Dict[ClassRef, List[ClassRef]] = {}
+        # Class expressions and method owners, resolved once per run: the subclass search asks for the
+        # same (file, base) pairs once per class it expands, which was quadratic on large projects.
+        self._class_of: Dict[Tuple[str, str], Tuple[ClassRef, ...]] = {}
+        self._defining: Dict[Tuple[ClassRef, str], Optional[ClassRef]] = {}
+        self._children: Dict[str, Dict[ClassRef, Tuple[ClassRef, ...]]] = {}  # by a base's short name
+        self._lookups: Dict[Tuple[str, Tuple[str, ...], int, bool], Tuple[Symbol, ...]] = {}
 
     # --- symbols -----------------------------------------------------------
     def _summary(self, path: str) -> Optional[FileSummary]:
@@ -96,7 +102,17 @@ class Resolver:
 
         `for_call`: the name is being called, so another file that is not worth
         entering (`Loader.worth_entering`) is not even parsed to find out.
+        Memoized per run: re-exports that import each other (packages' `__init__`
+        files, star imports) otherwise revisit the same names once per import
+        path, exponentially in `MAX_IMPORT_HOPS`.
         """
+        key = (path, tuple(parts), hops, for_call)
+        found = self._lookups.get(key)
+        if found is None:
+            found = self._lookups[key] = tuple(self._lookup(path, parts, hops, for_call))
+        return list(found)
+
+    def _lookup(self, path: str, parts: Sequence[str], hops: int, for_call: bool) -> List[Symbol]:
         summary = self._summary(path)
         if summary is None or not parts or hops > MAX_IMPORT_HOPS:
             return []
@@ -144,8 +160,14 @@ class Resolver:
         return found
 
     def class_of(self, path: str, text: str, hops: int = 0) -> List[ClassRef]:
-        """The project classes a class expression (`Net`, `models.Net`) in `path` names."""
-        return [s for s in self.lookup(path, text.split("."), hops) if isinstance(s, ClassRef)]
+        """The project classes a class expression (`Net`, `models.Net`) in `path` names (memoized from the top)."""
+        if hops:
+            return [s for s in self.lookup(path, text.split("."), hops) if isinstance(s, ClassRef)]
+        key = (path, text)
+        found = self._class_of.get(key)
+        if found is None:
+            found = self._class_of[key] = tuple(s for s in self.lookup(path, text.split(".")) if isinstance(s, ClassRef))
+        return list(found)
 
     # --- classes -----------------------------------------------------------
     def class_summary(self, cls: ClassRef):  # -> Optional[ClassSummary]
@@ -158,7 +180,13 @@ class Resolver:
                 for ref in self.class_of(cls.path, base)]
 
     def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]:
-        """The first class on the MRO that defines `name`, loading base files only as far as needed."""
+        """The first class on the MRO that defines `name`, loading base files only as far as needed (memoized)."""
+        key = (cls, name)
+        if key not in self._defining:
+            self._defining[key] = self._search_defining(cls, name)
+        return self._defining[key]
+
+    def _search_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]:
         seen: Set[ClassRef] = set()
         stack = [cls]
         while stack:
@@ -210,24 +238,40 @@ class Resolver:
         if cls in self._subclasses:
             return self._subclasses[cls]
         found: List[ClassRef] = []
+        members: Set[ClassRef] = {cls}  # found, and the class itself
         frontier = [cls]
         while frontier and len(found) < MAX_SUBCLASSES:
             current = frontier.pop(0)
             short = current.name.rsplit(".", 1)[-1]
-            for path in self.loader.subclass_files(short):
-                summary = self._summary(path)
-                if summary is None:
-                    continue
-                for name in sorted(summary.classes):
-                    ref = ClassRef(path, name)
-                    if ref in found or ref == cls:
-                        continue
-                    bases = summary.classes[name].bases
-                    if any(current in self.class_of(path, b) for b in bases if b.rsplit(".", 1)[-1] == short):
-                        found.append(ref)
-                        frontier.append(ref)
+            for ref in self._subclass_lines(short).get(current, ()):
+                if ref not in members:
+                    found.append(ref)
+                    members.add(ref)
+                    frontier.append(ref)
         self._subclasses[cls] = sorted(found)
         return self._subclasses[cls]
+
+    def _subclass_lines(self, short: str) -> Dict[ClassRef, Tuple[ClassRef, ...]]:
+        """Per project class, the classes whose class line names it as a base by `short` (file, then name order).
+
+        Built once per short name and run: the files with such a line come from the
+        text index, and each base is resolved once (`class_of`).
+        """
+        index = self._children.get(short)
+        if index is None:
+            building: Dict[ClassRef, List[ClassRef]] = {}
+            for path in self.loader.subclass_files(short):
+                summary = self._summary(path)
+                for name in sorted(summary.classes) if summary is not None else ():
+                    ref = ClassRef(path, name)
+                    parents: List[ClassRef] = []
+                    for base in summary.classes[name].bases:  # type: ignore[union-attr]
+                        if base.rsplit(".", 1)[-1] == short:
+                            parents.extend(p for p in self.class_of(path, base) if p not in parents)
+                    for parent in parents:
+                        building.setdefault(parent, []).append(ref)
+            index = self._children[short] = {parent: tuple(refs) for parent, refs in building.items()}
+        return index
 
     def classes_deriving(self, external: FrozenSet[str], short_names: Sequence[str]) -> List[ClassRef]:
         """Project classes with one of `external` on their MRO (e.g. every LightningModule), sorted."""

@@ -1,0 +1,88 @@
+"""Project-mode resolution does each piece of work once per run, whatever the shape of the imports.
+
+Star imports that fan out and join again (`x{i}` and `y{i}` both re-export
+`x{i+1}` and `y{i+1}`) reach each module through 2**depth import paths. Before
+lookups were memoized, a name searched through them cost that many lookups; on
+real code (packages' `__init__` files) a cold run did not finish.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from amplint.config import Config
+from amplint.project import resolve
+from amplint.project.run import run_project
+
+DEPTH = 7  # under MAX_IMPORT_HOPS, so the deepest helper is still found
+
+
+def _diamond(root: Path) -> None:
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for i in range(DEPTH):
+        for name in ("x", "y"):
+            (pkg / f"{name}{i}.py").write_text(f"from pkg.x{i + 1} import *\nfrom pkg.y{i + 1} import *\n")
+    for name in ("x", "y"):
+        (pkg / f"{name}{DEPTH}.py").write_text("VALUE = 1\n")
+    with open(pkg / "y1.py", "a") as out:  # near the region: the walk enters it (`Loader.worth_entering`)
+        out.write(
+            "from torch.distributions import Normal\n\n\n"
+            "class Model:\n"
+            "    def run(self, mu, x):\n"
+            "        return Normal(mu, 1.0).log_prob(x)\n"
+        )
+    (root / "train.py").write_text(
+        "import torch\n\nfrom pkg import y1  # near the file with the site: the walk enters this one\n"
+        "from pkg.x0 import Missing, Model\n\n\n"
+        "def step(m: Model, other: Missing, mu, x):\n"
+        "    with torch.autocast('cuda'):\n"
+        "        return m.run(mu, x) + other.run(mu, x)\n"
+    )
+
+
+def test_star_import_diamonds_cost_one_lookup_per_name_and_depth(tmp_path: Path, monkeypatch) -> None:
+    _diamond(tmp_path)
+    calls: List[Tuple[str, Tuple[str, ...], int, bool]] = []
+    original = resolve.Resolver._lookup
+
+    def counted(self, path, parts, hops, for_call):  # type: ignore[no-untyped-def]
+        calls.append((path, tuple(parts), hops, for_call))
+        return original(self, path, parts, hops, for_call)
+
+    monkeypatch.setattr(resolve.Resolver, "_lookup", counted)
+    run = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
+    found = [(Path(r.path).name, f.line, f.column, f.code, f.chain) for r in run.results for f in r.findings]
+    assert found == [("y1.py", 8, 16, "AMP001", ("m.run(mu, x)", "Model.run"))]
+    assert len(calls) > 2 * DEPTH  # the names were searched through the whole diamond
+    repeated: Dict[Tuple[str, Tuple[str, ...], int, bool], int] = {}
+    for key in calls:
+        repeated[key] = repeated.get(key, 0) + 1
+    assert [key for key, count in repeated.items() if count > 1] == []
+    # Two names (`Model`, `Missing`) through two modules per level: linear in the depth, not 2**DEPTH.
+    assert len(calls) <= 4 * (DEPTH + 2) * 2
+
+
+@pytest.mark.parametrize("jobs", [1])
+def test_the_subclass_index_finds_the_same_overrides_as_a_search(tmp_path: Path, jobs: int) -> None:
+    """Every `Head(Model)` of the project overrides `forward`: found through the index, capped as before."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("import torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                                 "        return x\n")
+    for i in range(3):
+        (pkg / f"h{i}.py").write_text(
+            "from torch.distributions import Normal\n\nfrom pkg.base import Model\n\n\n"
+            "class Head(Model):\n    def forward(self, x):\n        return Normal(x, 1.0).log_prob(x)\n"
+        )
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nfrom pkg.base import Model\n\n\n"
+        "def step(m: Model, x):\n    with torch.autocast('cuda'):\n        return m(x)\n"
+    )
+    run = run_project([str(tmp_path)], Config(jobs=jobs), use_cache=False)
+    found = sorted((Path(r.path).name, f.line, f.column, f.code) for r in run.results for f in r.findings)
+    assert found == [(f"h{i}.py", 8, 16, "AMP001") for i in range(3)]
