@@ -97,6 +97,22 @@ class Rule:
         )
 
 
+def uncast_under_float16(site: "Site", kind: str) -> bool:
+    """A site of `kind` with an input not cast, under its own enabled float16 region (`at_site` of AMP001/3/4)."""
+    assert site.state is not None
+    return site.kind == kind and site.state.is_float16 and bool(site.uncast)
+
+
+def region_phrase(diagnosis: Diagnosis) -> str:
+    """How a message names the region: `autocast region at line 12 (reached via f → g)`, or, when the
+    project walk found it in another file, `autocast region at train.py:12 via model(x) → Net.forward`."""
+    region = diagnosis.region
+    if diagnosis.origin:
+        return f"{region.label} at {diagnosis.origin}:{region.line} via {' → '.join(diagnosis.chain)}"
+    via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
+    return f"{region.label} at line {region.line}{via}"
+
+
 def short(code: str, limit: int = 40) -> str:
     """Source text on one line, cut to `limit` characters: how messages quote expressions."""
     code = " ".join(code.split())

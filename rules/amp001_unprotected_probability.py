@@ -5,7 +5,9 @@ from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.sites import DISTRIBUTION
 from amplint.model import Precision
-from amplint.rulebase import CAST, DISABLE, ENABLED_REGION, Diagnosis, Invalid, Rule, listing
+from amplint.rulebase import (
+    CAST, DISABLE, ENABLED_REGION, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -15,26 +17,22 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def in_float16_region(site: "Site") -> bool:
-    """A distribution site whose own region is an enabled float16 one, with an input not cast."""
-    assert site.state is not None
-    return site.kind == DISTRIBUTION and site.state.is_float16 and bool(site.uncast)
+    """A distribution site under its own enabled float16 region, reading a tensor not cast."""
+    return uncast_under_float16(site, DISTRIBUTION)
 
 
 def reached_from_float16(site: "Site", reach: "Reach") -> bool:
-    """A distribution site entered from a float16 region (a call chain here, or the project walk), uncast."""
+    """A distribution site, uncast, in a function entered from a float16 region (a call chain or the walk)."""
     return site.kind == DISTRIBUTION and bool(site.uncast)
 
 
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     site = diagnosis.site
     inputs = listing(site.uncast, module)
-    precision = diagnosis.region.spec.precision
-    kind = "float16" if precision is Precision.FLOAT16 else "possibly-float16"
+    kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
     if diagnosis.origin:  # entered from a region the project walk found (usually in another file)
-        return (
-            f"`{site.label}` runs under {kind} autocast with inputs not cast to float32: {inputs}; reached from "
-            f"{diagnosis.region.label} at {diagnosis.origin}:{diagnosis.region.line} via {' → '.join(diagnosis.chain)}"
-        )
+        return (f"`{site.label}` runs under {kind} autocast with inputs not cast to float32: {inputs}; reached from "
+                + region_phrase(diagnosis))
     via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
     return (
         f"`{site.label}` runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} with inputs not "

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.mathsites import INLINE
 from amplint.model import Precision
-from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing
+from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -28,13 +28,12 @@ UNFIXABLE = (
 
 
 def in_float16_region(site: "Site") -> bool:
-    """Hand-written math whose own region is an enabled float16 one, reading a tensor not cast."""
-    assert site.state is not None
-    return site.kind == INLINE and site.state.is_float16 and bool(site.uncast)
+    """Hand-written math under its own enabled float16 region, reading a tensor not cast."""
+    return uncast_under_float16(site, INLINE)
 
 
 def reached_from_float16(site: "Site", reach: "Reach") -> bool:
-    """Hand-written math in a function entered from a float16 region, reading a tensor not cast."""
+    """Hand-written math, uncast, in a function entered from a float16 region (a call chain or the walk)."""
     return site.kind == INLINE and bool(site.uncast)
 
 
@@ -44,15 +43,11 @@ def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     inputs = listing(site.uncast, module)
     kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
     if diagnosis.origin:
-        return (
-            f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from "
-            f"{diagnosis.region.label} at {diagnosis.origin}:{diagnosis.region.line} via {' → '.join(diagnosis.chain)}"
-        )
+        return f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from " + (
+            region_phrase(diagnosis))
     via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
-    return (
-        f"{shape} runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} on tensors not "
-        f"cast to float32: {inputs}{via}"
-    )
+    return (f"{shape} runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} on tensors not "
+            f"cast to float32: {inputs}{via}")
 
 
 def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.mathsites import EPSILON
-from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing
+from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -14,28 +14,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def in_float16_region(site: "Site") -> bool:
-    """A vanishing floor whose own region is an enabled float16 one, under probabilities not cast."""
-    assert site.state is not None
-    return site.kind == EPSILON and site.state.is_float16 and bool(site.uncast)
+    """A vanishing floor under its own enabled float16 region, reading a tensor not cast."""
+    return uncast_under_float16(site, EPSILON)
 
 
 def reached_from_float16(site: "Site", reach: "Reach") -> bool:
-    """A vanishing floor in a function entered from a float16 region, under probabilities not cast."""
+    """A vanishing floor, uncast, in a function entered from a float16 region (a call chain or the walk)."""
     return site.kind == EPSILON and bool(site.uncast)
 
 
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     site = diagnosis.site
     floor = " ".join(module.code_for_node(site.call).split())
-    where = (
-        f"{diagnosis.region.label} at {diagnosis.origin}:{diagnosis.region.line} via {' → '.join(diagnosis.chain)}"
-        if diagnosis.origin else
-        f"{diagnosis.region.label} at line {diagnosis.region.line}"
-        + (f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else "")
-    )
     return (
         f"the floor in `{floor}` rounds to 0 in float16 (smallest subnormal 6.0e-8), so it guards nothing: "
-        f"{listing(site.uncast, module)} may be float16 under the {where}"
+        f"{listing(site.uncast, module)} may be float16 under the {region_phrase(diagnosis)}"
     )
 
 

@@ -46,7 +46,8 @@ def test_scan_walks_config_files_and_skips_environments(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
 def test_real_configs_of_the_corpus_are_read() -> None:
-    found = configfiles.scan([str(CORPUS / "shivammehta25+Matcha-TTS"), str(CORPUS / "Stability-AI+stable-audio-tools")])
+    repos = ["shivammehta25+Matcha-TTS", "Stability-AI+stable-audio-tools"]
+    found = configfiles.scan([str(CORPUS / repo) for repo in repos])
     assert [(Path(s.path).name, s.line, s.text) for s in found] == [
         ("defaults.ini", 27, 'precision = "16-mixed"'),  # roots in sorted order: "Stability-AI" first
         ("default.yaml", 11, "precision: 16-mixed"),

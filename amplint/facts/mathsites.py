@@ -13,7 +13,7 @@ protect a distribution's parameters.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Protocol, Set
+from typing import TYPE_CHECKING, List, Optional, Protocol, Set, Tuple
 
 import libcst as cst
 
@@ -36,23 +36,28 @@ class SiteContext(Protocol):
     def make_site(self, node: cst.CSTNode, method: str, dists: List["DistRef"], values: List[cst.BaseExpression],
                   inputs: List[cst.BaseExpression], kind: str, at: Optional[cst.CSTNode] = None) -> "Site": ...
 
+
 INLINE = "inline-math"
 EPSILON = "epsilon"
+
+
+def _log_shape(log: cst.BaseExpression, env: Env) -> Tuple[Optional[str], cst.BaseExpression]:
+    """What a tensor log takes the log of: ("log-sum-exp" | "log-of-prob" | None, the value under any floor)."""
+    operand = probmath.log_operand(log, env)
+    if operand is None:
+        return None, log
+    inner, _ = probmath.strip_floor(operand, env)
+    if probmath.is_sum_of_exp(inner, env):
+        return "log-sum-exp", inner
+    return ("log-of-prob" if probmath.is_prob(inner, env) else None), inner
 
 
 def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     """`torch.log(p)`, `p.log()`, `torch.log(p + eps)` of probabilities, or a log of a sum of exps."""
     assert isinstance(node, cst.Call)
     env = ctx.math_env()
-    operand = probmath.log_operand(node, env)
-    if operand is None:
-        return None
-    inner, _ = probmath.strip_floor(operand, env)
-    if probmath.is_sum_of_exp(inner, env):
-        shape = "log-sum-exp"
-    elif probmath.is_prob(inner, env):
-        shape = "log-of-prob"
-    else:
+    shape, inner = _log_shape(node, env)
+    if shape is None:
         return None
     return ctx.make_site(node, shape, [], [], list(probmath.leaves(inner, env)), INLINE)
 
@@ -64,10 +69,8 @@ def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     log = probmath.entropy_operand(node, env)
     if log is None:
         return None
-    operand = probmath.log_operand(log, env)
-    assert operand is not None
-    inner, _ = probmath.strip_floor(operand, env)
-    if probmath.is_prob(inner, env) or probmath.is_sum_of_exp(inner, env):
+    shape, inner = _log_shape(log, env)
+    if shape is not None:
         return None  # the log is a site of its own
     return ctx.make_site(node, "log-of-prob", [], [], list(probmath.leaves(inner, env)), INLINE, at=log)
 

@@ -484,8 +484,9 @@ def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
             base = node.left
     elif _method(node, SQUARE_METHODS, env) is not None:
         base = _receiver(node)  # type: ignore[arg-type]
-    elif _method(node, POW_METHODS, env) is not None and _number(_first_arg(node) or cst.Name("x")) == 2:  # type: ignore
-        base = _receiver(node)  # type: ignore[arg-type]
+    elif isinstance(node, cst.Call) and _method(node, POW_METHODS, env) is not None:
+        exponent = _first_arg(node)
+        base = _receiver(node) if exponent is not None and _number(exponent) == 2 else None
     else:
         call = _function(node, SQUARE_FUNCTIONS | POW_FUNCTIONS, env)
         if call is not None:
@@ -538,8 +539,8 @@ def _number(node: cst.BaseExpression) -> Optional[float]:
 def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
     """The tensor values an expression reads: names, attributes and calls that are not math on them."""
     node = _unwrap(node)
-    if _number(node) is not None or isinstance(node, (cst.SimpleString, cst.ConcatenatedString,
-                                                        cst.FormattedString)):
+    strings = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+    if _number(node) is not None or isinstance(node, strings):
         return
     if isinstance(node, (cst.Name, cst.Attribute)):
         if not env.imports.matches(node, PI_NAMES):
