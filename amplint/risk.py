@@ -110,7 +110,9 @@ def assess(finding: Finding) -> Risk:
         return _unknown("the distribution is built where the analysis cannot see it", device)
     classes = {spec.qualname.rsplit(".", 1)[-1] for spec in site.dists}
     name = site.dists[0].qualname.rsplit(".", 1)[-1]
-    if not site.dists[0].qualname.startswith("torch.distributions.") or len(classes) != 1:
+    if len(classes) != 1:
+        return _unknown(f"the value may be one of {', '.join(sorted(classes))} (one per branch)", device)
+    if not site.dists[0].qualname.startswith("torch.distributions."):
         return _unknown(f"{name}.{site.method} is not in the measured table", device)
     rows = [row for row in _index().get((name, site.method), []) if "skipped" not in row]
     if not rows:

@@ -27,8 +27,8 @@ from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Scope, Site,
 )
-from amplint.facts.nodes import annotation_class, attribute_dtype, names_in, self_attribute, target_names
-from amplint.facts.nodes import literal as read_literal
+from amplint.facts.nodes import attribute_dtype, names_in, self_attribute, target_names
+from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Env, scope_env
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
@@ -72,6 +72,7 @@ class Collector(cst.CSTVisitor):
         self.framework_calls: List[FrameworkCall] = []
         self.math_envs: Dict[int, Env] = {}  # id(scope node) -> bindings the math recognizers follow
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
+        self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
 
     # --- helpers -----------------------------------------------------------
@@ -191,13 +192,7 @@ class Collector(cst.CSTVisitor):
     def _accelerator_ctor(self, value: cst.BaseExpression) -> Optional[AccelBinding]:
         if not (isinstance(value, cst.Call) and self.imports.matches(value.func, frameworks.ACCELERATOR)):
             return None
-        mixed = next((a for a in value.args if a.keyword is not None and a.keyword.value == "mixed_precision"), None)
-        literal = None if mixed is None else read_literal(mixed.value, self.module)
-        double_star = any(a.star == "**" for a in value.args)
-        precision = frameworks.accelerate_precision(literal, double_star)
-        spec = None if precision is None else RegionSpec(precision, True, "cuda", '"cuda"')
-        label = frameworks.describe("Accelerator", "mixed_precision", literal, double_star)
-        return AccelBinding(spec, self._line(value), value, label)
+        return accelerator_binding(value, self._line(value), self.module)
 
     def _lookup(self, name: str, table: str) -> object:
         """`name` in the scope chain's `table`; a local parameter or assignment without it hides outer ones."""
@@ -243,7 +238,7 @@ class Collector(cst.CSTVisitor):
             class_name = None
         scope = Scope(key, display, class_name, parent, node=node)
         if self.options.project:
-            self._record_params(scope, node.params, container == "class")
+            record_params(scope, node.params, container == "class")
         for decorator in node.decorators:
             spec = self._decorator_region(decorator.decorator)
             if spec is not None:
@@ -256,19 +251,6 @@ class Collector(cst.CSTVisitor):
         assert self.scope.parent is not None
         self.scope = self.scope.parent
         self.containers.pop()
-
-    def _record_params(self, scope: Scope, params: cst.Parameters, method: bool) -> None:
-        """Parameter names, and the project class a parameter's annotation names (not exact: a subclass fits)."""
-        every = [*params.posonly_params, *params.params, *params.kwonly_params]
-        every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-        for index, param in enumerate(every):
-            name = param.name.value
-            scope.params.add(name)
-            if method and index == 0:
-                continue
-            annotation = annotation_class(param.annotation.annotation) if param.annotation is not None else None
-            if annotation is not None:
-                scope.instances[name] = (annotation, False)
 
     def _decorator_region(self, expr: cst.BaseExpression) -> Optional[RegionSpec]:
         if isinstance(expr, cst.Call):
@@ -300,6 +282,17 @@ class Collector(cst.CSTVisitor):
             self.scope.regions.pop()
 
     # --- statements and bindings ---------------------------------------------
+    def visit_If_body(self, node: cst.If) -> None:
+        self.branches.append((id(node), 0))
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.branches.append((id(node), 1))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.branches.pop()
+
+    leave_If_orelse = leave_If_body
+
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.statements.append(node)
 
@@ -360,6 +353,8 @@ class Collector(cst.CSTVisitor):
         wide = keep_wide or (single is not None and self._wide(value))
         dist = self._dist_ref(value) if single is not None else None
         autocast = self._autocast_value(value) if single is not None else None
+        path = tuple(self.branches)
+        kept = scope.reaching(single, path) if single is not None else []  # earlier constructors still reaching
         state = scope.effective()
         made_in = state.line if state is not None and state.is_float16 else None
         if made_in is None and not wide and scope.tainted:
@@ -367,6 +362,7 @@ class Collector(cst.CSTVisitor):
         for name in names:
             scope.wide_names.discard(name)
             scope.dist_bindings.pop(name, None)
+            scope.dist_alternatives.pop(name, None)
             scope.factories.pop(name, None)
             scope.tainted.pop(name, None)
             if wide:
@@ -374,8 +370,11 @@ class Collector(cst.CSTVisitor):
             elif made_in is not None:
                 scope.tainted[name] = made_in
         if single is not None and dist is not None:
-            scope.dist_bindings[single] = DistRef(dist.ctor, dist.qualname, single, dist.components, dist.inputs,
-                                                  dist.has_star)
+            ref = DistRef(dist.ctor, dist.qualname, single, dist.components, dist.inputs, dist.has_star)
+            scope.dist_bindings[single], scope.dist_alternatives[single] = ref, kept
+            scope.binding_paths[single] = path
+        elif single is not None and kept:  # not a distribution here, but one may still reach from elsewhere
+            scope.dist_bindings[single], scope.dist_alternatives[single] = kept[0], kept[1:]
         if single is not None and autocast is not None:
             scope.factories[single] = autocast
 
@@ -509,29 +508,22 @@ class Collector(cst.CSTVisitor):
             CallRecord(kind, name, scope, state, position.line, protected, position.column + 1, callee, text,
                        receiver, local)  # type: ignore[arg-type]
         )
-        if callee.rsplit(".", 1)[-1].endswith(("Trainer", "TrainingArguments")):
-            self._record_framework_call(node, callee, position.line, position.column + 1)
-
-    def _record_framework_call(self, node: cst.Call, callee: str, line: int, column: int) -> None:
-        """Trainer / TrainingArguments constructions, for rules L and H (read by `amplint.project`)."""
-        keywords = tuple(
-            (a.keyword.value, read_literal(a.value, self.module)) for a in node.args
-            if a.keyword is not None and a.keyword.value in ("precision", "fp16", "bf16")
-        )
-        positional = [a.value for a in node.args if a.keyword is None and not a.star]
-        model = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "model"), None)
-        if model is None and positional:
-            model = positional[0]
-        self.framework_calls.append(FrameworkCall(
-            qualnames=tuple(sorted(self.imports.qualnames(node.func))), callee=callee, line=line, column=column,
-            keywords=keywords, double_star=any(a.star == "**" for a in node.args), function=self.scope.key,
-            model=None if model is None else self._instance_of(model),
-        ))
+        if callee.rsplit(".", 1)[-1].endswith(("Trainer", "TrainingArguments")):  # rules L and H
+            model = trainer_model(node)
+            self.framework_calls.append(framework_call(
+                node, callee, (position.line, position.column + 1), self.module, self.imports, scope.key,
+                None if model is None else self._instance_of(model)))
 
     # --- the SiteContext that recognizers read -----------------------------------
     def dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
         """A distribution constructor call, or a local name bound to one (see `_dist_ref`)."""
         return self._dist_ref(node)
+
+    def dist_refs(self, node: cst.BaseExpression) -> List[DistRef]:
+        """Every constructor that may reach `node`: a name assigned in two `if` branches has two."""
+        ref = self._dist_ref(node)
+        extra = self.scope.dist_alternatives.get(node.value, []) if isinstance(node, cst.Name) and ref else []
+        return ([ref] if ref is not None else []) + extra
 
     def is_wide(self, node: cst.BaseExpression) -> bool:
         """The expression is float32 or wider here (a cast, a factory, a name bound to one)."""

@@ -131,6 +131,10 @@ class Scope:
     regions: List[RegionEntry] = field(default_factory=list)
     factories: Dict[str, Union[AutocastFactory, RegionSpec]] = field(default_factory=dict)
     dist_bindings: Dict[str, DistRef] = field(default_factory=dict)
+    # Constructors of earlier assignments that may still reach (another `if` branch), and where each
+    # binding was made: the `if` branches around it, as (id(If), 0 for the body / 1 for the orelse).
+    dist_alternatives: Dict[str, List[DistRef]] = field(default_factory=dict)
+    binding_paths: Dict[str, Tuple[Tuple[int, int], ...]] = field(default_factory=dict)
     wide_names: Set[str] = field(default_factory=set)
     tainted: Dict[str, int] = field(default_factory=dict)
     nested: Dict[str, str] = field(default_factory=dict)
@@ -143,6 +147,17 @@ class Scope:
     instances: Dict[str, Tuple[str, bool]] = field(default_factory=dict)  # name -> (class expression, exact)
     accelerators: Dict[str, AccelBinding] = field(default_factory=dict)
     prepared: Dict[str, AccelBinding] = field(default_factory=dict)  # models returned by accelerator.prepare
+
+    def reaching(self, name: str, path: Tuple[Tuple[int, int], ...]) -> List[DistRef]:
+        """The constructors bound to `name` that an assignment at `path` does not replace on every path.
+
+        An assignment in the same block as the last one, or in a block around it, replaces it; one in
+        an `if` branch (or the other branch of the same `if`) leaves the earlier ones reaching too.
+        """
+        old = self.dist_bindings.get(name)
+        if old is None or self.binding_paths.get(name, ())[:len(path)] == path:
+            return []
+        return [old] + self.dist_alternatives.get(name, [])
 
     def effective(self) -> Optional[RegionEntry]:
         """The region that decides autocast here; a disabled region for another device is transparent."""

@@ -4,15 +4,17 @@ Pure functions of the tree (and the import table): no scope state, no rule codes
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from amplint.cstwalk import children, walk
 from amplint.facts import frameworks
+from amplint.facts.frameworks import FrameworkCall
+from amplint.facts.model import AccelBinding, Scope
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
-from amplint.regions import BFLOAT16_NAMES, FLOAT16_NAMES, WIDE_FLOAT_NAMES
+from amplint.regions import BFLOAT16_NAMES, FLOAT16_NAMES, WIDE_FLOAT_NAMES, RegionSpec
 
 
 def names_in(node: cst.CSTNode) -> Iterator[str]:
@@ -144,3 +146,47 @@ def attribute_dtype(cls: cst.ClassDef, attr: str, imports: ImportTable) -> Optio
     if Precision.FLOAT16 in kinds:
         return Precision.FLOAT16 if kinds == {Precision.FLOAT16} else Precision.MAYBE_FLOAT16
     return Precision.BFLOAT16 if Precision.BFLOAT16 in kinds else Precision.OTHER
+
+
+def trainer_model(node: cst.Call) -> Optional[cst.BaseExpression]:
+    """The model a `Trainer(...)` construction is given: `model=` or the first positional argument."""
+    model = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "model"), None)
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    return model if model is not None or not positional else positional[0]
+
+
+def framework_call(node: cst.Call, callee: str, where: Tuple[int, int], module: cst.Module, imports: ImportTable,
+                   function: str, model: Optional[Tuple[str, bool]]) -> FrameworkCall:
+    """A Trainer / TrainingArguments construction as rules L and H read it (`amplint.project.implied`)."""
+    keywords = tuple(
+        (a.keyword.value, literal(a.value, module)) for a in node.args
+        if a.keyword is not None and a.keyword.value in ("precision", "fp16", "bf16")
+    )
+    return FrameworkCall(
+        qualnames=tuple(sorted(imports.qualnames(node.func))), callee=callee, line=where[0], column=where[1],
+        keywords=keywords, double_star=any(a.star == "**" for a in node.args), function=function, model=model,
+    )
+
+
+def accelerator_binding(value: cst.Call, line: int, module: cst.Module) -> AccelBinding:
+    """`Accelerator(mixed_precision=...)` (rule A): the region its `autocast()` and prepared models open."""
+    mixed = next((a for a in value.args if a.keyword is not None and a.keyword.value == "mixed_precision"), None)
+    arg = None if mixed is None else literal(mixed.value, module)
+    double_star = any(a.star == "**" for a in value.args)
+    precision = frameworks.accelerate_precision(arg, double_star)
+    spec = None if precision is None else RegionSpec(precision, True, "cuda", '"cuda"')
+    return AccelBinding(spec, line, value, frameworks.describe("Accelerator", "mixed_precision", arg, double_star))
+
+
+def record_params(scope: Scope, params: cst.Parameters, method: bool) -> None:
+    """Parameter names, and the project class a parameter's annotation names (not exact: a subclass fits)."""
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    for index, param in enumerate(every):
+        name = param.name.value
+        scope.params.add(name)
+        if method and index == 0:
+            continue
+        annotation = annotation_class(param.annotation.annotation) if param.annotation is not None else None
+        if annotation is not None:
+            scope.instances[name] = (annotation, False)

@@ -44,6 +44,9 @@ class SiteContext(Protocol):
     def dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
         """A distribution constructor call, or a local name bound to one."""
 
+    def dist_refs(self, node: cst.BaseExpression) -> List[DistRef]:
+        """Every constructor that may reach `node` (one per `if` branch that binds a name to one)."""
+
     def is_wide(self, node: cst.BaseExpression) -> bool:
         """The expression is float32 or wider here."""
 
@@ -100,11 +103,11 @@ def distribution_method(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]
     if not (isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS):
         return None
     method = func.attr.value
-    receiver = ctx.dist_ref(func.value)
-    if receiver is None and method != "log_prob":
+    receivers = ctx.dist_refs(func.value)  # a name assigned in two `if` branches has two constructors
+    if not receivers and method != "log_prob":
         return None
     values = [a.value for a in node.args if not a.star] if method in VALUE_METHODS else []
-    return _site(node, ctx, method, [receiver] if receiver is not None else [], values)
+    return _site(node, ctx, method, receivers, values)
 
 
 def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
