@@ -17,7 +17,7 @@ framework regions (Accelerate's `accelerator.autocast()` and prepared models).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import libcst as cst
 
@@ -29,7 +29,7 @@ from amplint.facts.model import (
 )
 from amplint.facts.nodes import attribute_dtype, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
-from amplint.facts.mathenv import Env, scope_env
+from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
@@ -71,6 +71,7 @@ class Collector(cst.CSTVisitor):
         self.attr_dtypes: Dict[Tuple[str, str], Optional[Precision]] = {}
         self.framework_calls: List[FrameworkCall] = []
         self.math_envs: Dict[int, Env] = {}  # id(scope node) -> bindings the math recognizers follow
+        self.class_bindings: Dict[int, Callable[[], Bindings]] = {}  # id(class node) -> its `self.` bindings
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
@@ -532,7 +533,11 @@ class Collector(cst.CSTVisitor):
     def math_env(self) -> Env:
         """The current function's bindings (and its class's `self.` attributes), for `amplint.facts.probmath`."""
         owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
-        return self.math_envs.setdefault(id(self.scope.node), scope_env(self.scope.node, self.imports, owner))
+        key = id(self.scope.node)
+        if key not in self.math_envs:  # a class's attribute bindings are read once for all its methods
+            attributes = self.class_bindings.setdefault(id(owner), class_bindings(owner))
+            self.math_envs[key] = scope_env(self.scope.node, self.imports, attributes)
+        return self.math_envs[key]
 
     def inside_site(self, node: cst.CSTNode) -> bool:
         """Is `node` within the last site recorded? The walk is top-down: an enclosing site came first."""

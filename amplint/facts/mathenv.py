@@ -22,20 +22,31 @@ class Env:
     `values(name)` gives the expressions assigned to a local name (and a
     parameter's default); `attribute_values(attr)` those assigned to
     `self.attr` anywhere in the class. `is_local(name)` says the function
-    computed the name itself, so its name alone proves nothing.
+    computed the name itself, so its name alone proves nothing. The bindings
+    are read on first use: most functions hold no probability math at all.
     """
 
-    def __init__(
-        self,
-        imports: ImportTable,
-        values: Callable[[str], Sequence[cst.BaseExpression]] = lambda name: (),
-        attribute_values: Callable[[str], Sequence[cst.BaseExpression]] = lambda attr: (),
-        is_local: Callable[[str], bool] = lambda name: False,
-    ) -> None:
+    def __init__(self, imports: ImportTable, function: Optional[cst.FunctionDef] = None,
+                 attributes: Callable[[], Bindings] = dict) -> None:
         self.imports = imports
-        self.values = values
-        self.attribute_values = attribute_values
-        self.is_local = is_local
+        self._function = function
+        self._local: Optional[Bindings] = None
+        self._attributes = attributes
+        self.memo: Dict[tuple, bool] = {}  # `probmath._has` answers for this function's nodes
+
+    def _bindings(self) -> Bindings:
+        if self._local is None:
+            self._local = _bindings(self._function) if self._function is not None else {}
+        return self._local
+
+    def values(self, name: str) -> Sequence[cst.BaseExpression]:
+        return self._bindings().get(name, ())
+
+    def attribute_values(self, attr: str) -> Sequence[cst.BaseExpression]:
+        return self._attributes().get(attr, ())
+
+    def is_local(self, name: str) -> bool:
+        return self._function is not None and name in self._bindings() and not _is_param(self._function, name)
 
 
 def function_env(function: cst.FunctionDef, imports: ImportTable,
@@ -45,15 +56,24 @@ def function_env(function: cst.FunctionDef, imports: ImportTable,
     Flow-insensitive on purpose: every assignment of a name counts, so a
     branch never hides a binding (a floor literal needs all of them to agree).
     """
-    local = _bindings(function)
-    attributes = _attribute_bindings(class_node) if class_node is not None else {}
-    return Env(imports, lambda name: local.get(name, ()), lambda attr: attributes.get(attr, ()),
-               lambda name: name in local and not _is_param(function, name))
+    return Env(imports, function, class_bindings(class_node))
 
 
-def scope_env(node: Optional[cst.CSTNode], imports: ImportTable, class_node: Optional[cst.ClassDef]) -> Env:
-    """`function_env` for a function scope; the module scope binds nothing the recogniser follows."""
-    return function_env(node, imports, class_node) if isinstance(node, cst.FunctionDef) else Env(imports)
+def class_bindings(class_node: Optional[cst.ClassDef]) -> Callable[[], Bindings]:
+    """The class's `self.` attribute bindings, read once on first use (every method of the class shares them)."""
+    found: List[Bindings] = []
+
+    def read() -> Bindings:
+        if not found:
+            found.append(_attribute_bindings(class_node) if class_node is not None else {})
+        return found[0]
+
+    return read
+
+
+def scope_env(node: Optional[cst.CSTNode], imports: ImportTable, attributes: Callable[[], Bindings]) -> Env:
+    """An `Env` for a scope: a function's own bindings; the module scope binds nothing the recogniser follows."""
+    return Env(imports, node if isinstance(node, cst.FunctionDef) else None, attributes)
 
 
 def _is_param(function: cst.FunctionDef, name: str) -> bool:
@@ -123,16 +143,16 @@ def statements_of(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
     A `for` or a comprehension binds its target to an element of the iterable,
     which is what the recogniser follows (`for lkl in likelihoods.values()`).
+    Iterative, in source order: generated code nests deep.
     """
-    for child in children(node):
-        if isinstance(child, cst.BaseSmallStatement):
+    stack = list(reversed(list(children(node))))
+    while stack:
+        child = stack.pop()
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(child, (cst.BaseSmallStatement, cst.For, cst.CompFor)):
             yield child
-            yield from statements_of(child)
-        elif isinstance(child, (cst.For, cst.CompFor)):
-            yield child
-            yield from statements_of(child)
-        elif not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            yield from statements_of(child)
+        stack.extend(reversed(list(children(child))))
 
 
 def self_attribute(node: cst.BaseExpression) -> Optional[str]:

@@ -461,7 +461,18 @@ def _gaussian_terms(terms: List[cst.BaseExpression], env: Env) -> bool:
 
 def _has(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool],
          depth: int = 2) -> bool:
-    """`test` holds for `node`, a sub-expression, or (`depth` steps back) a name's assigned value."""
+    """`test` holds for `node`, a sub-expression, or (`depth` steps back) a name's assigned value.
+
+    Memoized per function (`Env.memo`): the terms of the sums in one function share their names'
+    assigned values, which would otherwise be searched once per term.
+    """
+    key = (id(node), test.__name__, depth)
+    if key not in env.memo:
+        env.memo[key] = _search(node, env, test, depth)
+    return env.memo[key]
+
+
+def _search(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool], depth: int) -> bool:
     node = _unwrap(node)
     if test(node, env):
         return True
