@@ -7,7 +7,7 @@ tensor stays wide, which is what lets fix A cast *before* `exp`/`sigmoid`
 """
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, Optional
+from typing import Callable, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -97,6 +97,37 @@ def is_non_tensor_arg(class_name: str, arg: cst.Arg, position: Optional[int]) ->
         return arg.keyword.value in NON_TENSOR_KEYWORDS
     short = class_name.rsplit(".", 1)[-1]
     return position is not None and position in NON_TENSOR_POSITIONS.get(short, frozenset())
+
+
+def is_transform(node: cst.BaseExpression, table: ImportTable) -> bool:
+    """Transforms (and lists of them) passed to a constructor are not tensors."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return all(is_transform(element.value, table) for element in node.elements)
+    if isinstance(node, cst.Call):
+        return any(name.startswith("torch.distributions.transforms.") for name in table.qualnames(node.func))
+    return False
+
+
+def constructor_arguments(qualname: str, call: cst.Call, table: ImportTable) -> Tuple[List[cst.BaseExpression], bool]:
+    """What a distribution constructor is given that may be a tensor or a nested distribution, in order,
+    and whether a `*args`/`**kwargs` may pass others: counts, shapes, numbers and transforms left out.
+
+    The analysis reads its inputs from it and the fixer its casts, so both agree on what is a tensor.
+    """
+    values: List[cst.BaseExpression] = []
+    star = False
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            star = True
+            continue
+        index = position if arg.keyword is None else None
+        if arg.keyword is None:
+            position += 1
+        if is_non_tensor_arg(qualname, arg, index) or is_number(arg.value) or is_transform(arg.value, table):
+            continue
+        values.append(arg.value)
+    return values, star
 
 
 def is_cast_call(node: cst.BaseExpression, table: ImportTable) -> bool:

@@ -97,31 +97,14 @@ class Collector(cst.CSTVisitor):
         if qualname is None:
             return None
         ref = DistRef(node, qualname, None)
-        position = 0
-        for arg in node.args:
-            if arg.star:
-                ref.has_star = True
-                continue
-            index = position if arg.keyword is None else None
-            if arg.keyword is None:
-                position += 1
-            if dtypes.is_non_tensor_arg(qualname, arg, index) or dtypes.is_number(arg.value):
-                continue
-            component = self._dist_ref(arg.value)
+        values, ref.has_star = dtypes.constructor_arguments(qualname, node, self.imports)
+        for value in values:
+            component = self._dist_ref(value)
             if component is not None:
                 ref.components.append(component)
-            elif not self._is_non_tensor_call(arg.value):
-                ref.inputs.append(arg.value)
+            else:
+                ref.inputs.append(value)
         return ref
-
-    def _is_non_tensor_call(self, node: cst.BaseExpression) -> bool:
-        """Transforms and constraints passed to a constructor are not tensors."""
-        if isinstance(node, (cst.List, cst.Tuple)):
-            return all(self._is_non_tensor_call(el.value) for el in node.elements)
-        if isinstance(node, cst.Call):
-            names = self.imports.qualnames(node.func)
-            return any(n.startswith("torch.distributions.transforms.") for n in names)
-        return False
 
     def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
         return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)

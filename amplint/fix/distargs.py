@@ -101,28 +101,10 @@ def _tensor_args(
 ) -> List[cst.BaseExpression]:
     """The tensor arguments of one constructor, with nested constructors' arguments in place of them."""
     out: List[cst.BaseExpression] = []
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            continue
-        index = position if arg.keyword is None else None
-        if arg.keyword is None:
-            position += 1
-        if dtypes.is_non_tensor_arg(qualname, arg, index) or dtypes.is_number(arg.value):
-            continue
-        if _is_transform(arg.value, table):
-            continue
-        inner = _constructor_in(arg.value, table, extra)
+    for value in dtypes.constructor_arguments(qualname, call, table)[0]:
+        inner = _constructor_in(value, table, extra)
         if inner is not None:
             out.extend(_tensor_args(inner[0], inner[1], table, extra))
-        elif not isinstance(arg.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-            out.append(arg.value)
+        elif not isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            out.append(value)
     return out
-
-
-def _is_transform(node: cst.BaseExpression, table: ImportTable) -> bool:
-    if isinstance(node, (cst.List, cst.Tuple)):
-        return all(_is_transform(element.value, table) for element in node.elements)
-    if isinstance(node, cst.Call):
-        return any(name.startswith("torch.distributions.transforms.") for name in table.qualnames(node.func))
-    return False
