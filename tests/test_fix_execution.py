@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -91,13 +90,8 @@ def _shape(value: Any) -> Any:
 
 
 @pytest.fixture(autouse=True)
-def _quiet_and_unvalidated():
-    previous = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-    torch.distributions.Distribution.set_default_validate_args(previous)
+def _quiet_and_unvalidated(unvalidated_distributions):
+    yield
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}/{p[1].name[:-6]}")

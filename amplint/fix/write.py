@@ -21,7 +21,7 @@ import os
 import stat
 import tempfile
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence, Union
+from typing import BinaryIO, Iterator, Optional, Sequence, Union
 
 from amplint.model import FileError
 
@@ -137,9 +137,7 @@ def _replace(path: str, target: str, data: bytes, mode: int, info: os.stat_resul
     handle, temp = _temporary(target)
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+            _synced(out, data)
         os.chmod(temp, mode)
         _keep_owner(temp, info)
         os.replace(temp, target)
@@ -157,9 +155,7 @@ def _write_in_place(path: str, target: str, data: bytes, old: bytes) -> Optional
     handle, backup = _temporary(target)
     try:
         with os.fdopen(handle, "wb") as copy:
-            copy.write(old)
-            copy.flush()
-            os.fsync(copy.fileno())
+            _synced(copy, old)
     except BaseException as exc:
         _remove(backup)
         if isinstance(exc, OSError):
@@ -182,10 +178,16 @@ def _write_in_place(path: str, target: str, data: bytes, old: bytes) -> Optional
 
 def _overwrite(target: str, data: bytes) -> None:
     with open(target, "r+b") as out:
-        out.write(data)
+        _synced(out, data, truncate=True)
+
+
+def _synced(out: BinaryIO, data: bytes, truncate: bool = False) -> None:
+    """Write `data` and wait until it is on disk: a rename or a restore may rely on it right after."""
+    out.write(data)
+    if truncate:
         out.truncate()
-        out.flush()
-        os.fsync(out.fileno())
+    out.flush()
+    os.fsync(out.fileno())
 
 
 def _keep_owner(temp: str, info: os.stat_result) -> None:
