@@ -60,6 +60,7 @@ class SiteSpec:
     method: str  # log_prob, entropy, cdf, icdf, kl_divergence
     dists: Tuple[DistSpec, ...]  # one, or two for kl_divergence; empty if unknown
     values: Tuple[ArgSpec, ...]  # the value argument(s) of the method
+    kind: str = "distribution"  # which recognizer found it (`amplint.facts.sites`)
 
 
 @dataclass(frozen=True)

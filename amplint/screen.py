@@ -20,12 +20,13 @@ from __future__ import annotations
 import ast
 from typing import AbstractSet, Iterable, Tuple
 
+from amplint.densitynames import is_density_name
 from amplint.names import ImportTable, ast_dotted
 
 REGION_WORDS = ("autocast",)
 # The text prefilter's words for a computation ("cdf" also covers "icdf"; "log" covers hand-written math:
 # `torch.log`, `.log()`, `math.log(2 * math.pi)`; "e-" a literal such as `1e-10`).
-PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence", "log", "e-")
+PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence", "log", "e-", "kl", "likelihood", "nll")
 # Logs whose call may be hand-written probability math (`x.log()` takes no argument; logging calls do).
 LOG_NAMES = frozenset({"torch.log", "torch.log2", "torch.log10", "math.log", "numpy.log"})
 LOG_METHODS = frozenset({"log", "log2", "log10"})
@@ -81,6 +82,9 @@ def _is_log(node: ast.Call, imports: ImportTable) -> bool:
 def _is_site(func: ast.expr, imports: ImportTable) -> bool:
     if isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence"):
         return True
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name is not None and is_density_name(name):
+        return True  # a project density's call (`amplint.facts.densitycalls`)
     dotted = ast_dotted(func)
     if dotted is None:
         return False

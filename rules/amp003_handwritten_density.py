@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Tuple
 
+from amplint.facts.densitycalls import DENSITY
 from amplint.facts.mathsites import INLINE
 from amplint.model import Precision
 from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16
@@ -25,21 +26,32 @@ UNFIXABLE = (
     "not fixable: the terms of hand-written math may be Python numbers, which have no `.float()`; cast the "
     "tensors it reads to float32 by hand"
 )
+UNFIXABLE_CALL = (
+    "not fixable: the arguments of the project's own density may not all be tensors; cast its tensor "
+    "arguments (or the constructor's) to float32 by hand, or compute in float32 inside the density"
+)
+KINDS = (INLINE, DENSITY)
 
 
 def in_float16_region(site: "Site") -> bool:
-    """Hand-written math under its own enabled float16 region, reading a tensor not cast."""
-    return uncast_under_float16(site, INLINE)
+    """Hand-written math or a project density's call under its own enabled float16 region, reading a tensor not cast."""
+    return any(uncast_under_float16(site, kind) for kind in KINDS)
 
 
 def reached_from_float16(site: "Site", reach: "Reach") -> bool:
-    """Hand-written math, uncast, in a function entered from a float16 region (a call chain or the walk)."""
-    return site.kind == INLINE and bool(site.uncast)
+    """The same, uncast, in a function entered from a float16 region (a call chain or the walk)."""
+    return site.kind in KINDS and bool(site.uncast)
+
+
+def _shape(site: "Site") -> str:
+    if site.kind == DENSITY:
+        return f"the project's density `{site.method}(...)`"
+    return SHAPES.get(site.method, "hand-written probability math")
 
 
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     site = diagnosis.site
-    shape = SHAPES.get(site.method, "hand-written probability math")
+    shape = _shape(site)
     inputs = listing(site.uncast, module)
     kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
     if diagnosis.origin:
@@ -53,11 +65,11 @@ def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
 def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:
     """Fix A casts what a log of probabilities reads; the other shapes are left to the user (`UNFIXABLE`)."""
     site = diagnosis.site
-    return (CAST,) if site.method in CASTABLE and site.uncast else ()
+    return (CAST,) if site.kind == INLINE and site.method in CASTABLE and site.uncast else ()
 
 
 def why_unfixable(diagnosis: Diagnosis) -> str:
-    return UNFIXABLE
+    return UNFIXABLE_CALL if diagnosis.site.kind == DENSITY else UNFIXABLE
 
 
 RULE = Rule(

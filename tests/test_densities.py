@@ -39,9 +39,13 @@ def test_findings_are_exact_and_reached_from_train_py(tmp_path: Path) -> None:
     assert not flow.fixable  # its terms may be Python numbers: left to the user, with the reason
 
 
-def test_without_the_region_file_nothing_is_reported() -> None:
-    """The helpers hold no region of their own: checked alone (`--no-project`), they report nothing."""
-    assert _render(PROJECT, Config(project=False)) == []
+def test_single_file_mode_reports_the_density_calls_it_cannot_see_into() -> None:
+    """Checked file by file (`--no-project`), the helpers hold no region and report nothing; train.py cannot
+    see their bodies, so it reports each call of a density-named project helper with float16 arguments."""
+    assert _render(PROJECT, Config(project=False)) == [
+        "train.py:16:25 AMP003", "train.py:17:27 AMP003", "train.py:19:27 AMP003", "train.py:20:27 AMP003",
+    ]
+    assert _render(PROJECT / "dens", Config(project=False)) == []
 
 
 @pytest.fixture
@@ -88,4 +92,8 @@ def test_fixed_helpers_are_finite_where_the_original_ones_are_not(fixed_copy: Pa
     before, after = run(PROJECT), run(fixed_copy)
     assert before[0] == 1 and before[2] > 0, before  # NaN entropy; -inf log-CDFs under the 1e-12 floor
     assert after == [0, 0, 0], after
-    assert _render(fixed_copy) == ["dens/flow.py:8:22 AMP003"]  # only the unfixable one is left
+    # Only the unfixable ones are left: the written-out Gaussian and the calls of density helpers.
+    assert _render(fixed_copy) == [
+        "dens/diffusion.py:18:16 AMP003", "dens/diffusion.py:19:15 AMP003", "dens/flow.py:8:22 AMP003",
+        "train.py:19:27 AMP003",
+    ]

@@ -46,7 +46,7 @@ WORDS_OUTSIDE_CODE = [
     '"""Uses torch.autocast; see Normal.log_prob."""\nimport torch\nx = 1  # autocast log_prob\n',
     # a region, but the "probability" words are other names
     "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
-    "    loss = F.cross_entropy(a, b)\n    h = entropy_bonus(c)\n    d = cdf_table[0]\n",
+    "    loss = F.cross_entropy(a, b)\n    h = entropy_bonus * c\n    d = cdf_table[0]\n",
     # a probability call, and autocast only in a string
     "import torch\nmsg = 'wrap in torch.autocast'\ny = torch.distributions.Normal(0, 1).log_prob(x)\n",
 ]

@@ -12,6 +12,7 @@ import libcst as cst
 
 from amplint.cstwalk import walk
 from amplint.facts.collector import Collector, collector_class
+from amplint.facts.densitycalls import DENSITY
 from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
 from amplint.facts.sites import RECOGNIZERS, SiteRecognizer
 from amplint.names import ImportTable, collect_imports
@@ -34,6 +35,7 @@ def collect_facts(
     collector = collector_class(recognizers)(module, imports, options, recognizers)
     walk(module, collector)
     _drop_non_distributions(collector)
+    _drop_densities_with_sites(collector.scopes)
     return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
                      collector.framework_calls)
 
@@ -62,6 +64,24 @@ def _drop_non_distributions(collector: Collector) -> None:
             scope.sites.remove(site)
             for callee in callees:
                 _call_method(collector.scopes, receivers, scope, site, callee)
+
+
+def _drop_densities_with_sites(scopes: Dict[str, Scope]) -> None:
+    """Forget a call of a density of this file whose body holds sites of its own: those report the hazard.
+
+    The call stays a call, so the body is still reached from the region.
+    """
+    for scope in scopes.values():
+        for site in [s for s in scope.sites if s.kind == DENSITY]:
+            func = site.call.func if isinstance(site.call, cst.Call) else None
+            key = None
+            if isinstance(func, cst.Name):
+                key = func.value
+            elif isinstance(func, cst.Attribute) and scope.class_name is not None:
+                key = f"{scope.class_name}.{func.attr.value}"
+            callee = scopes.get(key) if key is not None else None
+            if callee is not None and callee is not scope and callee.sites:
+                scope.sites.remove(site)
 
 
 def _scope_chain(scope: Scope) -> Iterator[Scope]:

@@ -23,6 +23,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.facts import frameworks
+from amplint.facts.densitycalls import DENSITY
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Scope, Site,
@@ -435,10 +436,11 @@ class Collector(cst.CSTVisitor):
 
     # --- calls ---------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if self.recognize(node) is None:  # a probability site is not also a call into a helper
-            self._record_call(node)
+        site = self.recognize(node)
+        if site is None or site.kind == DENSITY:  # a probability site is not also a call, but a density is entered
+            self._record_call(node, site is not None)
 
-    def _record_call(self, node: cst.Call) -> None:
+    def _record_call(self, node: cst.Call, density: bool = False) -> None:
         func = node.func
         kind: Optional[str] = None
         if isinstance(func, cst.Name):
@@ -462,9 +464,10 @@ class Collector(cst.CSTVisitor):
         callee = dotted_name(func)
         if callee is None:
             return
-        self._record_project_call(node, kind, name, callee, protected)
+        self._record_project_call(node, kind, name, callee, protected, density)
 
-    def _record_project_call(self, node: cst.Call, kind: str, name: str, callee: str, protected: bool) -> None:
+    def _record_project_call(self, node: cst.Call, kind: str, name: str, callee: str, protected: bool,
+                             density: bool) -> None:
         scope = self.scope
         position = self.positions[node].start
         state = scope.effective()
@@ -490,7 +493,7 @@ class Collector(cst.CSTVisitor):
             text = text if len(text) <= 40 else f"{callee}(...)"
         self.scope.calls.append(
             CallRecord(kind, name, scope, state, position.line, protected, position.column + 1, callee, text,
-                       receiver, local)  # type: ignore[arg-type]
+                       receiver, local, density)  # type: ignore[arg-type]
         )
         if callee.rsplit(".", 1)[-1].endswith(("Trainer", "TrainingArguments")):  # rules L and H
             model = trainer_model(node)

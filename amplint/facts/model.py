@@ -108,6 +108,7 @@ class CallRecord:
     text: str = ""  # the call as written, shortened (kept for calls in float16 regions: a chain starts there)
     receiver: Optional[Tuple[str, bool]] = None  # (class expression, exact) the callee's root is bound to
     root_local: bool = False  # the callee's root is a local name of the function (a parameter or assigned)
+    density: bool = False  # the call is also a site: a call of the project's own density
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Protocol, Tuple, Typ
 import libcst as cst
 
 from amplint import dtypes
-from amplint.facts import mathsites
+from amplint.facts import densitycalls, mathsites
 from amplint.facts.model import DistRef, Scope, Site
 from amplint.screen import SITE_METHODS
 
@@ -126,6 +126,7 @@ def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
 RECOGNIZERS: Tuple[SiteRecognizer, ...] = (
     SiteRecognizer(cst.Call, DISTRIBUTION, distribution_method),
     SiteRecognizer(cst.Call, DISTRIBUTION, kl_divergence),
+    SiteRecognizer(cst.Call, densitycalls.DENSITY, densitycalls.density_call),
     SiteRecognizer(cst.Call, mathsites.INLINE, mathsites.inline_call),
     SiteRecognizer(cst.Call, mathsites.EPSILON, mathsites.floor_call),
     SiteRecognizer(cst.BinaryOperation, mathsites.INLINE, mathsites.inline_operation),

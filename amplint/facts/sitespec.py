@@ -50,7 +50,7 @@ def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
             break
         values.append(arg_spec(arg, position if arg.keyword is None else None))
         position += 1
-    return SiteSpec(site.method, tuple(dist_spec(d) for d in site.dists), tuple(values))
+    return SiteSpec(site.method, tuple(dist_spec(d) for d in site.dists), tuple(values), site.kind)
 
 
 def _name_of(node: cst.BaseExpression) -> Optional[str]:

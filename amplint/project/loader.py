@@ -164,6 +164,10 @@ class Loader:
         """Is `def name` written in some file worth entering? If not, no call to `name` can lead to a finding."""
         return any(self.worth_entering(path) for path in sorted(self._def_index.get(name, ())))
 
+    def defining_files(self, name: str) -> List[str]:
+        """Files worth entering with a `def name` line (text only): where an inferred call may go."""
+        return [path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path)]
+
     def may_assign(self, attr: str) -> bool:
         """Does any file write `self.<attr> = ...`? If not, no class holds an instance there."""
         return attr in self._attr_index

@@ -19,7 +19,7 @@ is followed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.facts import frameworks
@@ -28,7 +28,19 @@ from amplint.project.summary import CallSummary, FileSummary, FunctionSummary
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.loader import Loader
 
-MAX_OVERRIDES = 8
+MAX_OVERRIDES = 16
+# A call on a receiver of unknown class (a parameter typed `nn.Module`, an attribute set from a config)
+# goes to every project class defining the method, when there are at most this many (see `inferred`).
+MAX_INFERRED = 4
+# Methods that library objects have: tensors, modules, optimizers, scalers, containers. A receiver of
+# unknown class calling one of them is more likely a library object than a project class.
+LIBRARY_METHODS = frozenset({
+    "__call__", "__init__", "forward", "step", "zero_grad", "backward", "update", "to", "cuda", "cpu", "float",
+    "half", "double", "train", "eval", "parameters", "named_parameters", "modules", "children", "state_dict",
+    "load_state_dict", "apply", "register_buffer", "item", "size", "view", "reshape", "mean", "sum", "detach",
+    "clone", "copy", "get", "items", "keys", "values", "append", "extend", "pop", "format", "join", "split",
+    "read", "write", "close", "add", "log", "info", "warning", "run", "start", "reset", "save", "load",
+})
 MAX_SUBCLASSES = 32
 MAX_IMPORT_HOPS = 8
 MODULE_KEY = "<module>"
@@ -48,6 +60,7 @@ class Target:
     key: str
     receiver: Optional[ClassRef] = None
     exact: bool = False
+    inferred: bool = field(default=False, compare=False)  # chosen by name: the receiver's class was unknown
 
 
 @dataclass(frozen=True)
@@ -358,13 +371,17 @@ class Resolver:
             elif root == "cls":
                 return []
             held = self._self_attr(own, parts[1])  # `self.policy(...)`, `self.policy.act(...)`
+            if not held and len(parts) == 3:
+                return self.inferred(parts[2])
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
         if call.receiver is not None:
             text, bound_exact = call.receiver
             classes = self.class_of(path, text)
+            if not classes and len(parts) == 2:  # typed with a library class: `net: nn.Module`
+                return self.inferred(parts[1])
             return self._targets([s for c in classes for s in self._attribute(_Instance(c, bound_exact), parts[1:])])
         if call.root_local:
-            return []
+            return self.inferred(parts[1]) if len(parts) == 2 else []
         summary = self._summary(path)
         if summary is None:
             return []
@@ -376,13 +393,35 @@ class Resolver:
             scope = summary.functions.get(scope.parent) if scope.parent else None
         return self._targets(self.lookup(path, parts, for_call=True))
 
+    def inferred(self, name: str) -> List[Target]:
+        """`recv.name(...)` on a receiver of unknown class: each project class that defines `name` (CHA by name).
+
+        Bounded by MAX_INFERRED classes, and never for LIBRARY_METHODS: past that
+        the call says too little about its receiver to follow it. Chains mark
+        these targets as inferred.
+        """
+        if name in LIBRARY_METHODS or name.startswith("__") or not self.loader.may_define_usefully(name):
+            return []
+        files = self.loader.defining_files(name)
+        if len(files) > MAX_INFERRED:
+            return []
+        classes = [ClassRef(path, cls) for path in files for cls, info in sorted(self._classes(path).items())
+                   if name in info.methods]
+        if len(classes) > MAX_INFERRED:
+            return []
+        return [Target(c.path, f"{c.name}.{name}", c, False, inferred=True) for c in classes]
+
+    def _classes(self, path: str):  # -> Dict[str, ClassSummary]
+        summary = self._summary(path)
+        return summary.classes if summary is not None else {}
+
     def display(self, target: Target) -> str:
         """How a chain names a function: `Class.method`, or `module.function` for plain functions."""
         summary = self._summary(target.path)
         function = summary.functions.get(target.key) if summary is not None else None
         if function is None:
             return target.key
-        if function.class_name is not None:
-            return function.display
-        return f"{self.modules.short(target.path)}.{function.display}"
+        shown = function.display if function.class_name is not None else (
+            f"{self.modules.short(target.path)}.{function.display}")
+        return f"{shown} (inferred)" if target.inferred else shown
 

@@ -10,6 +10,7 @@ from amplint.files import discover
 from amplint.model import FileError, FileResult
 from amplint.project.cache import DiskCache, code_fingerprint
 from amplint.project import configfiles
+from amplint.project.covered import covered_density_calls, without_covered
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
@@ -57,6 +58,7 @@ def run_project(
     )
     entries = walk(seeds, loader, resolver, config.max_depth)
     eager = set(loader.region_files())
+    covered = covered_density_calls(loader, resolver, [p for p in files if p in eager or p in entries], entries)
     results = [FileResult(error.path, error=error) for error in errors]
     loader.prepare_findings(
         [(path, entries.get(path, ())) for path in files if path in eager or path in entries]
@@ -72,6 +74,7 @@ def run_project(
         if isinstance(outcome, FileError):
             results.append(FileResult(path, error=outcome))
         else:
-            results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
+            kept = without_covered(path, outcome, covered)
+            results.append(FileResult(path, findings=sorted(kept, key=lambda f: f.sort_key())))
     frozen = {path: tuple(found) for path, found in entries.items()}
     return ProjectRun(results, frozen, loader.stats, spellings)

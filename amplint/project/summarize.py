@@ -30,6 +30,7 @@ def _call(call: "CallRecord") -> CallSummary:
         protected=call.protected,
         receiver=call.receiver,
         root_local=call.root_local,
+        density=call.density,
     )
 
 

@@ -45,6 +45,7 @@ class CallSummary:
     protected: bool  # every argument cast to float32: not followed
     receiver: Optional[Tuple[str, bool]]  # (class expression, exact) the callee's root is an instance of
     root_local: bool  # the root is a local name with no known class: not resolved further
+    density: bool = False  # also a site: a call of the project's own density (`project.covered`)
 
 
 @dataclass(frozen=True)

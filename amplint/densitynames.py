@@ -1,0 +1,42 @@
+"""Names that say "density": the project functions and methods whose calls AMP003 treats as log-densities.
+
+Real training code computes most log-densities with its own classes and helpers
+(`posterior.kl()`, `self._likelihood(x)`, `normal_kl(...)`,
+`discretized_gaussian_log_likelihood(...)`), not `torch.distributions`. Their
+names are how they can be told apart from other calls without running them.
+No LibCST here: the text prefilter and the CPython screen use these too.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+DENSITY_KIND = "density-call"  # `Site.kind` of a call of the project's own density
+
+# One token of a snake_case name (leading underscores dropped): `_likelihood`, `normal_kl`, `log_p_x`...
+_TOKEN = re.compile(
+    r"(?:^|_)(?:log_?probs?|log_?p|log_?likelihoods?|likelihoods?|log_?density|log_?pdf|nll|kl|log_?posterior|"
+    r"log_?prior|cdf|entropy)(?:_|$)"
+)
+# The same, as a call in source text: a superset for the prefilters (`F.nll_loss(` passes, harmlessly).
+CALL_TEXT = re.compile(
+    r"(?:log_?probs?|log_?p|likelihoods?|log_?density|log_?pdf|nll|(?<![A-Za-z])kl|log_?posterior|log_?prior)"
+    r"(?:_\w*)?\s*\("
+)
+# Top-level packages whose functions are not the project's own densities (their fused or distribution
+# methods are sites of their own, or not sites at all: `F.nll_loss`, `F.kl_div`, `np.log`).
+LIBRARY_PACKAGES = frozenset({
+    "torch", "numpy", "scipy", "math", "jax", "tensorflow", "sklearn", "torchmetrics", "lightning",
+    "pytorch_lightning", "transformers", "einops", "pyro", "statistics", "random",
+})
+
+
+def is_density_name(name: str) -> bool:
+    """`kl`, `_likelihood`, `normal_kl`, `log_prob`, `discretized_gaussian_log_likelihood`, `log_p`..."""
+    lowered = name.lstrip("_").lower()
+    return "cross_entropy" not in lowered and bool(_TOKEN.search(lowered))  # a fused loss, not a density
+
+
+def from_library(qualified_names: Iterable[str]) -> bool:
+    """Does a name imported as one of `qualified_names` come from a library (not the project)?"""
+    return any(q.lstrip(".").split(".", 1)[0] in LIBRARY_PACKAGES and not q.startswith(".") for q in qualified_names)
