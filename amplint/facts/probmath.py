@@ -277,6 +277,8 @@ def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
     node = _unwrap(node)
     if _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None:
         return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dtypes.is_cast_call(node, env.imports):
+        return is_prob(node.func.value, env, depth)  # `p.float()`: still probabilities, now float32 (a cast site)
     if isinstance(node, cst.Subscript):
         return is_prob(node.value, env, depth)
     call = _method(node, KEEPS_PROB_METHODS, env)

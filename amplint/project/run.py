@@ -58,7 +58,7 @@ def run_project(
     )
     entries = walk(seeds, loader, resolver, config.max_depth)
     eager = set(loader.region_files())
-    covered = covered_density_calls(loader, resolver, [p for p in files if p in eager or p in entries], entries)
+    covered = covered_density_calls(loader, resolver, [p for p in files if p in eager or p in entries])
     results = [FileResult(error.path, error=error) for error in errors]
     loader.prepare_findings(
         [(path, entries.get(path, ())) for path in files if path in eager or path in entries]

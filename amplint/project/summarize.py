@@ -44,6 +44,7 @@ def _function(scope: "Scope") -> FunctionSummary:
         nested=tuple(sorted(scope.nested.items())),
         exposed=exposed,
         calls=tuple(_call(c) for c in scope.calls if c.callee),
+        sites=len(scope.sites),
     )
 
 

@@ -57,6 +57,7 @@ class FunctionSummary:
     nested: Tuple[Tuple[str, str], ...]  # local def name -> key
     exposed: int  # probability computations with no local region and uncast inputs
     calls: Tuple[CallSummary, ...]
+    sites: int = 0  # probability computations of any kind, cast or not (`project.covered`)
 
 
 @dataclass(frozen=True)
