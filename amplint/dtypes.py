@@ -29,6 +29,8 @@ ELEMENTWISE_METHODS = frozenset(
         "clamp", "clamp_min", "clamp_max", "clip", "log", "log1p", "expm1", "neg", "reciprocal",
         "pow", "relu", "contiguous", "squeeze", "unsqueeze", "view", "reshape", "expand", "expand_as",
         "transpose", "permute", "detach", "clone", "chunk", "split", "flatten", "add", "mul", "sub", "div",
+        # Reductions: float32 in, float32 out (CUDA autocast widens `sum`/`prod`, never narrows).
+        "mean", "sum", "amax", "amin", "cumsum", "std", "var",
     }
 )
 ELEMENTWISE_FUNCTIONS = frozenset(

@@ -28,7 +28,7 @@ from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Scope, Site,
 )
-from amplint.facts.nodes import attribute_dtype, names_in, self_attribute, target_names
+from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
 from amplint.facts.sites import SiteRecognizer, wide_result
@@ -310,6 +310,9 @@ class Collector(cst.CSTVisitor):
             self._bind(names, single, original_node.value)
             if self.options.project:
                 self._bind_project(original_node.target, original_node.value)
+                declared = declared_class(original_node.annotation.annotation, original_node.value)
+                if declared is not None:  # `self.reg: AbstractRegularizer = instantiate_from_config(...)`
+                    self._set(original_node.target, (declared, False))
 
     def visit_For(self, node: cst.For) -> None:
         if self.options.project:  # a loop variable is a local name of unknown class

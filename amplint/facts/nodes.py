@@ -190,3 +190,19 @@ def record_params(scope: Scope, params: cst.Parameters, method: bool) -> None:
         annotation = annotation_class(param.annotation.annotation) if param.annotation is not None else None
         if annotation is not None:
             scope.instances[name] = (annotation, False)
+
+
+def declared_class(annotation: cst.BaseExpression, value: cst.BaseExpression) -> Optional[str]:
+    """The class an annotated assignment declares, when its value does not say more.
+
+    `x: Base = make_from_config(cfg)` holds some `Base` (a subclass, so not exact);
+    `x: Base = Sub(...)` is known from its constructor, which stays the better fact.
+    """
+    declared = dotted_name(annotation)
+    if declared is None or not declared.rsplit(".", 1)[-1][:1].isupper():
+        return None
+    if isinstance(value, cst.Call):
+        callee = dotted_name(value.func)
+        if callee is not None and callee.rsplit(".", 1)[-1][:1].isupper():
+            return None
+    return declared

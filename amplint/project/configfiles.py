@@ -104,3 +104,22 @@ def scan(roots: Sequence[str]) -> Tuple[ConfigPrecision, ...]:
 def strongest(settings: Sequence[ConfigPrecision], framework: str) -> Optional[ConfigPrecision]:
     """The setting that names a framework's region: the first by path and line."""
     return next((s for s in settings if s.framework == framework), None)
+
+
+# `target: pkg.mod.Class` (ldm/sgm), `_target_: pkg.mod.Class` (Hydra), `class_path: pkg.mod.Class` (LightningCLI).
+_TARGET = re.compile(r"""^\s*(?:-\s+)?(?:target|_target_|class_path)\s*[:=]\s*["']?(?P<dotted>[A-Za-z_][\w.]*)""")
+
+
+def read_targets(text: str) -> List[str]:
+    """The class names (last part) a config file's text asks to build."""
+    return [match.group("dotted").rsplit(".", 1)[-1] for match in map(_TARGET.match, text.splitlines()) if match]
+
+
+def built_classes(roots: Sequence[str]) -> frozenset:
+    """Names of the classes the project's config files build: a receiver made from a config is one of them."""
+    found: List[str] = []
+    for path in config_files(roots):
+        text = _read(path)
+        if text is not None:
+            found.extend(read_targets(text))
+    return frozenset(found)

@@ -20,7 +20,7 @@ is followed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.facts import frameworks
 from amplint.project.summary import CallSummary, FileSummary, FunctionSummary
@@ -93,8 +93,10 @@ Symbol = Union[_Func, _Method, _Instance, ClassRef, _Module]
 class Resolver:
     """Memoized resolution over the loader's summaries (one per run: no global state)."""
 
-    def __init__(self, loader: "Loader") -> None:
+    def __init__(self, loader: "Loader", built: Callable[[], FrozenSet[str]] = frozenset) -> None:
         self.loader = loader
+        self._built = built  # names of the classes the project's config files build (read on first use)
+        self._built_names: Optional[FrozenSet[str]] = None
         self.modules = loader.modules
         self._mro: Dict[ClassRef, List[ClassRef]] = {}
         self._external: Dict[ClassRef, FrozenSet[str]] = {}
@@ -397,19 +399,29 @@ class Resolver:
         """`recv.name(...)` on a receiver of unknown class: each project class that defines `name` (CHA by name).
 
         Bounded by MAX_INFERRED classes, and never for LIBRARY_METHODS: past that
-        the call says too little about its receiver to follow it. Chains mark
-        these targets as inferred.
+        the call says too little about its receiver to follow it, unless the
+        project's config files name few enough of them (`target: pkg.Class`):
+        what a config builds is what a receiver made from a config holds.
+        Chains mark these targets as inferred.
         """
         if name in LIBRARY_METHODS or name.startswith("__") or not self.loader.may_define_usefully(name):
             return []
         files = self.loader.defining_files(name)
-        if len(files) > MAX_INFERRED:
-            return []
+        if len(files) > MAX_INFERRED * 4:
+            return []  # too common a name to be worth parsing its definitions
         classes = [ClassRef(path, cls) for path in files for cls, info in sorted(self._classes(path).items())
                    if name in info.methods]
         if len(classes) > MAX_INFERRED:
+            built = self._built_classes()
+            classes = [c for c in classes if c.name.rsplit(".", 1)[-1] in built]
+        if not classes or len(classes) > MAX_INFERRED:
             return []
         return [Target(c.path, f"{c.name}.{name}", c, False, inferred=True) for c in classes]
+
+    def _built_classes(self) -> FrozenSet[str]:
+        if self._built_names is None:
+            self._built_names = frozenset(self._built())
+        return self._built_names
 
     def _classes(self, path: str):  # -> Dict[str, ClassSummary]
         summary = self._summary(path)

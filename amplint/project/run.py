@@ -48,7 +48,7 @@ def run_project(
     cache = DiskCache(directory if use_cache else None)
     loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint())
     loader.scan()
-    resolver = Resolver(loader)
+    resolver = Resolver(loader, lambda: configfiles.built_classes(tops))
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
