@@ -26,9 +26,15 @@ def reached_from_float16(site: "Site", reach: "Reach") -> bool:
     return site.kind == DISTRIBUTION and bool(site.uncast)
 
 
+def built_in(site: "Site") -> str:
+    """Where a distribution returned by another function was built: its parameters are inputs too (issue 13)."""
+    places = [f"`{ref.built_in[0]}` at line {ref.built_in[1]}" for ref in site.dists if ref.built_in is not None]
+    return f" (the distribution is built in {', '.join(places)})" if places else ""
+
+
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     site = diagnosis.site
-    inputs = listing(site.uncast, module)
+    inputs = listing(site.uncast, module) + built_in(site)
     kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
     if diagnosis.origin:  # entered from a region the project walk found (usually in another file)
         return (f"`{site.label}` runs under {kind} autocast with inputs not cast to float32: {inputs}; reached from "

@@ -31,6 +31,7 @@ from amplint.facts.model import (
 from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
+from amplint.facts.returns import ReturnIndex, unpacked
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
@@ -76,6 +77,7 @@ class Collector(cst.CSTVisitor):
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
+        self.returns = ReturnIndex(module, imports, self._dist_class)  # distributions this file's functions return
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -96,7 +98,7 @@ class Collector(cst.CSTVisitor):
             return None
         qualname = self._dist_class(node.func)
         if qualname is None:
-            return None
+            return self._returned(node)
         ref = DistRef(node, qualname, None)
         values, ref.has_star = dtypes.constructor_arguments(qualname, node, self.imports)
         for value in values:
@@ -106,6 +108,11 @@ class Collector(cst.CSTVisitor):
             else:
                 ref.inputs.append(value)
         return ref
+
+    def _returned(self, call: cst.Call, index: Optional[int] = None) -> Optional[DistRef]:
+        """The distribution a function of this file returns from `call` (`amplint.facts.returns`)."""
+        found = self.returns.for_call(call, self.math_env(), self.scope.class_name, index)
+        return None if found is None else replace(found.ref, built_in=(found.owner, self._line(found.ref.ctor)))
 
     def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
         return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
@@ -299,6 +306,10 @@ class Collector(cst.CSTVisitor):
             else None
         )
         self._bind(names, single, original_node.value)
+        for index, name in unpacked(original_node.targets[0].target, original_node.value):
+            ref = self._returned(original_node.value, index)  # type: ignore[arg-type]
+            if ref is not None:  # `preds, dist = self.evaluation_forward(x)`
+                self.scope.dist_bindings[name] = replace(ref, binding=name)
         if self.options.project:
             for target in original_node.targets:
                 self._bind_project(target.target, original_node.value)

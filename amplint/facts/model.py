@@ -59,6 +59,7 @@ class DistRef:
     components: List["DistRef"] = field(default_factory=list)
     inputs: List[cst.BaseExpression] = field(default_factory=list)  # tensor arguments
     has_star: bool = False
+    built_in: Optional[Tuple[str, int]] = None  # (function, line) when a callee of this file builds it
 
 
 @dataclass

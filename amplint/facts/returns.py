@@ -1,0 +1,177 @@
+"""Distributions that the functions of this file return, followed into their callers.
+
+Real code builds a distribution in `forward` or in a `get_dist(...)` helper and
+computes with it in the caller: `policy(x).log_prob(a)`, `d = self.head(h)`,
+`preds, dist = self.evaluation_forward(x)`. The caller's site then reads the
+constructor's parameters, which were computed in the callee: a cast of the
+value alone leaves them float16 (issue 13, item 4), and fix A casts them where
+the distribution is built.
+
+Only this file's functions are followed (module functions, methods called on
+`self`, and instances of this file's classes held in a local name or a `self.`
+attribute), through `return` statements and the callee's own local names. A
+function that returns distributions from several `return` statements gives the
+first one for each tuple position.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from amplint import dtypes
+from amplint.facts.mathenv import Env, function_env, self_attribute, statements_of
+from amplint.facts.model import DistRef
+from amplint.names import ImportTable, dotted_name
+
+# Calls that return the module they are called on: an instance keeps its class through them.
+SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "train", "eval", "requires_grad_"})
+_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Returned:
+    """A distribution constructor in a callee: its `DistRef` (inputs: tensors not float32 there) and where."""
+
+    ref: DistRef
+    owner: str  # the function that builds it: "Policy.forward", "make_dist"
+
+
+class ReturnIndex:
+    """What each function of one module returns, computed on first use (most files never ask)."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable,
+                 dist_class: Callable[[cst.BaseExpression], Optional[str]]) -> None:
+        self.module = module
+        self.imports = imports
+        self.dist_class = dist_class
+        self._functions: Optional[Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
+        self._returns: Dict[str, Dict[Optional[int], Returned]] = {}
+
+    def for_call(self, call: cst.Call, env: Env, class_name: Optional[str],
+                 index: Optional[int] = None) -> Optional[Returned]:
+        """The distribution `call` returns (element `index` of a returned tuple), if a function of this file builds it."""
+        key = self._callee(call.func, env, class_name)
+        if key is None:
+            return None
+        return self._returned(key).get(index)
+
+    # --- which function a call runs ----------------------------------------
+    def _table(self) -> Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:
+        if self._functions is None:
+            table: Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]] = {}
+            for statement in self.module.body:
+                if isinstance(statement, cst.FunctionDef):
+                    table.setdefault(statement.name.value, (statement, None))
+                elif isinstance(statement, cst.ClassDef):
+                    for member in statement.body.body:
+                        if isinstance(member, cst.FunctionDef):
+                            table.setdefault(f"{statement.name.value}.{member.name.value}", (member, statement))
+            self._functions = table
+        return self._functions
+
+    def _callee(self, func: cst.BaseExpression, env: Env, class_name: Optional[str]) -> Optional[str]:
+        table = self._table()
+        if isinstance(func, cst.Name):
+            if func.value in table:
+                return func.value
+            return self._instance_method(self._class_of(env.values(func.value)), "forward")
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        receiver = func.value
+        if isinstance(receiver, cst.Name) and receiver.value == "self" and class_name is not None:
+            key = f"{class_name}.{method}"
+            if key in table:
+                return key
+            return self._instance_method(self._class_of(env.attribute_values(method)), "forward")
+        attr = self_attribute(receiver)
+        values = env.attribute_values(attr) if attr is not None else (
+            env.values(receiver.value) if isinstance(receiver, cst.Name) else ())
+        return self._instance_method(self._class_of(values), method)
+
+    def _instance_method(self, cls: Optional[str], method: str) -> Optional[str]:
+        if cls is None:
+            return None
+        table = self._table()
+        for name in ((method, "__call__") if method == "forward" else (method,)):
+            if f"{cls}.{name}" in table:
+                return f"{cls}.{name}"
+        return None
+
+    def _class_of(self, values) -> Optional[str]:
+        """The class of this file every binding constructs (`Policy(8)`, `Policy(8).to(device)`), if one."""
+        found = {self._constructed(value) for value in values}
+        if len(found) != 1:
+            return None
+        return found.pop()
+
+    def _constructed(self, value: cst.BaseExpression) -> Optional[str]:
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+                value.func.attr.value in SAME_MODULE_METHODS):
+            value = value.func.value
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+            return None
+        name = value.func.value
+        return name if any(key.startswith(f"{name}.") for key in self._table()) else None
+
+    # --- what a function returns -------------------------------------------
+    def _returned(self, key: str) -> Dict[Optional[int], Returned]:
+        if key not in self._returns:
+            self._returns[key] = {}  # a recursive function ends here
+            function, cls = self._table()[key]
+            env = function_env(function, self.imports, cls)
+            found: Dict[Optional[int], Returned] = {}
+            for value in _return_values(function):
+                elements = value.elements if isinstance(value, cst.Tuple) else None
+                pairs = [(i, e.value) for i, e in enumerate(elements)] if elements is not None else [(None, value)]
+                for index, expr in pairs:
+                    if index not in found:
+                        ctor = self._ctor(expr, env, _DEPTH)
+                        if ctor is not None:
+                            found[index] = Returned(self._ref(*ctor, env), key)
+            self._returns[key] = found
+        return self._returns[key]
+
+    def _ctor(self, expr: cst.BaseExpression, env: Env, depth: int) -> Optional[Tuple[cst.Call, str]]:
+        if isinstance(expr, cst.Call):
+            qualname = self.dist_class(expr.func)
+            return (expr, qualname) if qualname is not None else None
+        if isinstance(expr, cst.Name) and depth > 0:
+            values = env.values(expr.value)
+            if len(values) == 1:
+                return self._ctor(values[0], env, depth - 1)
+        return None
+
+    def _ref(self, call: cst.Call, qualname: str, env: Env) -> DistRef:
+        """The callee's constructor as the caller reads it: nested constructors are components."""
+        ref = DistRef(call, qualname, None)
+        values, ref.has_star = dtypes.constructor_arguments(qualname, call, self.imports)
+        for value in values:
+            inner = self._ctor(value, env, _DEPTH)
+            if inner is not None:
+                ref.components.append(self._ref(*inner, env))
+            elif not self._wide(value, env, _DEPTH):
+                ref.inputs.append(value)
+        return ref
+
+    def _wide(self, node: cst.BaseExpression, env: Env, depth: int) -> bool:
+        """Float32 in the callee: a cast, a factory, or a local name every binding of which is one."""
+        def wide_name(name: str) -> bool:
+            values = env.values(name) if depth > 0 else ()
+            return bool(values) and env.is_local(name) and all(self._wide(v, env, depth - 1) for v in values)
+        return dtypes.is_wide(node, self.imports, wide_name)
+
+
+def _return_values(function: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
+    for node in statements_of(function.body):
+        if isinstance(node, cst.Return) and node.value is not None:
+            yield node.value
+
+
+def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> List[Tuple[int, str]]:
+    """`preds, dist = f(x)`: (tuple position, name) of each plain name of a tuple target bound to a call."""
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(value, cst.Call):
+        return []
+    return [(i, e.value.value) for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name)]
