@@ -24,6 +24,7 @@ import libcst as cst
 from amplint import dtypes
 from amplint.facts import frameworks
 from amplint.facts.densitycalls import DENSITY
+from amplint.facts.signatures import distribution_slots
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Scope, Site,
@@ -459,10 +460,7 @@ class Collector(cst.CSTVisitor):
         kind: Optional[str] = None
         if isinstance(func, cst.Name):
             kind, name = "name", func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in (
-            "self",
-            "cls",
-        ):
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             kind, name = "self", func.attr.value
         elif self.options.project and isinstance(func, cst.Attribute):
             kind, name = "attr", func.attr.value
@@ -507,7 +505,7 @@ class Collector(cst.CSTVisitor):
             text = text if len(text) <= 40 else f"{callee}(...)"
         self.scope.calls.append(
             CallRecord(kind, name, scope, state, position.line, protected, position.column + 1, callee, text,
-                       receiver, local, density)  # type: ignore[arg-type]
+                       receiver, local, density, distribution_slots(node, self.dist_refs))  # type: ignore[arg-type]
         )
         if callee.rsplit(".", 1)[-1].endswith(("Trainer", "TrainingArguments")):  # rules L and H
             model = trainer_model(node)

@@ -110,6 +110,7 @@ class CallRecord:
     receiver: Optional[Tuple[str, bool]] = None  # (class expression, exact) the callee's root is bound to
     root_local: bool = False  # the callee's root is a local name of the function (a parameter or assigned)
     density: bool = False  # the call is also a site: a call of the project's own density
+    dist_args: Tuple[str, ...] = ()  # argument slots ("0", "dist") given a distribution (`facts.signatures`)
 
 
 @dataclass

@@ -168,6 +168,11 @@ class Loader:
         """Files worth entering with a `def name` line (text only): where an inferred call may go."""
         return [path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path)]
 
+    def mentions(self, path: str, word: str) -> bool:
+        """Does the file's text hold `word`? (read again, not kept: memory stays flat)"""
+        text = self._read(path)
+        return text is not None and word in text
+
     def may_assign(self, attr: str) -> bool:
         """Does any file write `self.<attr> = ...`? If not, no class holds an instance there."""
         return attr in self._attr_index

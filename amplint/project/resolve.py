@@ -97,6 +97,7 @@ class Resolver:
         self.loader = loader
         self._built = built  # names of the classes the project's config files build (read on first use)
         self._built_names: Optional[FrozenSet[str]] = None
+        self._typed: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Target, ...]] = {}
         self.modules = loader.modules
         self._mro: Dict[ClassRef, List[ClassRef]] = {}
         self._external: Dict[ClassRef, FrozenSet[str]] = {}
@@ -373,17 +374,17 @@ class Resolver:
             elif root == "cls":
                 return []
             held = self._self_attr(own, parts[1])  # `self.policy(...)`, `self.policy.act(...)`
-            if not held and len(parts) == 3:
-                return self.inferred(parts[2])
+            if not held:
+                return self._unknown_receiver(parts[2:], call)
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
         if call.receiver is not None:
             text, bound_exact = call.receiver
             classes = self.class_of(path, text)
-            if not classes and len(parts) == 2:  # typed with a library class: `net: nn.Module`
-                return self.inferred(parts[1])
+            if not classes:  # typed with a library class: `net: nn.Module`
+                return self._unknown_receiver(parts[1:], call)
             return self._targets([s for c in classes for s in self._attribute(_Instance(c, bound_exact), parts[1:])])
         if call.root_local:
-            return self.inferred(parts[1]) if len(parts) == 2 else []
+            return self._unknown_receiver(parts[1:], call)
         summary = self._summary(path)
         if summary is None:
             return []
@@ -417,6 +418,36 @@ class Resolver:
         if not classes or len(classes) > MAX_INFERRED:
             return []
         return [Target(c.path, f"{c.name}.{name}", c, False, inferred=True) for c in classes]
+
+    def _unknown_receiver(self, rest: Sequence[str], call: CallSummary) -> List[Target]:
+        """A call on an object of unknown class: by the method's name, else by the distributions it is given."""
+        if len(rest) > 1:
+            return []
+        found = self.inferred(rest[0]) if rest else []
+        if not found and call.dist_args:
+            found = self.typed(tuple(rest) or ("forward", "__call__"), call.dist_args)
+        return found
+
+    def typed(self, names: Tuple[str, ...], slots: Tuple[str, ...]) -> List[Target]:
+        """Project methods named one of `names` whose parameter in one of `slots` is annotated as a distribution.
+
+        `self.loss(dist, y)` with `loss` picked by a config runs some `forward(self, dist: Distribution, y)`:
+        the annotation is the one fact that names it. Bounded by MAX_INFERRED; marked inferred.
+        """
+        key = (names, slots)
+        if key not in self._typed:
+            found = []
+            for name in names:
+                for path in self.loader.defining_files(name):
+                    if not self.loader.mentions(path, "Distribution"):
+                        continue
+                    summary = self._summary(path)
+                    for cls, info in sorted(summary.classes.items()) if summary is not None else ():
+                        function = summary.functions.get(f"{cls}.{name}")  # type: ignore[union-attr]
+                        if function is not None and set(function.dist_params) & set(slots):
+                            found.append(Target(path, function.key, ClassRef(path, cls), False, inferred=True))
+            self._typed[key] = tuple(found) if len(found) <= MAX_INFERRED else ()
+        return list(self._typed[key])
 
     def _built_classes(self) -> FrozenSet[str]:
         if self._built_names is None:

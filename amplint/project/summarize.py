@@ -14,6 +14,7 @@ from amplint.project.summary import CallSummary, ClassSummary, FileSummary, Func
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
     from amplint.facts.model import CallRecord, RegionEntry, Scope
+    from amplint.names import ImportTable
 
 
 def _region(entry: "Optional[RegionEntry]") -> Optional[RegionRef]:
@@ -31,10 +32,13 @@ def _call(call: "CallRecord") -> CallSummary:
         receiver=call.receiver,
         root_local=call.root_local,
         density=call.density,
+        dist_args=call.dist_args,
     )
 
 
-def _function(scope: "Scope") -> FunctionSummary:
+def _function(scope: "Scope", imports: "ImportTable") -> FunctionSummary:
+    from amplint.facts.signatures import distribution_params  # the parser is loaded: `scope` came from it
+
     exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
     return FunctionSummary(
         key=scope.key,
@@ -45,12 +49,13 @@ def _function(scope: "Scope") -> FunctionSummary:
         exposed=exposed,
         calls=tuple(_call(c) for c in scope.calls if c.callee),
         sites=len(scope.sites),
+        dist_params=distribution_params(scope.node, imports),
     )
 
 
 def summarize(analysis: "ModuleAnalysis") -> FileSummary:
     """The file's summary; `analysis` must come from `analyze_module(..., AnalysisOptions(project=True))`."""
-    functions: Dict[str, FunctionSummary] = {key: _function(scope) for key, scope in analysis.scopes.items()}
+    functions: Dict[str, FunctionSummary] = {key: _function(scope, analysis.imports) for key, scope in analysis.scopes.items()}
     methods: Dict[str, List[str]] = {}
     for scope in analysis.scopes.values():
         if scope.class_name is not None and scope.key == f"{scope.class_name}.{scope.key.rsplit('.', 1)[-1]}":

@@ -46,6 +46,7 @@ class CallSummary:
     receiver: Optional[Tuple[str, bool]]  # (class expression, exact) the callee's root is an instance of
     root_local: bool  # the root is a local name with no known class: not resolved further
     density: bool = False  # also a site: a call of the project's own density (`project.covered`)
+    dist_args: Tuple[str, ...] = ()  # argument slots given a distribution: "0" (position) or "dist" (keyword)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class FunctionSummary:
     exposed: int  # probability computations with no local region and uncast inputs
     calls: Tuple[CallSummary, ...]
     sites: int = 0  # probability computations of any kind, cast or not (`project.covered`)
+    dist_params: Tuple[str, ...] = ()  # parameters annotated as distributions: their position and their name
 
 
 @dataclass(frozen=True)
