@@ -18,13 +18,14 @@ types the collector visits itself (scopes, `with`, statements, assignments).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, List, Optional, Protocol, Tuple, Type
+from typing import TYPE_CHECKING, Callable, List, Optional, Protocol, Sequence, Tuple, Type
 
 import libcst as cst
 
 from amplint import dtypes
 from amplint.facts import densitycalls, mathsites
 from amplint.facts.model import DistRef, Scope, Site
+from amplint.facts.signatures import distribution_params
 from amplint.screen import SITE_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,9 +79,14 @@ def all_inputs(ref: DistRef) -> List[cst.BaseExpression]:
 
 
 def _site(node: cst.CSTNode, ctx: "SiteContext", method: str, dists: List[DistRef],
-          values: List[cst.BaseExpression]) -> Site:
-    inputs = [i for d in dists for i in all_inputs(d)] + [v for v in values if not dtypes.is_number(v)]
+          values: List[cst.BaseExpression], typed: Sequence[cst.BaseExpression] = ()) -> Site:
+    inputs = [i for d in dists for i in all_inputs(d)] + list(typed) + [v for v in values if not dtypes.is_number(v)]
     return ctx.make_site(node, method, dists, values, inputs, DISTRIBUTION)
+
+
+def typed_receiver(receiver: cst.BaseExpression, ctx: "SiteContext") -> bool:
+    """A parameter annotated as a distribution (`dist: Distribution`): what the caller built, float16 or not."""
+    return isinstance(receiver, cst.Name) and receiver.value in distribution_params(ctx.scope.node, ctx.imports)
 
 
 def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
@@ -104,10 +110,11 @@ def distribution_method(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]
         return None
     method = func.attr.value
     receivers = ctx.dist_refs(func.value)  # a name assigned in two `if` branches has two constructors
-    if not receivers and method != "log_prob":
+    typed = [func.value] if not receivers and typed_receiver(func.value, ctx) else []
+    if not receivers and not typed and method != "log_prob":
         return None
     values = [a.value for a in node.args if not a.star] if method in VALUE_METHODS else []
-    return _site(node, ctx, method, receivers, values)
+    return _site(node, ctx, method, receivers, values, typed)
 
 
 def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:

@@ -1,0 +1,119 @@
+"""Reach through objects whose class the code does not name (`fixtures/reach`), and returned distributions.
+
+Issue 13: a class picked by configuration, typed by an annotation, or known
+only by its method's name; a distribution built in `forward` and used by the
+caller, whose parameters stay float16 when only the value is cast.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from amplint.config import Config
+from amplint.engine import check_paths
+from conftest import FIXTURES, expected_lines
+
+PROJECT = FIXTURES / "reach"
+
+
+def _findings(root: Path, config: Config = Config()) -> Dict[str, str]:
+    results = check_paths([str(root)], config)
+    assert [r.error for r in results if r.error is not None] == []
+    base = root if root.is_dir() else root.parent
+    return {f"{os.path.relpath(f.path, base).replace(os.sep, '/')}:{f.line}:{f.column} {f.code}": f.message
+            for r in results for f in r.findings}
+
+
+def test_project_findings_are_exact() -> None:
+    assert list(_findings(PROJECT)) == expected_lines(PROJECT / "expected")
+
+
+@pytest.mark.parametrize("where, chain", [
+    ("reachpkg/scorer.py:11:16 AMP001", "via net.score_frames(frames) → Scorer.score_frames (inferred)"),
+    ("reachpkg/losses.py:7:17 AMP001", "via self.loss(dist, y) → DistributionNLLLoss.forward (inferred)"),
+    ("reachpkg/encoders.py:6:19 AMP003",
+     "via self.encoder.encode(x) → VAEEncoder.encode (inferred) → encoders.kl_term"),
+    ("reachpkg/regularizers.py:14:32 AMP003", "via self.reg(z) → GaussianRegularizer.forward"),
+])
+def test_chains_say_which_targets_were_inferred(where: str, chain: str) -> None:
+    message = _findings(PROJECT)[where]
+    assert message.split("; risk")[0].endswith(chain), message
+
+
+def test_a_distribution_parameter_is_an_input() -> None:
+    """`dist: Distribution` carries the caller's float16 parameters: casting the value alone is not enough."""
+    message = _findings(PROJECT)["reachpkg/losses.py:7:17 AMP001"]
+    assert "with inputs not cast to float32: `dist`, `target`" in message
+
+
+def test_returned_distributions_name_their_constructor() -> None:
+    found = _findings(PROJECT / "policy.py", Config(project=False))
+    assert list(found) == ["policy.py:31:16 AMP001", "policy.py:32:15 AMP001", "policy.py:34:14 AMP001"]
+    assert "`self.mu(x)`, `self.log_std(x).exp()` (the distribution is built in `Policy.forward` at line 14)" in (
+        found["policy.py:31:16 AMP001"])
+    assert "`mean`, `self.log_std(x).exp()`, `actions` (the distribution is built in `Policy.evaluate` at line 18)" in (
+        found["policy.py:34:14 AMP001"])
+
+
+def _fixed(tmp_path: Path) -> Path:
+    from amplint.fix.apply import fix_paths
+
+    target = tmp_path / "policy.py"
+    shutil.copy(PROJECT / "policy.py", target)
+    run = fix_paths([str(target)], Config(strategy="cast", project=False))
+    assert sum(fix.fixed_count for fix in run.fixes) == 3
+    return target
+
+
+def test_fix_casts_where_the_distribution_is_built(tmp_path: Path) -> None:
+    from amplint.fix.apply import fix_paths
+
+    target = _fixed(tmp_path)
+    original = (PROJECT / "policy.py").read_text(encoding="utf-8").splitlines()
+    fixed = target.read_text(encoding="utf-8").splitlines()
+    changed = {i + 1: new for i, (old, new) in enumerate(zip(original, fixed)) if old != new}
+    assert changed == {
+        14: "        return Normal(self.mu(x).float(), self.log_std(x).float().exp())",
+        18: "        dist = Normal(mean.float(), self.log_std(x).float().exp())",
+        34: "        lp = dist.log_prob(actions.float())",
+    }
+    compile(target.read_text(encoding="utf-8"), str(target), "exec")
+    again = fix_paths([str(target)], Config(strategy="cast", project=False))
+    assert sum(fix.fixed_count for fix in again.fixes) == 0
+    assert _findings(target, Config(project=False)) == {}
+
+
+def _non_finite(path: Path) -> List[int]:
+    """Run `act` under CPU float16 autocast with scales of 1e-4, whose square float16 rounds to 0."""
+    torch = pytest.importorskip("torch")
+    source = path.read_text(encoding="utf-8").replace(
+        'torch.autocast("cuda")', 'torch.autocast("cpu", dtype=torch.float16)')
+    namespace: dict = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    torch.manual_seed(0)
+    x = torch.randn(512, 8)
+    original_init = namespace["Policy"].__init__
+
+    def init(self, dim):
+        original_init(self, dim)
+        with torch.no_grad():
+            self.log_std.weight.zero_()
+            self.log_std.bias.fill_(float(torch.log(torch.tensor(1e-4))))
+
+    namespace["Policy"].__init__ = init
+    actions = torch.randn(512, 1)
+    with torch.no_grad():
+        values = namespace["act"](x, actions)
+    return [int((~torch.isfinite(v)).sum()) for v in values]
+
+
+@pytest.mark.torch
+def test_value_only_cast_is_a_false_all_clear_that_the_fix_ends(tmp_path: Path, unvalidated_distributions) -> None:
+    before = _non_finite(PROJECT / "policy.py")
+    assert before[0] == 512, before  # `policy(x).log_prob(actions.float())`: every value -inf
+    assert before[2] > 0, before
+    assert _non_finite(_fixed(tmp_path)) == [0, 0, 0, 0]
