@@ -118,7 +118,7 @@ def distribution_method(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]
 
 
 def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
-    """`kl_divergence(p, q)` with at least one visible distribution."""
+    """`kl_divergence(p, q)` with at least one visible distribution or parameter typed as one."""
     assert isinstance(node, cst.Call)
     func = node.func
     if isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS:
@@ -126,7 +126,8 @@ def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
     if not ctx.imports.matches(func, dtypes.KL_NAMES):
         return None
     dists = [d for d in (ctx.dist_ref(a.value) for a in node.args[:2]) if d is not None]
-    return _site(node, ctx, "kl_divergence", dists, []) if dists else None
+    typed = [a.value for a in node.args[:2] if ctx.dist_ref(a.value) is None and typed_receiver(a.value, ctx)]
+    return _site(node, ctx, "kl_divergence", dists, [], typed) if dists or typed else None
 
 
 # Tried in this order for each node of their type; the first site wins.
