@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set,
 
 import libcst as cst
 
-from amplint.facts.build import collect_facts
+from amplint.densitynames import DENSITY_KIND
+from amplint.facts.build import collect_facts, drop_covered
+from amplint.facts.entry import CallReturn, CoveredCall, EntryContext
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (  # noqa: F401 - the facts' names, as `amplint.analysis` has always given them
     FLOAT16_LIKE, MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, FileFacts, RegionEntry, Scope, Site,
@@ -127,12 +129,34 @@ def analyze_module(
     `rules` default to every registered rule.
     """
     chosen = tuple(_registered() if rules is None else rules)
+    returns = tuple(e for e in entries if isinstance(e, CallReturn))  # the walk's other contexts
+    if returns:
+        options = replace(options, returns=options.returns + returns)
     facts = collect_facts(module, options, imports)
-    return ModuleAnalysis(facts, diagnose(facts, chosen, entries), chosen)
+    drop_covered(facts, [e for e in entries if isinstance(e, CoveredCall)])
+    reached = [e for e in entries if isinstance(e, EntryContext)]
+    return ModuleAnalysis(facts, diagnose(facts, chosen, reached), chosen)
 
 
-def with_entries(analysis: ModuleAnalysis, entries: Sequence["EntryContext"]) -> ModuleAnalysis:
-    """`analysis` plus the diagnoses `entries` add: what `analyze_module(..., entries)` gives, without a re-parse."""
+def with_entries(analysis: ModuleAnalysis, entries: Sequence[object]) -> ModuleAnalysis:
+    """`analysis` plus the diagnoses `entries` add: what `analyze_module(..., entries)` gives, without a re-parse.
+
+    Entries (`EntryContext`) add diagnoses and covered calls (`CoveredCall`) remove them; a `CallReturn`
+    changes the facts themselves, so `can_reuse` says no and the file is analysed again.
+    """
     rules = analysis.rules or _registered()
-    added = _reached_sites(entered(analysis.facts, entries), rules, {id(d.site) for d in analysis.diagnoses})
-    return replace(analysis, diagnoses=list(analysis.diagnoses) + added)
+    reached = [e for e in entries if isinstance(e, EntryContext)]
+    covered = {(e.line, e.column) for e in entries if isinstance(e, CoveredCall)}
+    kept = [d for d in analysis.diagnoses if not _is_covered(d.site, covered)]
+    added = _reached_sites(entered(analysis.facts, reached), rules, {id(d.site) for d in kept})
+    return replace(analysis, diagnoses=kept + [d for d in added if not _is_covered(d.site, covered)])
+
+
+def can_reuse(entries: Sequence[object]) -> bool:
+    """Can `with_entries` give what a fresh analysis with these contexts would? (not with a `CallReturn`)"""
+    return not any(isinstance(e, CallReturn) for e in entries)
+
+
+def _is_covered(site: Site, covered: Set[Tuple[int, int]]) -> bool:
+    return bool(covered) and site.kind == DENSITY_KIND and (
+        site.position.start.line, site.position.start.column + 1) in covered

@@ -61,6 +61,11 @@ def _no_fix(diagnosis: Diagnosis) -> Tuple[str, ...]:
 
 
 def _constructor_hidden(diagnosis: Diagnosis) -> str:
+    remote = [ref.built_in for ref in diagnosis.site.dists if ref.remote and ref.built_in is not None]
+    if remote:
+        owner, where = remote[0]
+        return (f"not fixable here: the distribution is built in `{owner}` at {where}; cast its parameters there "
+                "(that changes the function for every caller, which is safe)")
     return "not fixable: the distribution's constructor is not visible where it is used"
 
 

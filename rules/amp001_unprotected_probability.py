@@ -28,7 +28,7 @@ def reached_from_float16(site: "Site", reach: "Reach") -> bool:
 
 def built_in(site: "Site") -> str:
     """Where a distribution returned by another function was built: its parameters are inputs too (issue 13)."""
-    places = [f"`{ref.built_in[0]}` at line {ref.built_in[1]}" for ref in site.dists if ref.built_in is not None]
+    places = [f"`{ref.built_in[0]}` at {ref.built_in[1]}" for ref in site.dists if ref.built_in is not None]
     return f" (the distribution is built in {', '.join(places)})" if places else ""
 
 

@@ -59,6 +59,20 @@ def test_returned_distributions_name_their_constructor() -> None:
         found["policy.py:34:14 AMP001"])
 
 
+def test_a_distribution_returned_from_another_file_is_followed(tmp_path: Path, capsys) -> None:
+    from amplint.cli import main
+
+    message = _findings(PROJECT)["train.py:43:16 AMP001"]
+    assert ("with inputs not cast to float32: `self.mu(obs)`, `self.log_std(obs).exp()` (the distribution is built "
+            "in `Actor.forward` at reachpkg/agents.py:12)") in message
+    copy = tmp_path / "reach"
+    shutil.copytree(PROJECT, copy)
+    assert main(["check", "--fix", "--select", "AMP001", str(copy)]) == 1
+    out = capsys.readouterr().out
+    assert ("not fixable here: the distribution is built in `Actor.forward` at reachpkg/agents.py:12; cast its "
+            "parameters there") in out
+
+
 def _fixed(tmp_path: Path) -> Path:
     from amplint.fix.apply import fix_paths
 

@@ -13,6 +13,7 @@ import libcst as cst
 from amplint.cstwalk import walk
 from amplint.facts.collector import Collector, collector_class
 from amplint.facts.densitycalls import DENSITY
+from amplint.facts.entry import CoveredCall
 from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
 from amplint.facts.sites import RECOGNIZERS, SiteRecognizer
 from amplint.names import ImportTable, collect_imports
@@ -37,7 +38,7 @@ def collect_facts(
     _drop_non_distributions(collector)
     _drop_densities_with_sites(collector.scopes)
     return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
-                     collector.framework_calls)
+                     collector.framework_calls, collector.returns)
 
 
 def _drop_non_distributions(collector: Collector) -> None:
@@ -82,6 +83,14 @@ def _drop_densities_with_sites(scopes: Dict[str, Scope]) -> None:
             callee = scopes.get(key) if key is not None else None
             if callee is not None and callee is not scope and callee.sites:
                 scope.sites.remove(site)
+
+
+def drop_covered(facts: FileFacts, covered: Sequence[CoveredCall]) -> None:
+    """Forget the density-call sites the project walk found covered by their bodies' own sites."""
+    places = {(c.line, c.column) for c in covered}
+    for scope in facts.scopes.values() if places else ():
+        scope.sites[:] = [s for s in scope.sites if not (
+            s.kind == DENSITY and (s.position.start.line, s.position.start.column + 1) in places)]
 
 
 def _scope_chain(scope: Scope) -> Iterator[Scope]:

@@ -32,7 +32,7 @@ from amplint.facts.model import (
 from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
-from amplint.facts.returns import ReturnIndex, unpacked
+from amplint.facts.returns import ReturnIndex, remote_ref, unpacked
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
@@ -78,7 +78,7 @@ class Collector(cst.CSTVisitor):
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
-        self.returns = ReturnIndex(module, imports, self._dist_class)  # distributions this file's functions return
+        self.returns = ReturnIndex(module, imports, self._dist_class, self._line)  # what this file's functions return
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -113,7 +113,9 @@ class Collector(cst.CSTVisitor):
     def _returned(self, call: cst.Call, index: Optional[int] = None) -> Optional[DistRef]:
         """The distribution a function of this file returns from `call` (`amplint.facts.returns`)."""
         found = self.returns.for_call(call, self.math_env(), self.scope.class_name, index)
-        return None if found is None else replace(found.ref, built_in=(found.owner, self._line(found.ref.ctor)))
+        if found is None:
+            return remote_ref(self.options.returns, self.positions[call].start, index)
+        return replace(found.ref, built_in=(found.owner, f"line {self._line(found.ref.ctor)}"))
 
     def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
         return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
@@ -370,7 +372,7 @@ class Collector(cst.CSTVisitor):
             elif made_in is not None:
                 scope.tainted[name] = made_in
         if single is not None and dist is not None:
-            ref = DistRef(dist.ctor, dist.qualname, single, dist.components, dist.inputs, dist.has_star)
+            ref = replace(dist, binding=single)
             scope.dist_bindings[single], scope.dist_alternatives[single] = ref, kept
             scope.binding_paths[single] = path
         elif single is not None and kept:  # not a distribution here, but one may still reach from elsewhere

@@ -21,3 +21,37 @@ class EntryContext:
     region_path: str  # the region's file, as shown in messages (relative to the checked directory)
     chain: Tuple[str, ...]
     region_file: str = ""  # the region's file as discovered (like `Finding.path`)
+
+
+@dataclass(frozen=True)
+class ReturnedDist:
+    """A distribution a function returns: the value itself (`index` -1) or element `index` of a returned tuple."""
+
+    index: int
+    qualname: str
+    ctor: str  # the constructor as written
+    line: int
+    uncast: Tuple[str, ...]  # its tensor arguments not cast to float32 where it is built, as written
+    owner: str  # the function that builds it: "Policy.forward"
+
+
+@dataclass(frozen=True)
+class CallReturn:
+    """A call of the analysed file whose callee, in another file, returns a distribution (from the project walk).
+
+    Travels with the `EntryContext`s given to `analyze_source`: the caller's
+    sites then read the constructor's parameters as their inputs.
+    """
+
+    line: int
+    column: int
+    dist: ReturnedDist
+    where: str  # the callee's file, as messages show it
+
+
+@dataclass(frozen=True)
+class CoveredCall:
+    """A call of the project's own density whose body, in the project, holds sites: those report, not the call."""
+
+    line: int
+    column: int

@@ -7,7 +7,7 @@ they know no rule codes. Rules (`amplint.rules`) read them and decide findings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Protocol, Set, Tuple, Union
 
 from amplint.model import Precision, RegionInfo
 from amplint.regions import AutocastFactory, RegionSpec
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from libcst.metadata import CodeRange
 
     from amplint.facts.frameworks import FrameworkCall
+    from amplint.facts.entry import CallReturn, ReturnedDist
     from amplint.names import ImportTable
 
 FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
@@ -31,6 +32,7 @@ class AnalysisOptions:
     extend_distributions: FrozenSet[str] = frozenset()
     project: bool = False  # record what the cross-file walk needs, and read file-local framework regions
     autocast_aliases: Tuple[Tuple[str, str], ...] = ()  # project spellings of autocast (`Config.autocast_aliases`)
+    returns: Tuple["CallReturn", ...] = ()  # calls whose callee in another file returns a distribution
 
 
 @dataclass
@@ -59,7 +61,8 @@ class DistRef:
     components: List["DistRef"] = field(default_factory=list)
     inputs: List[cst.BaseExpression] = field(default_factory=list)  # tensor arguments
     has_star: bool = False
-    built_in: Optional[Tuple[str, int]] = None  # (function, line) when a callee of this file builds it
+    built_in: Optional[Tuple[str, str]] = None  # (function, "line 14" or "model.py:14") when a callee builds it
+    remote: bool = False  # built in another file: `ctor` and `inputs` are parsed from its text, not this tree
 
 
 @dataclass
@@ -80,7 +83,7 @@ class Site:
 
     @property
     def constructor_visible(self) -> bool:
-        return bool(self.dists) and not any(_has_star(d) for d in self.dists)
+        return bool(self.dists) and not any(_has_star(d) or d.remote for d in self.dists)
 
     @property
     def label(self) -> str:
@@ -183,6 +186,11 @@ class Scope:
         return None
 
 
+class ReturnSummaries(Protocol):
+    def summaries(self) -> Dict[str, Tuple["ReturnedDist", ...]]:
+        """Per function key, the distributions it returns (the project summaries read them)."""
+
+
 @dataclass
 class FileFacts:
     """Everything the collector learnt about one file; computed once, read by every rule."""
@@ -193,6 +201,7 @@ class FileFacts:
     class_bases: Dict[str, List[str]] = field(default_factory=dict)
     class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)  # project mode
     framework_calls: List[FrameworkCall] = field(default_factory=list)  # project mode
+    returns: Optional["ReturnSummaries"] = None  # what this file's functions return (`facts.returns.ReturnIndex`)
 
     def sites(self) -> List[Site]:
         """Every probability site, scope by scope in source order of their functions."""

@@ -16,11 +16,13 @@ first one for each tuple position.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
+from libcst.metadata import CodePosition
 
 from amplint import dtypes
+from amplint.facts.entry import CallReturn, ReturnedDist
 from amplint.facts.mathenv import Env, function_env, self_attribute, statements_of
 from amplint.facts.model import DistRef
 from amplint.names import ImportTable, dotted_name
@@ -42,10 +44,12 @@ class ReturnIndex:
     """What each function of one module returns, computed on first use (most files never ask)."""
 
     def __init__(self, module: cst.Module, imports: ImportTable,
-                 dist_class: Callable[[cst.BaseExpression], Optional[str]]) -> None:
+                 dist_class: Callable[[cst.BaseExpression], Optional[str]],
+                 line_of: Callable[[cst.CSTNode], int]) -> None:
         self.module = module
         self.imports = imports
         self.dist_class = dist_class
+        self.line_of = line_of
         self._functions: Optional[Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
         self._returns: Dict[str, Dict[Optional[int], Returned]] = {}
 
@@ -116,6 +120,19 @@ class ReturnIndex:
         name = value.func.value
         return name if any(key.startswith(f"{name}.") for key in self._table()) else None
 
+    def summaries(self) -> Dict[str, Tuple[ReturnedDist, ...]]:
+        """Plain data for the project summaries: per function key, the distributions it returns and their inputs."""
+        code = self.module.code_for_node
+        found: Dict[str, Tuple[ReturnedDist, ...]] = {}
+        for key in self._table():
+            returned = self._returned(key)
+            if returned:
+                found[key] = tuple(
+                    ReturnedDist(-1 if index is None else index, r.ref.qualname, code(r.ref.ctor),
+                                 self.line_of(r.ref.ctor), tuple(code(i) for i in _all_inputs(r.ref)), r.owner)
+                    for index, r in sorted(returned.items(), key=lambda item: -1 if item[0] is None else item[0]))
+        return found
+
     # --- what a function returns -------------------------------------------
     def _returned(self, key: str) -> Dict[Optional[int], Returned]:
         if key not in self._returns:
@@ -168,6 +185,32 @@ def _return_values(function: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
     for node in statements_of(function.body):
         if isinstance(node, cst.Return) and node.value is not None:
             yield node.value
+
+
+def _all_inputs(ref: DistRef) -> List[cst.BaseExpression]:
+    return list(ref.inputs) + [i for c in ref.components for i in _all_inputs(c)]
+
+
+def remote_ref(returns: Sequence[CallReturn], start: CodePosition, index: Optional[int]) -> Optional[DistRef]:
+    """The distribution a call returns from another file (`CallReturn`, from the project walk), as a DistRef.
+
+    Its constructor and inputs are parsed from their text: they name what was
+    built there for messages and the verifier; `remote` keeps the fixer away.
+    """
+    wanted = -1 if index is None else index
+    for each in returns:
+        if (each.line, each.column) == (start.line, start.column + 1) and each.dist.index == wanted:
+            dist = each.dist
+            try:
+                ctor = cst.parse_expression(dist.ctor)
+                inputs = [cst.parse_expression(text) for text in dist.uncast]
+            except cst.ParserSyntaxError:
+                return None
+            if not isinstance(ctor, cst.Call):
+                return None
+            return DistRef(ctor, dist.qualname, None, [], inputs, False, (dist.owner, f"{each.where}:{dist.line}"),
+                           remote=True)
+    return None
 
 
 def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> List[Tuple[int, str]]:

@@ -294,8 +294,8 @@ class Loader:
             return None
         assert outcome.analysis is not None
         summary = summarize(outcome.analysis)
-        if any(f.exposed for f in summary.functions.values()):
-            self._keep_tree(path, outcome.analysis, len(outcome.text))
+        if any(f.exposed or any(c.density for c in f.calls) for f in summary.functions.values()):
+            self._keep_tree(path, outcome.analysis, len(outcome.text))  # entries or covered calls may come
         return summary, tuple(outcome.findings)
 
     # --- findings ------------------------------------------------------------
@@ -363,7 +363,9 @@ class Loader:
     def _entry_findings(self, path: str, entries: Sequence[EntryContext]) -> Union[List[Finding], FileError]:
         kept = self._trees.get(path)
         tree = kept[0] if kept is not None else None
-        if tree is not None:
+        from amplint.analysis import can_reuse
+
+        if tree is not None and can_reuse(entries):
             from amplint.analysis import with_entries
             from amplint.pipeline import finish
 

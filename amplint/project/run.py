@@ -10,11 +10,12 @@ from amplint.files import discover
 from amplint.model import FileError, FileResult
 from amplint.project.cache import DiskCache, code_fingerprint
 from amplint.project import configfiles
-from amplint.project.covered import covered_density_calls, without_covered
+from amplint.project.covered import covered_density_calls
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
 from amplint.project.resolve import Resolver
+from amplint.project.returnflow import call_returns
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
 from amplint.project.walk import call_seeds, walk
@@ -58,11 +59,12 @@ def run_project(
     )
     entries = walk(seeds, loader, resolver, config.max_depth)
     eager = set(loader.region_files())
-    covered = covered_density_calls(loader, resolver, [p for p in files if p in eager or p in entries])
+    wanted = [p for p in files if p in eager or p in entries]
+    contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()))
+                + covered_density_calls(loader, resolver, p) for p in wanted}
+    contexts = {p: found for p, found in contexts.items() if found}
     results = [FileResult(error.path, error=error) for error in errors]
-    loader.prepare_findings(
-        [(path, entries.get(path, ())) for path in files if path in eager or path in entries]
-    )
+    loader.prepare_findings([(path, contexts.get(path, ())) for path in wanted])
     for path in files:
         if path in loader.errors:
             results.append(FileResult(path, error=loader.errors[path]))
@@ -70,11 +72,10 @@ def run_project(
         if path not in eager and path not in entries:
             results.append(FileResult(path))
             continue
-        outcome = loader.findings(path, entries.get(path, ()))
+        outcome = loader.findings(path, contexts.get(path, ()))
         if isinstance(outcome, FileError):
             results.append(FileResult(path, error=outcome))
         else:
-            kept = without_covered(path, outcome, covered)
-            results.append(FileResult(path, findings=sorted(kept, key=lambda f: f.sort_key())))
-    frozen = {path: tuple(found) for path, found in entries.items()}
+            results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
+    frozen = {path: tuple(found) for path, found in contexts.items()}
     return ProjectRun(results, frozen, loader.stats, spellings)

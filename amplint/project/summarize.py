@@ -14,6 +14,7 @@ from amplint.project.summary import CallSummary, ClassSummary, FileSummary, Func
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
     from amplint.facts.model import CallRecord, RegionEntry, Scope
+    from amplint.facts.entry import ReturnedDist
     from amplint.names import ImportTable
 
 
@@ -36,7 +37,7 @@ def _call(call: "CallRecord") -> CallSummary:
     )
 
 
-def _function(scope: "Scope", imports: "ImportTable") -> FunctionSummary:
+def _function(scope: "Scope", imports: "ImportTable", returns: Dict[str, Tuple["ReturnedDist", ...]]) -> FunctionSummary:
     from amplint.facts.signatures import distribution_params  # the parser is loaded: `scope` came from it
 
     exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
@@ -50,12 +51,15 @@ def _function(scope: "Scope", imports: "ImportTable") -> FunctionSummary:
         calls=tuple(_call(c) for c in scope.calls if c.callee),
         sites=len(scope.sites),
         dist_params=distribution_params(scope.node, imports),
+        returns=returns.get(scope.key, ()),
     )
 
 
 def summarize(analysis: "ModuleAnalysis") -> FileSummary:
     """The file's summary; `analysis` must come from `analyze_module(..., AnalysisOptions(project=True))`."""
-    functions: Dict[str, FunctionSummary] = {key: _function(scope, analysis.imports) for key, scope in analysis.scopes.items()}
+    returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
+    functions: Dict[str, FunctionSummary] = {
+        key: _function(scope, analysis.imports, returns) for key, scope in analysis.scopes.items()}
     methods: Dict[str, List[str]] = {}
     for scope in analysis.scopes.values():
         if scope.class_name is not None and scope.key == f"{scope.class_name}.{scope.key.rsplit('.', 1)[-1]}":

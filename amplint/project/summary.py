@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 from amplint.model import Precision, RegionInfo
-from amplint.facts.entry import EntryContext
+from amplint.facts.entry import EntryContext, ReturnedDist
 from amplint.facts.frameworks import FrameworkCall
 
 __all__ = [
@@ -60,6 +60,7 @@ class FunctionSummary:
     calls: Tuple[CallSummary, ...]
     sites: int = 0  # probability computations of any kind, cast or not (`project.covered`)
     dist_params: Tuple[str, ...] = ()  # parameters annotated as distributions: their position and their name
+    returns: Tuple[ReturnedDist, ...] = ()  # distributions it returns (`project.returnflow`)
 
 
 @dataclass(frozen=True)
