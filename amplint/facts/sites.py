@@ -24,6 +24,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.facts import mathsites
+from amplint.facts.discrete import value_inputs
 from amplint.facts.model import DistRef, Scope, Site
 from amplint.screen import SITE_METHODS
 
@@ -79,7 +80,8 @@ def all_inputs(ref: DistRef) -> List[cst.BaseExpression]:
 
 def _site(node: cst.CSTNode, ctx: "SiteContext", method: str, dists: List[DistRef],
           values: List[cst.BaseExpression]) -> Site:
-    inputs = [i for d in dists for i in all_inputs(d)] + [v for v in values if not dtypes.is_number(v)]
+    # An index, label or integer count needs no cast (`facts/discrete.py`): it is no input.
+    inputs = [i for d in dists for i in all_inputs(d)] + value_inputs(method, dists, values, ctx.scope, ctx.imports)
     return ctx.make_site(node, method, dists, values, inputs, DISTRIBUTION)
 
 
