@@ -30,6 +30,7 @@ from amplint.facts.model import (
 from amplint.facts.nodes import attribute_dtype, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
+from amplint.facts.samemodule import ParallelMarks, prepared_arguments, same_module, without_module_hop
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
@@ -40,7 +41,7 @@ from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory
 POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 
 
-class Collector(cst.CSTVisitor):
+class Collector(ParallelMarks, cst.CSTVisitor):
     """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
 
     def __init__(
@@ -367,19 +368,21 @@ class Collector(cst.CSTVisitor):
         # What the value is, read before the targets are rebound (`flow = accelerator.prepare(flow)`).
         accel = self._accelerator_ctor(value)
         prepare = self._prepare_call(value) if accel is None else None
-        bound: List[Tuple[cst.BaseExpression, Optional[Tuple[str, bool]]]] = []
-        if prepare is not None:
+        returned = prepare[1] if prepare is not None else None if accel is not None else prepared_arguments(value)
+        bound: List[Tuple[cst.BaseExpression, Optional[Tuple[str, bool]], bool]] = []
+        if returned is not None:  # `model, opt = accelerator.prepare(model, opt)`: each as given, maybe wrapped
             targets = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
-            pairs = [(t.value, a) for t, a in zip(targets, prepare[1])] if targets is not None else [
-                (target, prepare[1][0])]
-            bound = [(each, self._instance_of(arg)) for each, arg in pairs]
+            pairs = [(t.value, a) for t, a in zip(targets, returned)] if targets is not None else [
+                (target, returned[0])]
+            bound = [(each, self._instance_of(arg), True) for each, arg in pairs]
         elif accel is None:
-            bound = [(target, self._instance_of(value))]
+            bound = [(target, self._instance_of(value), same_module(value, self.imports)[1])]
         self._forget(target)
         if accel is not None:
             self._set(target, accelerator=accel)
-        for each, instance in bound:
+        for each, instance, parallel in bound:
             self._set(each, instance=instance, prepared=None if prepare is None else prepare[0])
+            self._mark_parallel(each, parallel and instance is not None)
 
     def _set(
         self,
@@ -410,7 +413,9 @@ class Collector(cst.CSTVisitor):
             self.class_prepared.setdefault(cls, {})[attr] = prepared
 
     def _instance_of(self, value: cst.BaseExpression) -> Optional[Tuple[str, bool]]:
-        """The class an expression is an instance of, as written: `Net(...)` or a name/attribute bound to one."""
+        """The class an expression is an instance of, as written: `Net(...)` or a name/attribute bound to one,
+        through calls that return the same module (`Net().to(dev)`, `DDP(net)`, `ddp.module`)."""
+        value = self._unwrapped(value)
         if isinstance(value, cst.Call):
             callee = dotted_name(value.func)
             return None if callee is None else (callee, True)
@@ -462,7 +467,7 @@ class Collector(cst.CSTVisitor):
         callee = dotted_name(func)
         if callee is None:
             return
-        self._record_project_call(node, kind, name, callee, protected)
+        self._record_project_call(node, kind, name, without_module_hop(callee, self._holds_parallel), protected)
 
     def _record_project_call(self, node: cst.Call, kind: str, name: str, callee: str, protected: bool) -> None:
         scope = self.scope
