@@ -7,7 +7,7 @@ tensor stays wide, which is what lets fix A cast *before* `exp`/`sigmoid`
 """
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, List, Optional, Tuple
+from typing import Callable, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -68,6 +68,32 @@ NON_TENSOR_POSITIONS = {
     "TransformedDistribution": frozenset({1}),
 }
 
+# Distributions whose value is an index, a 0/1 label or a count: torch's `support.is_discrete`
+# (tests/test_discrete_values.py checks this table against the installed torch). Casting such a value to
+# float32 protects nothing: `Categorical`/`OneHotCategorical` turn it into an index, and a `Geometric` count
+# only multiplies float32 logs. Measured under CPU float16 autocast and with autocast off: the same log_prob
+# for long, float32 and float16 values. `ContinuousBernoulli`, `RelaxedBernoulli` and
+# `RelaxedOneHotCategorical` have continuous supports: not here.
+DISCRETE_VALUE_CLASSES = frozenset(
+    {"Bernoulli", "Binomial", "Categorical", "Geometric", "Multinomial", "NegativeBinomial", "OneHotCategorical",
+     "OneHotCategoricalStraightThrough", "Poisson"}
+)
+# The discrete ones whose log_prob changes when the value itself is float16 (measured on torch 2.13 CPU):
+# `Poisson`/`Binomial`/`NegativeBinomial`/`Multinomial` take `lgamma(value + 1)` in the value's dtype (-inf from
+# a float16 count of 8192; off by 1.5 nats at 2000), and `Bernoulli`'s `binary_cross_entropy_with_logits`
+# returns the label's dtype when autocast is off (fix C, a disabled region): a float16 0/1 label gives a
+# float16 log_prob (off by 0.05 at |logit| <= 100, inf from 65504). A `.float()` of the same value gives the
+# float32 result, so their value needs a cast when it was made in a float16 region; an integer or float32
+# value is exact (a long Bernoulli label makes torch raise, cast or not).
+FLOAT16_VALUE_CLASSES = frozenset({"Bernoulli", "Binomial", "Multinomial", "NegativeBinomial", "Poisson"})
+# Wrappers whose value is their one base distribution's value.
+VALUE_WRAPPERS = frozenset({"Independent", "ExpandedDistribution", "MaskedDistribution"})
+INTEGER_DTYPES = frozenset(
+    {"torch.long", "torch.int64", "torch.int", "torch.int32", "torch.int16", "torch.short", "torch.int8",
+     "torch.uint8", "torch.bool"}
+)
+INTEGER_CAST_METHODS = frozenset({"long", "int", "short", "byte", "char", "bool"})
+
 
 def is_number(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
@@ -99,6 +125,35 @@ def is_non_tensor_arg(class_name: str, arg: cst.Arg, position: Optional[int]) ->
         return arg.keyword.value in NON_TENSOR_KEYWORDS
     short = class_name.rsplit(".", 1)[-1]
     return position is not None and position in NON_TENSOR_POSITIONS.get(short, frozenset())
+
+
+def discrete_value_class(qualname: str, components: Sequence[Optional[str]]) -> Optional[str]:
+    """The discrete class (`"Categorical"`) whose value `qualname`'s `log_prob` takes, or None when it is continuous.
+
+    `components`: the same answer for each distribution argument, in order: a wrapper such as
+    `Independent(Bernoulli(logits=l), 1)` takes its base's value. Only torch/pyro classes count (a configured
+    class of the same short name may be anything).
+    """
+    if not qualname.startswith(DISTRIBUTION_PACKAGES):
+        return None
+    short = qualname.rsplit(".", 1)[-1]
+    if short in DISCRETE_VALUE_CLASSES:
+        return short
+    if short in VALUE_WRAPPERS and len(components) == 1:
+        return components[0]
+    return None
+
+
+def is_integer_cast(node: cst.BaseExpression, table: ImportTable) -> bool:
+    """`x.long()`, `x.int()`, `x.to(torch.int64)`, `x.type(torch.long)`: an integer tensor, exact whatever it was."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return False
+    method = node.func.attr.value
+    if method in INTEGER_CAST_METHODS:
+        return not node.args
+    return method in DTYPE_CAST_METHODS and any(
+        (arg.keyword is None or arg.keyword.value == "dtype") and table.matches(arg.value, INTEGER_DTYPES)
+        for arg in node.args)
 
 
 def is_transform(node: cst.BaseExpression, table: ImportTable) -> bool:

@@ -23,6 +23,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.cstwalk import walk
+from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable, dotted_name
 
 Callees = Optional[List[cst.BaseExpression]]  # the constructor callees an expression may come from; None: unknown
@@ -425,6 +426,7 @@ class Receivers:
 
         `None` adds no class: a receiver that may be None is not a distribution on that path.
         """
+        node = same_module(node, self.imports)[0]  # `nn.Linear(...).to(dev)`, `torch.compile(net)`: the same module
         if isinstance(node, cst.Call):
             return [node.func]
         if isinstance(node, cst.Name) and node.value == "None":

@@ -73,7 +73,18 @@ RULE = Rule(
         "methods of the same file called from such a region. A computation is protected when every tensor "
         "input (the distribution's constructor arguments, when visible, and the value) is cast with "
         "`.float()`, `.double()`, `.to(torch.float32)` and the like, or when it runs in a disabled region "
-        "with cast inputs. bfloat16 regions are not flagged. A `log_prob` whose receiver's constructor is not "
+        "with cast inputs. The value of a distribution with a discrete support (torch's `support.is_discrete`: "
+        "`Categorical`, `OneHotCategorical`, `Bernoulli`, `Geometric`, `Binomial`, `Multinomial`, `Poisson`, "
+        "`NegativeBinomial`, and `Independent` of one) is an index, a 0/1 label or a count: it is not an input, "
+        "needs no cast, and fix A casts only the parameters (`actions.long()` stays as written). Measured on CPU, "
+        "under float16 autocast and with it off, their log_prob is the same for long, float32 and float16 "
+        "values: an index is exact and the computation runs in the parameters' dtype. `ContinuousBernoulli`, "
+        "`RelaxedBernoulli` and `RelaxedOneHotCategorical` have continuous values and keep theirs. One "
+        "exception, also measured: `Poisson`, `Binomial`, `NegativeBinomial` and `Multinomial` take "
+        "`lgamma(value + 1)` in the value's dtype (-inf from a float16 count of 8192), and `Bernoulli`'s loss "
+        "takes its label's dtype once autocast is off (fix C), so their value stays an input when it is "
+        "assigned in the float16 region, unless it is cast to an integer dtype. bfloat16 regions are not "
+        "flagged. A `log_prob` whose receiver's constructor is not "
         "visible is assumed to be a distribution's, unless every class the receiver may be an instance of "
         "(a local name's constructor, every class assignment to a `self.` attribute, every argument the "
         "file's constructions pass to the `__init__` parameter stored there) is known not to be one: a "
@@ -161,6 +172,15 @@ def potential(trace):
     with torch.autocast("cuda"):
         return -evaluator.log_prob(trace)
 """,
+        # Discrete values need no cast: an index, a 0/1 label, an integer count (the parameters are cast).
+        """
+import torch
+from torch.distributions import Bernoulli, Categorical, Independent, Poisson
+with torch.autocast("cuda"):
+    lp = Categorical(logits=logits.float()).log_prob(actions.long())
+    lb = Independent(Bernoulli(logits=l.float()), 1).log_prob(labels)
+    lc = Poisson(rate.float()).log_prob(counts)
+""",
         # Disabled region with cast inputs (fix C).
         """
 import torch
@@ -231,6 +251,29 @@ class Scorer:
 """,
             8,
             20,
+        ),
+        # Uncast parameters of a discrete distribution: the finding lists them, not the index.
+        Invalid(
+            """
+import torch
+from torch.distributions import Categorical
+with torch.autocast("cuda"):
+    lp = Categorical(logits=logits).log_prob(actions.long())
+""",
+            4,
+            10,
+        ),
+        # A count made in the float16 region: Poisson's `lgamma(value + 1)` would run in float16.
+        Invalid(
+            """
+import torch
+from torch.distributions import Poisson
+with torch.autocast("cuda"):
+    counts = head(h).exp().round()
+    lp = Poisson(rate.float()).log_prob(counts)
+""",
+            5,
+            10,
         ),
     ),
     at_site=in_float16_region,

@@ -32,7 +32,8 @@ from amplint.facts.model import (
 from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
-from amplint.facts.returns import ReturnIndex, remote_ref, unpacked
+from amplint.facts.returns import ReturnIndex, unpacked
+from amplint.facts.samemodule import ParallelMarks, prepared_arguments, same_module, without_module_hop
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
@@ -43,7 +44,7 @@ from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory
 POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 
 
-class Collector(cst.CSTVisitor):
+class Collector(ParallelMarks, cst.CSTVisitor):
     """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
 
     def __init__(
@@ -111,11 +112,9 @@ class Collector(cst.CSTVisitor):
         return ref
 
     def _returned(self, call: cst.Call, index: Optional[int] = None) -> Optional[DistRef]:
-        """The distribution a function of this file returns from `call` (`amplint.facts.returns`)."""
-        found = self.returns.for_call(call, self.math_env(), self.scope.class_name, index)
-        if found is None:
-            return remote_ref(self.options.returns, self.positions[call].start, index)
-        return replace(found.ref, built_in=(found.owner, f"line {self._line(found.ref.ctor)}"))
+        """The distribution `call` returns, built in this file or another (`amplint.facts.returns`)."""
+        return self.returns.ref(call, self.math_env(), self.scope.class_name, index, self.options.returns,
+                                self.positions[call].start)
 
     def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
         return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
@@ -303,11 +302,8 @@ class Collector(cst.CSTVisitor):
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         names = [n for t in original_node.targets for n in target_names(t.target)]
-        single = (
-            original_node.targets[0].target.value
-            if len(original_node.targets) == 1 and isinstance(original_node.targets[0].target, cst.Name)
-            else None
-        )
+        first = original_node.targets[0].target
+        single = first.value if len(original_node.targets) == 1 and isinstance(first, cst.Name) else None
         self._bind(names, single, original_node.value)
         for index, name in unpacked(original_node.targets[0].target, original_node.value):
             ref = self._returned(original_node.value, index)  # type: ignore[arg-type]
@@ -385,19 +381,21 @@ class Collector(cst.CSTVisitor):
         # What the value is, read before the targets are rebound (`flow = accelerator.prepare(flow)`).
         accel = self._accelerator_ctor(value)
         prepare = self._prepare_call(value) if accel is None else None
-        bound: List[Tuple[cst.BaseExpression, Optional[Tuple[str, bool]]]] = []
-        if prepare is not None:
+        returned = prepare[1] if prepare is not None else None if accel is not None else prepared_arguments(value)
+        bound: List[Tuple[cst.BaseExpression, Optional[Tuple[str, bool]], bool]] = []
+        if returned is not None:  # `model, opt = accelerator.prepare(model, opt)`: each as given, maybe wrapped
             targets = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
-            pairs = [(t.value, a) for t, a in zip(targets, prepare[1])] if targets is not None else [
-                (target, prepare[1][0])]
-            bound = [(each, self._instance_of(arg)) for each, arg in pairs]
+            pairs = [(t.value, a) for t, a in zip(targets, returned)] if targets is not None else [
+                (target, returned[0])]
+            bound = [(each, self._instance_of(arg), True) for each, arg in pairs]
         elif accel is None:
-            bound = [(target, self._instance_of(value))]
+            bound = [(target, self._instance_of(value), same_module(value, self.imports)[1])]
         self._forget(target)
         if accel is not None:
             self._set(target, accelerator=accel)
-        for each, instance in bound:
+        for each, instance, parallel in bound:
             self._set(each, instance=instance, prepared=None if prepare is None else prepare[0])
+            self._mark_parallel(each, parallel and instance is not None)
 
     def _set(
         self,
@@ -428,7 +426,9 @@ class Collector(cst.CSTVisitor):
             self.class_prepared.setdefault(cls, {})[attr] = prepared
 
     def _instance_of(self, value: cst.BaseExpression) -> Optional[Tuple[str, bool]]:
-        """The class an expression is an instance of, as written: `Net(...)` or a name/attribute bound to one."""
+        """The class an expression is an instance of, as written: `Net(...)` or a name/attribute bound to one,
+        through calls that return the same module (`Net().to(dev)`, `DDP(net)`, `ddp.module`)."""
+        value = self._unwrapped(value)
         if isinstance(value, cst.Call):
             callee = dotted_name(value.func)
             return None if callee is None else (callee, True)
@@ -478,7 +478,8 @@ class Collector(cst.CSTVisitor):
         callee = dotted_name(func)
         if callee is None:
             return
-        self._record_project_call(node, kind, name, callee, protected, density)
+        self._record_project_call(node, kind, name, without_module_hop(callee, self._holds_parallel), protected,
+                                  density)
 
     def _record_project_call(self, node: cst.Call, kind: str, name: str, callee: str, protected: bool,
                              density: bool) -> None:

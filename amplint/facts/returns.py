@@ -15,7 +15,7 @@ first one for each tuple position.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -25,10 +25,9 @@ from amplint import dtypes
 from amplint.facts.entry import CallReturn, ReturnedDist
 from amplint.facts.mathenv import Env, function_env, self_attribute, statements_of
 from amplint.facts.model import DistRef
+from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable, dotted_name
 
-# Calls that return the module they are called on: an instance keeps its class through them.
-SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "train", "eval", "requires_grad_"})
 _DEPTH = 4
 
 
@@ -52,6 +51,14 @@ class ReturnIndex:
         self.line_of = line_of
         self._functions: Optional[Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
         self._returns: Dict[str, Dict[Optional[int], Returned]] = {}
+
+    def ref(self, call: cst.Call, env: Env, class_name: Optional[str], index: Optional[int],
+            remote: Sequence[CallReturn], start: CodePosition) -> Optional[DistRef]:
+        """The distribution `call` returns: built by a function of this file, else by one of another (`remote`)."""
+        found = self.for_call(call, env, class_name, index)
+        if found is None:
+            return remote_ref(remote, start, index)
+        return replace(found.ref, built_in=(found.owner, f"line {self.line_of(found.ref.ctor)}"))
 
     def for_call(self, call: cst.Call, env: Env, class_name: Optional[str],
                  index: Optional[int] = None) -> Optional[Returned]:
@@ -112,9 +119,7 @@ class ReturnIndex:
         return found.pop()
 
     def _constructed(self, value: cst.BaseExpression) -> Optional[str]:
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
-                value.func.attr.value in SAME_MODULE_METHODS):
-            value = value.func.value
+        value = same_module(value, self.imports)[0]  # `Policy(8).to(device)`, `DDP(Policy(8))`
         if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
             return None
         name = value.func.value

@@ -24,6 +24,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.facts import densitycalls, mathsites
+from amplint.facts.discrete import value_inputs
 from amplint.facts.model import DistRef, Scope, Site
 from amplint.facts.signatures import distribution_params
 from amplint.screen import SITE_METHODS
@@ -80,7 +81,9 @@ def all_inputs(ref: DistRef) -> List[cst.BaseExpression]:
 
 def _site(node: cst.CSTNode, ctx: "SiteContext", method: str, dists: List[DistRef],
           values: List[cst.BaseExpression], typed: Sequence[cst.BaseExpression] = ()) -> Site:
-    inputs = [i for d in dists for i in all_inputs(d)] + list(typed) + [v for v in values if not dtypes.is_number(v)]
+    # An index, label or integer count needs no cast (`facts/discrete.py`): it is no input.
+    inputs = [i for d in dists for i in all_inputs(d)] + list(typed) + value_inputs(
+        method, dists, values, ctx.scope, ctx.imports)
     return ctx.make_site(node, method, dists, values, inputs, DISTRIBUTION)
 
 

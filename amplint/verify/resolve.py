@@ -14,12 +14,14 @@ import inspect
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple, Union
 
+from amplint import dtypes
 from amplint.model import ArgSpec, DistSpec, SiteSpec
 from amplint.transforms import Chain, parse_chain
 
 ALLOWED_ROOTS = ("torch.distributions", "pyro.distributions")
 VALUE_METHODS = ("log_prob", "cdf", "icdf")
 METHODS = VALUE_METHODS + ("entropy", "kl_divergence")
+DISCRETE_VALUE_METHODS = ("log_prob", "cdf")  # a point of the support (`icdf` takes a probability)
 
 
 @dataclass(frozen=True)
@@ -76,11 +78,22 @@ class SitePlan:
         return f"{self.dists[0].label}.{self.method}"
 
     @property
+    def discrete_value(self) -> bool:
+        """The value is an index, a label or a count (`dtypes.DISCRETE_VALUE_CLASSES`): the codemod never casts it."""
+        return self.value is not None and self.method in DISCRETE_VALUE_METHODS and all(
+            value_class(dist) is not None for dist in self.dists)
+
+    @property
     def notes(self) -> Tuple[str, ...]:
         notes: List[str] = []
         for dist in self.dists:
             notes.extend(n for n in dist.all_notes() if n not in notes)
         return tuple(notes)
+
+
+def value_class(plan: DistPlan) -> Optional[str]:
+    """The discrete class whose value `plan`'s `log_prob` takes (through `Independent` & co.), else None."""
+    return dtypes.discrete_value_class(plan.qualname, [value_class(c) for _, c in plan.components])
 
 
 def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:

@@ -200,7 +200,10 @@ def compute(plan: SitePlan, tensors: Dict[str, torch.Tensor], heads: Dict[str, H
         return dist.cls(**kwargs)
 
     dists = [build(dist, str(i)) for i, dist in enumerate(plan.dists)]
-    value = apply_chain(chain(heads["value"].chain), tensors["value"]) if plan.value is not None else None
+    value = None
+    if plan.value is not None:  # as fix A writes it: an index, a label or a count keeps its dtype
+        value_chain = heads["value"].chain
+        value = apply_chain(value_chain if plan.discrete_value else chain(value_chain), tensors["value"])
     return reference_output(plan.method, dists, value)
 
 
