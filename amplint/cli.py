@@ -87,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--no-project", action="store_true",
-        help="check each file on its own: do not follow calls from float16 regions into other files",
+        help="check each file on its own: do not follow calls from float16 regions into other files, and do "
+        "not look for the project of a named file",
     )
     check.add_argument(
         "-j", "--jobs", type=_jobs, metavar="N",
@@ -174,7 +175,7 @@ def run_check(args: argparse.Namespace) -> int:
 
         return run_fix(args, config)
     with progress.attached(progress.wanted(args.format)):  # erased before anything below prints
-        results = check_paths(args.paths, config)
+        results = check_paths(args.paths, config, in_project=True)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     if args.min_risk:
         from amplint.risk import at_least

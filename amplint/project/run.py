@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.files import discover
@@ -28,9 +28,13 @@ class ProjectRun:
 
 
 def run_project(
-    paths: Sequence[str], config: Config, cache_dir: Optional[str] = None, use_cache: Optional[bool] = None
+    paths: Sequence[str], config: Config, cache_dir: Optional[str] = None, use_cache: Optional[bool] = None,
+    report: Optional[AbstractSet[str]] = None,
 ) -> ProjectRun:
     """Check `paths` as one project.
+
+    `report` names the files (as discovered) whose results are computed and returned, None every file:
+    the walk is the same, so their findings are those of the whole run (`amplint.scope`).
 
     `cache_dir` overrides where summaries are cached (default: `$AMPLINT_CACHE_DIR`,
     else `.amplint_cache/` in the project top); `use_cache=False`, or
@@ -57,11 +61,12 @@ def run_project(
     )
     entries = walk(seeds, loader, resolver, config.max_depth)
     eager = set(loader.region_files())
-    results = [FileResult(error.path, error=error) for error in errors]
+    wanted = files if report is None else [path for path in files if path in report]
+    results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
     loader.prepare_findings(
-        [(path, entries.get(path, ())) for path in files if path in eager or path in entries]
+        [(path, entries.get(path, ())) for path in wanted if path in eager or path in entries]
     )
-    for path in files:
+    for path in wanted:
         if path in loader.errors:
             results.append(FileResult(path, error=loader.errors[path]))
             continue
