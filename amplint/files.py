@@ -113,7 +113,7 @@ def walks_into(root: str, path: str, exclude: Sequence[str] = ()) -> bool:
     """
     if not path.endswith(SOURCE_SUFFIXES):
         return False
-    relative = os.path.relpath(os.path.dirname(path), root)
+    relative = os.path.relpath(os.path.dirname(path) or os.curdir, root)
     if relative == os.curdir:
         return True
     if relative.startswith(os.pardir):
