@@ -198,3 +198,16 @@ def test_a_warm_single_file_run_parses_nothing_and_reports_only_that_file(projec
     assert [result.path for result in run.results] == [target]
     assert run.stats.parsed == []
     assert [(f.line, f.column, f.code) for f in run.results[0].findings] == [MODEL[1:]]
+
+
+def test_the_language_server_finds_the_same_project_and_spellings(project: Path) -> None:
+    """The LSP workspace walks the project `amplint check FILE` walks, and applies its own spellings."""
+    from amplint.lsp.workspace import Workspace
+
+    workspace = Workspace()
+    for name, expected in (("model.py", MODEL), ("trainer.py", TRAINER)):
+        path = project / name
+        report = workspace.check(str(path), path.read_text())
+        assert [(name, f.line, f.column, f.code) for f in report.findings] == [expected]
+    assert workspace.top(str(project / "model.py")) == (str(project),)
+    assert workspace.counters.project_runs == 1
