@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
         "not look for the project of a named file",
     )
     check.add_argument(
+        "--no-project-root", action="store_true",
+        help="follow calls only among the paths given: do not index the project (src, or the nearest "
+        "pyproject.toml/setup.cfg/setup.py/.git) of each named file (project-root = false in the config)",
+    )
+    check.add_argument(
         "-j", "--jobs", type=_jobs, metavar="N",
         help="processes that parse files: 1 for none, 0 or 'auto' (the default) for one per CPU when there are "
         "enough files to parse to pay for starting them",
@@ -134,6 +139,8 @@ def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Confi
         changes["strategy"] = args.strategy
     if getattr(args, "no_project", False):
         changes["project"] = False
+    if getattr(args, "no_project_root", False):
+        changes["project_root"] = False
     if getattr(args, "jobs", None) is not None:
         changes["jobs"] = args.jobs
     return replace(base, **changes)

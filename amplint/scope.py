@@ -98,7 +98,10 @@ def _spell(directory: str, relative: bool) -> str:
 
 def scopes(paths: Sequence[str], config: Config) -> List[Scope]:
     """The walks that check `paths`: one per project of the named files, and one (a plain run, as
-    before) for the directories, the files under them, the files with no project and the missing paths."""
+    before) for the directories, the files under them, the files with no project and the missing paths.
+    With `project-root = false` (`--no-project-root`) the paths given are the project, as before."""
+    if not config.project_root:
+        return [Scope(tuple(paths))]
     directories = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
     plain: List[str] = []
     projects: Dict[Tuple[str, ...], List[str]] = {}

@@ -211,3 +211,15 @@ def test_the_language_server_finds_the_same_project_and_spellings(project: Path)
         assert [(name, f.line, f.column, f.code) for f in report.findings] == [expected]
     assert workspace.top(str(project / "model.py")) == (str(project),)
     assert workspace.counters.project_runs == 1
+
+
+def test_no_project_root_follows_calls_among_the_paths_given_only(project: Path) -> None:
+    assert check_json(["--no-project-root", "model.py"], project) == []
+    assert positions(check_json(["--no-project-root", "model.py", "train.py"], project)) == [MODEL]
+
+
+def test_project_root_false_in_the_config_turns_the_search_off_for_flake8_too(project: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.amplint]\nproject-root = false\n")
+    assert check_json(["model.py"], project) == []
+    assert flake8(["model.py"], project) == []
+    assert positions(flake8(["model.py", "train.py"], project)) == [MODEL]
