@@ -87,7 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--no-project", action="store_true",
-        help="check each file on its own: do not follow calls from float16 regions into other files",
+        help="check each file on its own: do not follow calls from float16 regions into other files, and do "
+        "not look for the project of a named file",
+    )
+    check.add_argument(
+        "--no-project-root", action="store_true",
+        help="follow calls only among the paths given: do not index the project (src, or the nearest "
+        "pyproject.toml/setup.cfg/setup.py/.git) of each named file (project-root = false in the config)",
     )
     check.add_argument(
         "-j", "--jobs", type=_jobs, metavar="N",
@@ -133,6 +139,8 @@ def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Confi
         changes["strategy"] = args.strategy
     if getattr(args, "no_project", False):
         changes["project"] = False
+    if getattr(args, "no_project_root", False):
+        changes["project_root"] = False
     if getattr(args, "jobs", None) is not None:
         changes["jobs"] = args.jobs
     return replace(base, **changes)
@@ -174,7 +182,7 @@ def run_check(args: argparse.Namespace) -> int:
 
         return run_fix(args, config)
     with progress.attached(progress.wanted(args.format)):  # erased before anything below prints
-        results = check_paths(args.paths, config)
+        results = check_paths(args.paths, config, in_project=True)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     if args.min_risk:
         from amplint.risk import at_least

@@ -22,6 +22,13 @@ class Config:
     # that enters autocast): (name, the autocast it stands for). Filled by project mode, not by users.
     autocast_aliases: Tuple[Tuple[str, str], ...] = field(default=(), metadata={"derived": True})
     project: bool = True
+    # Directories that form the project a single named file is checked in (`amplint.scope`): absolute,
+    # resolved from `[tool.amplint] src` against the config file's directory. Empty: find the project
+    # root from markers (pyproject.toml, setup.cfg, setup.py, .git) above the file.
+    src: Tuple[str, ...] = ()
+    # Index a named file's project (`src` or its marker root); False: the paths given are the project.
+    # Left out of repr(): it decides which files are walked, never a file's findings for given entries.
+    project_root: bool = field(default=True, repr=False)
     max_depth: int = 8
     # Files larger than this many bytes are skipped with one line (a 5 MB file took 72 s and 3.5 GB); 0: no limit.
     max_file_size: int = 2_000_000

@@ -139,6 +139,14 @@ def _distributions(value: Any) -> Parsed:
     return tuple(out), None
 
 
+def _directories(value: Any) -> Parsed:
+    """Relative paths are resolved against the config file's directory in `parse_table`."""
+    items = _strings(value)
+    if items is None or any(not item for item in items):
+        return None, 'expected a list of directories, e.g. ["."] or ["src", "scripts"]'
+    return tuple(items), None
+
+
 def _bool(value: Any) -> Parsed:
     return (value, None) if isinstance(value, bool) else (None, f"expected true or false, got {value!r}")
 
@@ -167,6 +175,8 @@ KEYS: Dict[str, Tuple[str, Callable[[Any], Parsed]]] = {
     "extend-autocast": ("extend_autocast", _qualnames),
     "extend-distributions": ("extend_distributions", _distributions),
     "project": ("project", _bool),
+    "src": ("src", _directories),
+    "project-root": ("project_root", _bool),
     "max-depth": ("max_depth", _depth),
     "max-file-size": ("max_file_size", _depth),
     "jobs": ("jobs", _jobs),
@@ -188,8 +198,26 @@ def parse_table(table: Mapping[str, Any], source: str, base: Config = Config()) 
         parsed, error = parser(value)
         if error is not None:
             return ConfigError(source, key, error)
+        if field_name == "src":
+            parsed, error = _resolve_directories(parsed, source)
+            if error is not None:
+                return ConfigError(source, key, error)
         changes[field_name] = parsed
     return LoadedConfig(replace(base, **changes), source, tuple(table))
+
+
+def _resolve_directories(items: Sequence[str], source: str) -> Parsed:
+    """`src` entries as absolute directories, relative ones taken from the config file's directory.
+
+    A missing directory is an error rather than silently nothing: it would make every single-file run
+    fall back to the marker search without saying why.
+    """
+    base = os.path.dirname(os.path.abspath(source))
+    resolved = tuple(os.path.normpath(os.path.join(base, os.path.expanduser(item))) for item in items)
+    for item, full in zip(items, resolved):
+        if not os.path.isdir(full):
+            return None, f"{item!r} is not a directory (resolved to {full})"
+    return resolved, None
 
 
 def _read_toml(path: str) -> Union[Dict[str, Any], ConfigError]:

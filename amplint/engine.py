@@ -51,12 +51,18 @@ def check_file(path: str, config: Config = Config()) -> FileResult:
     return check_source(source.text, path, config)
 
 
-def check_paths(paths: Sequence[str], config: Config = Config()) -> List[FileResult]:
+def check_paths(paths: Sequence[str], config: Config = Config(), *, in_project: bool = False) -> List[FileResult]:
     """Every file under `paths`, in sorted order; missing paths become error results.
 
     With `config.project` (the default) calls are followed across the files
     checked (`amplint.project`); `project=False` checks each file on its own.
+    `in_project` (what `amplint check` does) checks each named file in its project, with the findings a
+    run over the whole project gives that file (`amplint.scope`); otherwise the paths form the project.
     """
+    if config.project and in_project:
+        from amplint.scope import check_in_projects
+
+        return check_in_projects(paths, config)
     if config.project:
         from amplint.project import check_project
 

@@ -105,6 +105,27 @@ def _walk(root: str, exclude: Sequence[str], errors: List[FileError]) -> Iterato
                 yield os.path.normpath(os.path.join(dirpath, name))
 
 
+def walks_into(root: str, path: str, exclude: Sequence[str] = ()) -> bool:
+    """Would `discover([root], exclude)` list `path`, a file under `root` (both spelled alike)?
+
+    The same tests as `_walk`, on `path`'s directories below `root` only: no directory listing, so
+    asking costs nothing on a large tree. Exclusion of the file itself is `discover`'s, either way.
+    """
+    if not path.endswith(SOURCE_SUFFIXES):
+        return False
+    relative = os.path.relpath(os.path.dirname(path) or os.curdir, root)
+    if relative == os.curdir:
+        return True
+    if relative.startswith(os.pardir):
+        return False
+    current = root
+    for name in relative.split(os.sep):
+        current = os.path.join(current, name)
+        if os.path.islink(current) or _skip_dir(name, current, exclude):
+            return False  # os.walk(followlinks=False) does not enter a linked directory
+    return True
+
+
 def source_lines(text: str) -> List[str]:
     """The lines of `text` as Python numbers them, without their line endings.
 

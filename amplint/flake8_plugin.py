@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import ast
 import logging
-import os
-from typing import Any, ClassVar, Dict, Iterator, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence, Tuple, Type
 
 from amplint import __version__
 from amplint.config import Config
 from amplint.model import FileError
 from amplint.selection import path_matches
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.scope import Context
 
 LOG = logging.getLogger("flake8.amplint")
 
@@ -37,8 +39,7 @@ class AmpLintChecker:
     version = __version__
     config_file: ClassVar[Optional[str]] = None
     filenames: ClassVar[Tuple[str, ...]] = ()  # flake8's positional paths, for project mode
-    _entries: ClassVar[Optional[Dict[str, Tuple[Any, ...]]]] = None  # per process, computed on first use
-    _spellings: ClassVar[Tuple[Any, ...]] = ()  # the project's own autocast spellings, from the same walk
+    _context: ClassVar[Optional["Context"]] = None  # the project walks, per process, computed on first use
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
         self.lines = lines
@@ -57,8 +58,7 @@ class AmpLintChecker:
     def parse_options(cls, options: Any) -> None:
         cls.config_file = getattr(options, "amplint_config", None)
         cls.filenames = tuple(getattr(options, "filenames", None) or ())
-        cls._entries = None
-        cls._spellings = ()
+        cls._context = None
 
     def _config(self) -> Config:
         from amplint import configfile
@@ -71,27 +71,27 @@ class AmpLintChecker:
             raise AmpLintConfigError(f"amplint: {loaded}")
         return loaded.config
 
-    def _project_entries(self) -> Tuple[Any, ...]:
-        """Functions of this file entered from regions in other files of the run (project mode).
+    def _project_context(self) -> Tuple[Tuple[Any, ...], Tuple[Any, ...]]:
+        """(entries, spellings) of this file: the functions entered from regions in other files, and the
+        project's own autocast spellings (project mode).
 
-        The walk covers flake8's own paths, as `amplint check` covers its
-        paths, so both report the same chains; it runs once per process.
+        A file named on flake8's command line is walked with its project (`amplint.scope`), as
+        `amplint check FILE` walks it, so `flake8 model.py` reports what a whole-project run reports for
+        it; files found under a named directory are walked with flake8's other paths. The walks run once
+        per process and compute no findings: the file's own text is analysed below.
         """
         cls = type(self)
         if self.filename in ("stdin", "-") or not cls.filenames or "-" in cls.filenames:
-            return ()
-        if cls._entries is None:
+            return (), ()
+        if cls._context is None:
             from amplint import configfile
-            from amplint.project.run import run_project
+            from amplint.scope import Context
 
             loaded = configfile.resolve_config(cls.filenames, cls.config_file)
             if isinstance(loaded, configfile.ConfigError):
                 raise AmpLintConfigError(f"amplint: {loaded}")
-            run = run_project(list(cls.filenames), loaded.config) if loaded.config.project else None
-            found = run.entries if run is not None else {}
-            cls._entries = {os.path.abspath(path): entries for path, entries in found.items()}
-            cls._spellings = run.spellings if run is not None else ()
-        return cls._entries.get(os.path.abspath(self.filename), ())
+            cls._context = Context.build(list(cls.filenames), loaded.config) if loaded.config.project else Context()
+        return cls._context.of(self.filename)
 
     def run(self) -> Iterator[Report]:
         from amplint.engine import analyze_source
@@ -102,8 +102,8 @@ class AmpLintChecker:
             return
         text = "".join(self.lines)
         if config.project:
-            entries = self._project_entries()
-            config = with_spellings(config, type(self)._spellings)
+            entries, spellings = self._project_context()
+            config = with_spellings(config, spellings)
             if not entries and not _may_report_alone(text, config):
                 return  # no finding of its own can be here, and no region elsewhere calls in
             outcome = analyze_source(text, self.filename, config, noqa=False, entries=entries, project=True)

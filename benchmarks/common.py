@@ -100,9 +100,15 @@ class Amplint:
         return None
 
     def project(self) -> List[str]:
-        """Project mode (the default when ``--no-project`` exists)."""
+        """Project mode (the default when ``--no-project`` exists) over exactly the paths given.
+
+        ``--no-project-root`` keeps the rows' meaning where it exists: the corpus has no project
+        markers of its own, so a named file's project would be this repository's checkout.
+        """
         if self.has("--project") and not self.has("--no-project"):
             return [*self.base(), "--project"]
+        if self.has("--no-project-root"):
+            return [*self.base(), "--no-project-root"]
         return self.base()
 
 

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 import corpus  # noqa: E402
+import onefile  # noqa: E402
 import tools  # noqa: E402
 from common import Amplint, Measurement  # noqa: E402
 from corpus import FileSet  # noqa: E402
@@ -355,6 +356,7 @@ def _ratios(single_key: str) -> List[Ratio]:
               "amp_project_slice", "(context)"),
         Ratio("amplint single-file / ast.parse every file, full",
               f"{single_key}_full", "ast_full", "(context)"),
+        *(Ratio(*row) for row in onefile.RATIOS),
     ]
 
 
@@ -528,6 +530,7 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                    help="list amplint's findings on the whole corpus instead of timing")
     p.add_argument("--with-derived", action="store_true",
                    help="with --findings: also list findings on the derived copy")
+    p.add_argument("--one-file", action="store_true", help="only the rows of onefile.py and amp_project_full")
     p.add_argument("--quick", action="store_true",
                    help="plumbing check: 1 repetition on 20 slice files / 200 corpus files")
     return p.parse_args(argv)
@@ -572,7 +575,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cases, skipped = _third_party_cases(sl, full, env, amp_plugin)
     fix_sets: Dict[str, FileSet] = {}
     fix_notes: Dict[str, str] = {}
-    if amp.available and amp.has("--fix"):
+    if amp.available and amp.has("--fix") and not args.one_file:
         for tag, fs in (("slice", sl), ("full", full)):
             fix_sets[tag], fix_notes[tag] = _prepare_fix_copy(amp, fs, tag)
             _log(f"fix copy {tag}: {fix_notes[tag]}")
@@ -582,6 +585,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             c.note = fix_notes[c.key[len("amp_fix_"):]]
     cases += amp_cases
     skipped += amp_skipped
+    rows, reasons = onefile.rows(amp, full, BENCH, str(env.flake8_plain), amp_plugin)
+    if args.one_file:  # only the single-file rows and the whole-project row they are compared with
+        cases, skipped = [c for c in cases if c.key == "amp_project_full"], []
+    cases += [Case(r.key, r.label, r.fileset, r.argv, note=r.note, warmup=r.warmup, env=r.env) for r in rows]
+    skipped += [Skipped(label, reason) for label, reason in reasons]
     _warm_page_cache([sl, full, *fix_sets.values()])
     reps = run_cases(cases, args.reps, args.budget, started, args.slow_reps)
     elapsed = time.perf_counter() - started
@@ -589,7 +597,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           args.write)
     for fs in fix_sets.values():  # thousands of files that `amplint check .` would walk
         shutil.rmtree(fs.root, ignore_errors=True)
-    for tag in ("slice", "full"):
+    for tag in ("slice", "full", "one"):
         shutil.rmtree(BENCH / f"cache-{tag}", ignore_errors=True)
     _log(f"total script time {time.perf_counter() - started:.0f} s")
     return 0

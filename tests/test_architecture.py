@@ -28,7 +28,7 @@ LAYERS = [
                "amplint.pipeline", "amplint.source_analysis", "amplint.tabs",
                "amplint.risk")),
     ("project", ("amplint.project",)),
-    ("engine", ("amplint.engine",)),
+    ("engine", ("amplint.engine", "amplint.scope")),
     ("front ends", ("amplint.cli", "amplint.__main__", "amplint.flake8_plugin", "amplint.output", "amplint.sarif",
                     "amplint.github", "amplint.configfile", "amplint.fix.", "amplint.verify",
                     "amplint.lsp", "amplint.server", "amplint.addnoqa", "amplint.reports")),

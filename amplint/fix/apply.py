@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
     from amplint.fix.plan import FixPlan, Skipped
+    from amplint.project.run import ProjectRun
 
 # LibCST and the planner load only when a file has a finding: `--fix` on a clean
 # tree then costs what `check` costs (issue 8; `import libcst` alone is ~0.2 s).
@@ -249,15 +250,18 @@ def fix_finding(finding: Finding, config: Config = Config()) -> Union[TextFix, F
     return fix_text(source.text, finding.path, config, only=same)
 
 
-def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = True) -> FixRun:
+def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = True, *,
+              in_project: bool = False) -> FixRun:
     """Every file under `paths`, in sorted order; missing paths become errors.
 
     In project mode (`config.project`, the default of `amplint check`) the files and findings are those
     `check` reports, and each file is analysed with the entries the project walk found for it, so a
     helper reached from a region in another file is fixed like one reached from its own file.
+    `in_project` walks each named file's project (`amplint.scope`, as `check_paths` does); only the
+    files under `paths` are ever written.
     """
     if config.project:
-        return _fix_project(paths, config, write)
+        return _fix_project(paths, config, write, in_project)
     from amplint.engine import read_and_screen
 
     files, errors = discover(paths, config.exclude, config.max_file_size)
@@ -308,13 +312,29 @@ def _fix_job(job: Tuple[str, str, Config, dict]) -> Union[TextFix, FileError]:
     return fix_text(text, path, config, **options)
 
 
-def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
+def _fix_project(paths: Sequence[str], config: Config, write: bool, in_project: bool) -> FixRun:
     from amplint.project.run import run_project
+    from amplint.scope import Scope, run_scopes
+
+    if in_project:
+        runs = run_scopes(paths, config)
+    else:
+        runs = [(Scope(tuple(paths)), run_project(paths, config))]
+    run = FixRun()
+    for scope, project in runs:
+        start = len(run.files)
+        _fix_results(run, project, config, write, paths)
+        run.files[start:] = [_renamed(fix, scope.shown(fix.path)) for fix in run.files[start:]]
+    if len(runs) > 1:
+        run.files.sort(key=lambda fix: fix.path)
+    return run
+
+
+def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool, roots: Sequence[str]) -> None:
+    """Fix the files of one project run that have findings, with the entries and spellings of its walk."""
     from amplint.project.spellings import with_spellings
 
-    project = run_project(paths, config)
     config = with_spellings(config, project.spellings)  # the project's own autocast spellings, as the check saw
-    run = FixRun()
     slots: List[int] = []
     sources: List[SourceFile] = []
     options: List[dict] = []
@@ -331,9 +351,22 @@ def _fix_project(paths: Sequence[str], config: Config, write: bool) -> FixRun:
             sources.append(source)
             options.append({"entries": project.entries.get(result.path, ()), "project": True})
         run.files.append(FileFix(result.path))  # nothing reported, nothing to fix
-    for slot, fix in zip(slots, _fix_sources(sources, config, write, options, paths)):
+    for slot, fix in zip(slots, _fix_sources(sources, config, write, options, roots)):
         run.files[slot] = fix
-    return run
+
+
+def _renamed(fix: FileFix, path: str) -> FileFix:
+    """A file's fix under the name the user gave it (the walk may spell it from the project's root)."""
+    if fix.path == path:
+        return fix
+    from amplint.scope import rename
+
+    text = fix.fix
+    if text is not None:
+        text = replace(text, path=path, remaining=tuple(rename(f, path) for f in text.remaining),
+                       skipped=tuple(replace(s, finding=rename(s.finding, path)) for s in text.skipped))
+    error = None if fix.error is None else FileError(path, fix.error.message)
+    return FileFix(path, text, fix.written, error)
 
 
 def unified_diff(fix: TextFix) -> str:

@@ -86,7 +86,7 @@ def run_fix(args: argparse.Namespace, config: Config) -> int:
     from amplint import progress
 
     with progress.attached(progress.wanted(args.format)):  # erased before the report prints
-        run = fix_paths(args.paths, config, write=not args.diff)
+        run = fix_paths(args.paths, config, write=not args.diff, in_project=True)
     from amplint.files import NO_FILES
 
     for empty in [f for f in run.files if f.error is not None and f.error.message == NO_FILES]:

@@ -2,8 +2,9 @@
 
 An editor's buffer is not the file on disk. The project walk (`amplint.project`)
 reads the files on disk, so it runs when a file is saved, and gives each file the
-functions entered from float16 regions elsewhere; the open buffer is then analysed
-with those entries, exactly as `amplint check` analyses a file in project mode.
+functions entered from float16 regions elsewhere and the project's own autocast
+spellings; the open buffer is then analysed with those, exactly as `amplint check FILE`
+analyses a file in its project (`amplint.scope` finds the project, for both).
 A finding whose region sits in another file thus shows in the file that holds the
 computation. Results are cached by the buffer's text, so an unchanged buffer is
 not analysed twice.
@@ -20,6 +21,7 @@ from amplint.config import Config
 from amplint.model import FileError, Finding
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.project.spellings import Spelling
     from amplint.project.summary import EntryContext
 
 CAST, DISABLE = "cast", "disable-autocast"
@@ -43,11 +45,16 @@ class Report:
 
 @dataclass
 class _Project:
-    """The entries of one project top, from the last walk over its files on disk."""
+    """The entries and the own autocast spellings of one project, from the last walk over its files on disk."""
 
     entries: Dict[str, Tuple["EntryContext", ...]] = field(default_factory=dict)
+    spellings: Tuple["Spelling", ...] = ()
     generation: int = 0
     stale: bool = True
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _key(text: str) -> str:
@@ -61,7 +68,7 @@ class Workspace:
         self.root = os.path.abspath(root) if root else None
         self.counters = Counters()
         self._lock = threading.RLock()
-        self._projects: Dict[str, _Project] = {}
+        self._projects: Dict[Tuple[str, ...], _Project] = {}
         self._configs: Dict[str, Config] = {}
         self._reports: Dict[Tuple[str, str, int], Report] = {}
         self._cache_limit = cache_limit
@@ -82,13 +89,15 @@ class Workspace:
             self._configs[directory] = loaded.config
         return loaded.config
 
-    def top(self, path: str) -> str:
-        """The directory whose files are walked as one project for `path`."""
-        if self.root and (path == self.root or path.startswith(self.root.rstrip(os.sep) + os.sep)):
-            return self.root
-        from amplint.project.modules import project_top
+    def top(self, path: str, config: Config = Config()) -> Tuple[str, ...]:
+        """The directories whose files are walked as one project for `path`: the editor's workspace root
+        when it holds the file, else the project `amplint check FILE` walks (`amplint.scope`: the `src`
+        directories, else the nearest marker), else the file's directory."""
+        if self.root and _under(path, self.root):
+            return (self.root,)
+        from amplint.scope import project_dirs
 
-        return project_top(path)
+        return project_dirs(path, config) or (os.path.dirname(os.path.abspath(path)),)
 
     def saved(self, path: Optional[str] = None) -> None:
         """Files on disk changed: the next analysis walks the project again (and rereads config files)."""
@@ -96,26 +105,33 @@ class Workspace:
             self._configs.clear()
             self._reports.clear()  # a config file may have changed what is reported
             for top, project in self._projects.items():
-                if path is None or path.startswith(top.rstrip(os.sep) + os.sep) or path == top:
+                if path is None or any(_under(path, directory) for directory in top):
                     project.stale = True
 
-    def _entries(self, path: str, config: Config) -> Tuple[Tuple["EntryContext", ...], int]:
+    def _context(self, path: str, config: Config) -> Tuple[Tuple["EntryContext", ...], Config, int]:
+        """The file's entries, `config` with its project's own autocast spellings, and the walk's generation.
+
+        The walk computes no findings (`run_project(report=...)` empty): the open buffer is analysed here.
+        """
         if not config.project:
-            return (), 0
-        top = self.top(path)
+            return (), config, 0
+        from amplint.project.spellings import with_spellings
+
+        top = self.top(path, config)
         with self._lock:
             project = self._projects.setdefault(top, _Project())
             if not project.stale:
-                return project.entries.get(path, ()), project.generation
-        from amplint.project import project_entries
+                return project.entries.get(path, ()), with_spellings(config, project.spellings), project.generation
+        from amplint.project.run import run_project
 
-        entries = project_entries([top], config)
+        run = run_project(list(top), config, report=frozenset())
         with self._lock:
             self.counters.project_runs += 1
-            project.entries = {os.path.abspath(p): e for p, e in entries.items()}
+            project.entries = {os.path.abspath(p): e for p, e in run.entries.items()}
+            project.spellings = run.spellings
             project.generation += 1
             project.stale = False
-            return project.entries.get(path, ()), project.generation
+            return project.entries.get(path, ()), with_spellings(config, project.spellings), project.generation
 
     # --- analysis ------------------------------------------------------------
     def check(self, path: str, text: str) -> Report:
@@ -124,7 +140,7 @@ class Workspace:
         config = self.config(path)
         if isinstance(config, FileError):
             return Report(error=config)
-        entries, generation = self._entries(path, config)
+        entries, config, generation = self._context(path, config)
         key = (path, _key(text), generation)
         with self._lock:
             if key in self._reports:
@@ -148,7 +164,7 @@ class Workspace:
         config = self.config(path)
         if isinstance(config, FileError):
             return None
-        entries, _ = self._entries(path, config)
+        entries, config, _ = self._context(path, config)
 
         def same(other: Finding) -> bool:
             return finding is None or (other.line, other.column, other.code) == (

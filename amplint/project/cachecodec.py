@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import typing
 from typing import Any, Dict, Type
@@ -102,7 +103,10 @@ def decode(data: Any, classes: Dict[str, Type[Any]]) -> Any:
     raise CodecError("not cache data")
 
 
+@functools.lru_cache(maxsize=None)
 def _hints(cls: Type[Any]) -> Dict[str, Any]:
+    """The class's resolved annotations, once per class: resolving them costs ~0.4 ms, and a warm run
+    decodes tens of thousands of cached objects (a single-file run on a large project is mostly that)."""
     try:
         return typing.get_type_hints(cls)
     except Exception:  # an annotation that does not resolve: check nothing rather than fail every entry

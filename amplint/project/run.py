@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.files import discover
@@ -30,9 +30,13 @@ class ProjectRun:
 
 
 def run_project(
-    paths: Sequence[str], config: Config, cache_dir: Optional[str] = None, use_cache: Optional[bool] = None
+    paths: Sequence[str], config: Config, cache_dir: Optional[str] = None, use_cache: Optional[bool] = None,
+    report: Optional[AbstractSet[str]] = None,
 ) -> ProjectRun:
     """Check `paths` as one project.
+
+    `report` names the files (as discovered) whose results are computed and returned, None every file:
+    the walk is the same, so their findings are those of the whole run (`amplint.scope`).
 
     `cache_dir` overrides where summaries are cached (default: `$AMPLINT_CACHE_DIR`,
     else `.amplint_cache/` in the project top); `use_cache=False`, or
@@ -59,13 +63,17 @@ def run_project(
     )
     entries = walk(seeds, loader, resolver, config.max_depth)
     eager = set(loader.region_files())
-    wanted = [p for p in files if p in eager or p in entries]
+    wanted = files if report is None else [path for path in files if path in report]
+    parsed = [p for p in wanted if p in eager or p in entries]
+    # What each file is analysed with; a walk for a front end that analyses files itself (`report` empty)
+    # gives it for every file.
+    contextual = parsed if report else [p for p in files if p in eager or p in entries]
     contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()))
-                + covered_density_calls(loader, resolver, p) for p in wanted}
+                + covered_density_calls(loader, resolver, p) for p in contextual}
     contexts = {p: found for p, found in contexts.items() if found}
-    results = [FileResult(error.path, error=error) for error in errors]
-    loader.prepare_findings([(path, contexts.get(path, ())) for path in wanted])
-    for path in files:
+    results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
+    loader.prepare_findings([(path, contexts.get(path, ())) for path in parsed])
+    for path in wanted:
         if path in loader.errors:
             results.append(FileResult(path, error=loader.errors[path]))
             continue

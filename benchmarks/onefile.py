@@ -1,0 +1,86 @@
+"""The single-file rows of the benchmark (issue 13, item 9): one file checked in its project.
+
+pre-commit runs `amplint check FILE`, editors run `flake8 FILE`; each indexes the file's whole project
+through the summary cache, and reports that file only. These rows time a warm run (the cache filled by an
+untimed first run) on one file of the full corpus, to compare in the same run with the whole-project run
+(`amp_project_full`) and with flake8 on the same file. The corpus has no project markers of its own (only
+`.py` files are kept), so a config file names it as the project through `src`.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import common
+from common import Amplint
+from corpus import FileSet
+
+# A file that pre-commit would pass alone: pyro's ELBO (log_prob everywhere, regions elsewhere).
+PREFERRED = ("pyro-ppl/pyro/infer/trace_elbo.py", "pyro-ppl/pyro/distributions/torch.py")
+# (label, numerator key, denominator key, target) for run.Ratio: compared in the same run.
+RATIOS = (
+    ("amplint check FILE in its project, warm / whole-project run (cold), full", "amp_warm_one",
+     "amp_project_full", "(context)"),
+    ("amplint check FILE in its project, warm / flake8 E FILE (no plugins)", "amp_warm_one", "f8e_one",
+     "(context)"),
+    ("flake8 AMP FILE in its project, warm / flake8 E FILE (no plugins)", "amp_warm_f8amp_one", "f8e_one",
+     "(context)"),
+    ("amplint check FILE in its project, warm / --no-project FILE", "amp_warm_one", "amp_one_alone",
+     "(context)"),
+)
+NOTE = "cache filled by an untimed first run; the whole corpus is the file's project (src)"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One command on the one-file set (run.py turns it into a Case)."""
+
+    key: str
+    label: str
+    fileset: FileSet
+    argv: List[str]
+    env: Optional[Dict[str, str]] = None
+    note: str = ""
+    warmup: bool = True  # keys starting with amp_warm get an untimed first run: it fills the cache
+
+
+def one_file(full: FileSet) -> FileSet:
+    """One file of *full*: the first of PREFERRED that exists, else the middle one."""
+    by_name = {p.relative_to(full.root).as_posix(): p for p in full.files}
+    name = next((n for n in PREFERRED if n in by_name), None)
+    path = by_name[name] if name else full.files[len(full.files) // 2]
+    return FileSet(f"one file of the corpus ({path.relative_to(full.root)})", full.root, (path,))
+
+
+def rows(amp: Amplint, full: FileSet, work: Path, flake8_plain: Optional[str],
+         amp_plugin: Optional[str]) -> Tuple[List[Row], List[Tuple[str, str]]]:
+    """The rows, and (label, reason) for those that cannot run."""
+    if not amp.available or not amp.has("--no-project-root"):
+        return [], [("amplint check FILE in its project, warm", amp.reason or "not offered yet")]
+    one = one_file(full)
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "one-file.toml"
+    config.write_text(f"src = [{json.dumps(str(full.root))}]\n")
+    cache = work / "cache-one"
+    shutil.rmtree(cache, ignore_errors=True)
+    warm = common.amplint_env(cache)
+    out = [
+        Row("amp_warm_one", "amplint check FILE (project indexed), warm cache", one,
+            [*amp.base(), "--config", str(config)], warm, NOTE),
+        Row("amp_one_alone", "amplint check --no-project FILE", one, [*amp.base(), "--no-project"],
+            common.amplint_env(), warmup=False),
+    ]
+    skipped: List[Tuple[str, str]] = []
+    if flake8_plain is not None:
+        out.append(Row("f8e_one", "flake8 --select E FILE (no plugins)", one,
+                       [flake8_plain, "--isolated", "--select", "E"], warmup=False))
+    if amp_plugin is None:
+        out.append(Row("amp_warm_f8amp_one", "flake8 --select AMP FILE (project indexed), warm cache", one,
+                       [str(common.MAIN_FLAKE8), "--isolated", "--select", "AMP", f"--amplint-config={config}"],
+                       warm, NOTE))
+    else:
+        skipped.append(("flake8 --select AMP FILE", amp_plugin))
+    return out, skipped
