@@ -88,7 +88,13 @@ RULE = Rule(
         "visible is assumed to be a distribution's, unless every class the receiver may be an instance of "
         "(a local name's constructor, every class assignment to a `self.` attribute, every argument the "
         "file's constructions pass to the `__init__` parameter stored there) is known not to be one: a "
-        "`torch.nn` class, or a class of the same file with no base that may be a distribution."
+        "`torch.nn` class, or a class of the same file with no base that may be a distribution. A "
+        "distribution built in another function and returned (`return Normal(mu, std)` in `forward`, "
+        "`return preds, dist`, `get_dist(...)`) is followed into the caller, in the same file and, in project "
+        "mode, across files: its constructor's parameters are inputs of the caller's `log_prob`/`entropy`/"
+        "`cdf`, so casting the value alone does not silence it, and the message names where it is built. A "
+        "parameter annotated as a distribution (`dist: Distribution`) is an input too: it carries the caller's "
+        "parameters."
     ),
     why_bad=(
         "Parameters that leave a `Linear` layer under autocast are float16. float16's smallest normal is "
@@ -112,7 +118,12 @@ def loss(model, h, x):
     fix=(
         "`amplint check --fix` casts the inputs (fix A): `D.Normal(mu.float(), sigma.float())"
         ".log_prob(x.float())`. With `--strategy disable-autocast` it also wraps the statement in "
-        '`torch.autocast("cuda", enabled=False)` (fix C). Disabling autocast alone is not enough: see AMP002.'
+        '`torch.autocast("cuda", enabled=False)` (fix C). Disabling autocast alone is not enough: see AMP002. '
+        "When the distribution is built in another function of the file, fix A casts its parameters there, in "
+        "the callee (`return Normal(self.mu(x).float(), ...)`), and the value at the call. That changes the "
+        "function for every caller, which is safe: a float32 distribution gives the same values with no "
+        "underflow, whoever calls it. When it is built in another file, the finding names the file and line "
+        "and is left to you there."
     ),
     valid=(
         # Float32 by construction: factories make float32 tensors even inside a region, so this classic
@@ -262,6 +273,25 @@ with torch.autocast("cuda"):
 """,
             4,
             10,
+        ),
+        # Built in `forward` from a Linear and returned: casting the value alone leaves the parameters float16
+        # (under CPU float16 autocast, scales of 1e-4: 512 of 512 values -inf; tests/test_reach.py).
+        Invalid(
+            """
+import torch
+from torch.distributions import Normal
+
+class Policy(torch.nn.Module):
+    def forward(self, x):
+        return Normal(self.mu(x), self.log_std(x).exp())
+
+def act(x, actions):
+    policy = Policy()
+    with torch.autocast("cuda"):
+        return policy(x).log_prob(actions.float())
+""",
+            11,
+            16,
         ),
         # A count made in the float16 region: Poisson's `lgamma(value + 1)` would run in float16.
         Invalid(

@@ -86,7 +86,15 @@ RULE = Rule(
         "term (`log(2*pi)`, `torch.log(sigma)`), which is how Gaussian negative log-likelihoods and KL "
         "divergences are written out. Local names are followed to what was assigned to them. Inputs cast "
         "to float32, bfloat16 regions and disabled regions are not flagged. Fused primitives "
-        "(`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites."
+        "(`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites. It also reports calls of the "
+        "project's own densities (`posterior.kl()`, `self._likelihood(x)`, `normal_kl(...)`): a function or "
+        "method whose name says density (`kl`, `nll`, `log_prob`, `log_p`, `likelihood`, `log_likelihood`, "
+        "`logpdf`, `log_density`, `log_posterior`, `log_prior`, `cdf`, `entropy`) and whose body uses an op "
+        "float16 can push out of range (`log`, `sigmoid`, `erf`/`erfc`, `lgamma`, `pow`, `**`), or that is "
+        "imported from the project or inherited from another file. Its inputs are the call's tensor "
+        "arguments, plus the constructor's when the receiver was built in the same function "
+        "(`posterior = DiagonalGaussian(z)`). In project mode, when the body holds sites of its own, those "
+        "report instead of the call, so one hazard gives one finding, at the math."
     ),
     why_bad=(
         "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
@@ -144,6 +152,15 @@ import torch
 with torch.autocast("cuda"):
     target = torch.log(boxes / stride)
 """,
+        # A helper named like a density, built from fused primitives: nothing in it leaves float16's range.
+        """
+import torch
+import torch.nn.functional as F
+def entropy_loss(logits):
+    return -(F.softmax(logits, 1) * F.log_softmax(logits, 1)).sum(1)
+with torch.autocast("cuda"):
+    h = entropy_loss(head(x))
+""",
         # Pure Python math.
         """
 import math
@@ -153,6 +170,18 @@ with torch.autocast("cuda"):
 """,
     ),
     invalid=(
+        # A density helper: a Gaussian CDF with `erf`, whose result underflows to 0 in float16.
+        Invalid(
+            """
+import torch
+def normal_cdf(x):
+    return 0.5 * (1.0 + torch.erf(x / 1.4142135623730951))
+with torch.autocast("cuda"):
+    p = normal_cdf(head(x))
+""",
+            5,
+            9,
+        ),
         Invalid(
             """
 import torch

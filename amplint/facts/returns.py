@@ -88,6 +88,8 @@ class ReturnIndex:
             if func.value in table:
                 return func.value
             return self._instance_method(self._class_of(env.values(func.value)), "forward")
+        if isinstance(func, cst.Call):  # `Policy(8)(x)`
+            return self._instance_method(self._constructed(func), "forward")
         if not isinstance(func, cst.Attribute):
             return None
         method = func.attr.value
