@@ -23,6 +23,16 @@ CALL_TEXT = re.compile(
     r"(?:log_?probs?|log_?p|likelihoods?|log_?density|log_?pdf|nll|(?<![A-Za-z])kl|log_?posterior|log_?prior)"
     r"(?:_\w*)?\s*\("
 )
+# Literals one of which every match of CALL_TEXT holds: a fast test before the regex.
+_CALL_WORDS = ("log_p", "logp", "likelihood", "log_density", "logdensity", "log_pdf", "logpdf", "nll", "kl",
+               "log_posterior", "logposterior", "log_prior", "logprior")
+
+
+def may_call_density(text: str) -> bool:
+    """May `text` call a function named like a density? (`CALL_TEXT`, after a substring test)"""
+    return any(word in text for word in _CALL_WORDS) and bool(CALL_TEXT.search(text))
+
+
 # Top-level packages whose functions are not the project's own densities (their fused or distribution
 # methods are sites of their own, or not sites at all: `F.nll_loss`, `F.kl_div`, `np.log`).
 LIBRARY_PACKAGES = frozenset({

@@ -133,7 +133,7 @@ def _parse_and_analyze(
         if retried is not None:  # tabs and spaces mixed as CPython allows: analysed with tabs expanded
             return retried
         return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
-    analysis = analyze_module(module, analysis_options(config, project or bool(entries)), entries, imports)
+    analysis = analyze_module(module, analysis_options(config, project or bool(entries), text), entries, imports)
     return finish(text, path, analysis, config, noqa=noqa)
 
 
@@ -154,19 +154,21 @@ def _analyze_retabbed(
         module = cst.parse_module(retab.text)
     except cst.ParserSyntaxError:
         return None
-    analysis = analyze_module(module, analysis_options(config, project or bool(entries)), entries, imports)
+    analysis = analyze_module(module, analysis_options(config, project or bool(entries), text), entries, imports)
     result = finish(retab.text, path, analysis, config, noqa=noqa)
     result.text = text  # the module no longer reproduces it: `--fix` leaves the file alone
     result.pairs = [(diagnosis, retab.restore(finding)) for diagnosis, finding in result.pairs]
     return result
 
 
-def analysis_options(config: Config, project: bool) -> "AnalysisOptions":
-    """The parts of `config` the fact layer reads."""
+def analysis_options(config: Config, project: bool, text: Optional[str] = None) -> "AnalysisOptions":
+    """The parts of `config` the fact layer reads, and what the text says about the file (when given)."""
     from amplint.analysis import AnalysisOptions
 
+    words = ("distributions",) + tuple(name.rsplit(".", 1)[-1] for name in config.extend_distributions)
+    builds = text is None or any(word in text for word in words)
     return AnalysisOptions(frozenset(config.extend_autocast), frozenset(config.extend_distributions), project,
-                           config.autocast_aliases)
+                           config.autocast_aliases, builds_distributions=builds)
 
 
 def finish(text: str, path: str, analysis: "ModuleAnalysis", config: Config, *, noqa: bool = True) -> SourceAnalysis:

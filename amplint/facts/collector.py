@@ -79,7 +79,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
-        self.returns = ReturnIndex(module, imports, self._dist_class, self._line)  # what this file's functions return
+        self.returns = ReturnIndex(module, imports, self._dist_class, self._line, options.builds_distributions)
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:

@@ -33,6 +33,7 @@ class AnalysisOptions:
     project: bool = False  # record what the cross-file walk needs, and read file-local framework regions
     autocast_aliases: Tuple[Tuple[str, str], ...] = ()  # project spellings of autocast (`Config.autocast_aliases`)
     returns: Tuple["CallReturn", ...] = ()  # calls whose callee in another file returns a distribution
+    builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
 
 
 @dataclass

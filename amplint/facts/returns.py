@@ -44,8 +44,9 @@ class ReturnIndex:
 
     def __init__(self, module: cst.Module, imports: ImportTable,
                  dist_class: Callable[[cst.BaseExpression], Optional[str]],
-                 line_of: Callable[[cst.CSTNode], int]) -> None:
+                 line_of: Callable[[cst.CSTNode], int], builds: bool = True) -> None:
         self.module = module
+        self.builds = builds  # False: no function of this file can construct a distribution (the text says so)
         self.imports = imports
         self.dist_class = dist_class
         self.line_of = line_of
@@ -55,7 +56,7 @@ class ReturnIndex:
     def ref(self, call: cst.Call, env: Env, class_name: Optional[str], index: Optional[int],
             remote: Sequence[CallReturn], start: CodePosition) -> Optional[DistRef]:
         """The distribution `call` returns: built by a function of this file, else by one of another (`remote`)."""
-        found = self.for_call(call, env, class_name, index)
+        found = self.for_call(call, env, class_name, index) if self.builds else None
         if found is None:
             return remote_ref(remote, start, index)
         return replace(found.ref, built_in=(found.owner, f"line {self.line_of(found.ref.ctor)}"))
@@ -131,7 +132,7 @@ class ReturnIndex:
         """Plain data for the project summaries: per function key, the distributions it returns and their inputs."""
         code = self.module.code_for_node
         found: Dict[str, Tuple[ReturnedDist, ...]] = {}
-        for key in self._table():
+        for key in self._table() if self.builds else ():
             returned = self._returned(key)
             if returned:
                 found[key] = tuple(

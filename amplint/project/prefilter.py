@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, List, Sequence, Tuple
 
-from amplint.densitynames import CALL_TEXT
+from amplint.densitynames import may_call_density
 
 # A construction and the argument that makes it float16 (rules L, H of frameworks.py): the
 # argument must be inside the construction's parentheses (or `**` may pass it).
@@ -163,7 +163,7 @@ def flags(text: str, extend_autocast: Sequence[str] = (), extend_distributions: 
 def is_candidate_file(text: str, extend_distributions: Sequence[str] = ()) -> bool:
     """May this file hold a probability computation?"""
     words = CANDIDATE_WORDS + _last_parts(extend_distributions)
-    return any(word in text for word in words) or bool(CALL_TEXT.search(text))
+    return any(word in text for word in words) or may_call_density(text)
 
 
 def class_bases(text: str) -> List[Tuple[str, Tuple[str, ...]]]:
