@@ -44,10 +44,36 @@ def test_chains_say_which_targets_were_inferred(where: str, chain: str) -> None:
     assert message.split("; risk")[0].endswith(chain), message
 
 
-def test_a_distribution_parameter_is_an_input() -> None:
-    """`dist: Distribution` carries the caller's float16 parameters: casting the value alone is not enough."""
+def test_a_distribution_parameter_reads_what_the_caller_built() -> None:
+    """`self.loss(dist, y)`: the walk joins the call site, so the callee's `dist` is the caller's Independent(Normal)."""
     message = _findings(PROJECT)["reachpkg/losses.py:7:17 AMP001"]
-    assert "with inputs not cast to float32: `dist`, `target`" in message
+    assert ("`Independent.log_prob` runs under float16 autocast with inputs not cast to float32: `out`, `out.exp()`, "
+            "`target` (the distribution is built in `Routine.step` at train.py:33)") in message
+
+
+def test_parameters_given_a_distribution_by_their_callers_are_joined() -> None:
+    found = _findings(PROJECT)
+    for where, method in (("6:11", "Normal.entropy"), ("7:10", "kl_divergence"), ("8:23", "Normal.log_prob")):
+        message = found[f"reachpkg/terms.py:{where} AMP001"]
+        assert message.startswith(f"`{method}` runs under float16 autocast with inputs not cast to float32: `h`, "
+                                  "`h.exp()`"), message
+        assert "(the distribution is built in `regularize` at train.py:51)" in message
+        assert message.split("; risk")[0].endswith("via policy_terms(...) → terms.policy_terms")
+    # Alone, the helper has no region and its parameters hold nothing known.
+    assert _findings(PROJECT / "reachpkg" / "terms.py", Config(project=False)) == {}
+
+
+def test_a_parameter_typed_as_a_distribution_is_an_input_when_nothing_else_is_known() -> None:
+    found = _findings(PROJECT / "reachpkg" / "losses.py", Config(project=False))
+    assert found == {}  # no region in this file
+    from amplint.engine import check_source
+
+    source = (PROJECT / "reachpkg" / "losses.py").read_text(encoding="utf-8").replace(
+        "        return -dist.log_prob(target).mean()",
+        "        with torch.autocast(\"cuda\"):\n            return -dist.log_prob(target.float()).mean()",
+    ).replace("from torch import Tensor, nn", "import torch\nfrom torch import Tensor, nn")
+    (finding,) = check_source(source, "losses.py", Config(project=False)).findings
+    assert "with inputs not cast to float32: `dist`" in finding.message  # the value's cast is not enough
 
 
 def test_returned_distributions_name_their_constructor() -> None:
@@ -62,7 +88,7 @@ def test_returned_distributions_name_their_constructor() -> None:
 def test_a_distribution_returned_from_another_file_is_followed(tmp_path: Path, capsys) -> None:
     from amplint.cli import main
 
-    message = _findings(PROJECT)["train.py:43:16 AMP001"]
+    message = _findings(PROJECT)["train.py:44:16 AMP001"]
     assert ("with inputs not cast to float32: `self.mu(obs)`, `self.log_std(obs).exp()` (the distribution is built "
             "in `Actor.forward` at reachpkg/agents.py:12)") in message
     copy = tmp_path / "reach"

@@ -24,15 +24,15 @@ import libcst as cst
 from amplint import dtypes
 from amplint.facts import frameworks
 from amplint.facts.densitycalls import DENSITY
-from amplint.facts.signatures import distribution_slots
+from amplint.facts.signatures import distribution_arguments
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Scope, Site,
 )
 from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
-from amplint.facts.nodes import accelerator_binding, framework_call, record_params, trainer_model
+from amplint.facts.nodes import accelerator_binding, call_text, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
-from amplint.facts.returns import ReturnIndex, unpacked
+from amplint.facts.returns import ReturnIndex, given_ref, unpacked
 from amplint.facts.samemodule import ParallelMarks, prepared_arguments, same_module, without_module_hop
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
@@ -95,7 +95,9 @@ class Collector(ParallelMarks, cst.CSTVisitor):
     def _dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
         """A constructor call, or a local name bound to one, as a DistRef."""
         if isinstance(node, cst.Name):
-            return self.scope.dist_bindings.get(node.value)
+            found = self.scope.dist_bindings.get(node.value)
+            return found if found is not None or not self.options.arguments else given_ref(
+                self.options.arguments, self.scope, node.value)
         if not isinstance(node, cst.Call):
             return None
         qualname = self._dist_class(node.func)
@@ -497,18 +499,12 @@ class Collector(ParallelMarks, cst.CSTVisitor):
             label = f"prepared-model region of {prepared.label}"
             state = RegionEntry(prepared.spec, prepared.line, prepared.node, label)
         receiver = None if root in ("self", "cls") else self._lookup(root, "instances")
-        local = False
-        chain: Optional[Scope] = scope
-        while chain is not None and chain.key != MODULE_KEY:
-            local = local or root in chain.params or root in chain.assigned
-            chain = chain.parent
-        text = ""
-        if state is not None and state.is_float16:
-            text = " ".join(self.module.code_for_node(node).split())
-            text = text if len(text) <= 40 else f"{callee}(...)"
+        text = call_text(self.module, node, callee) if state is not None and state.is_float16 else ""
+        slots, given = distribution_arguments(node, self.dist_refs, self._wide, self.module.code_for_node,
+                                              self._line, scope.display)
         self.scope.calls.append(
             CallRecord(kind, name, scope, state, position.line, protected, position.column + 1, callee, text,
-                       receiver, local, density, distribution_slots(node, self.dist_refs))  # type: ignore[arg-type]
+                       receiver, scope.binds_locally(root), density, slots, given)  # type: ignore[arg-type]
         )
         if callee.rsplit(".", 1)[-1].endswith(("Trainer", "TrainingArguments")):  # rules L and H
             model = trainer_model(node)

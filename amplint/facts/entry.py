@@ -55,3 +55,17 @@ class CoveredCall:
 
     line: int
     column: int
+
+
+@dataclass(frozen=True)
+class DistArgument:
+    """A parameter of a function of the analysed file that a call elsewhere gives a distribution (the walk's join).
+
+    `dist` is what the caller built, from tensors not cast to float32 there; the
+    function's sites on the parameter read those tensors as inputs.
+    """
+
+    function: str  # scope key
+    param: str
+    dist: ReturnedDist
+    where: str  # the caller's file, as messages show it

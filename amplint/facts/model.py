@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from libcst.metadata import CodeRange
 
     from amplint.facts.frameworks import FrameworkCall
-    from amplint.facts.entry import CallReturn, ReturnedDist
+    from amplint.facts.entry import CallReturn, DistArgument, ReturnedDist
     from amplint.names import ImportTable
 
 FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
@@ -33,6 +33,7 @@ class AnalysisOptions:
     project: bool = False  # record what the cross-file walk needs, and read file-local framework regions
     autocast_aliases: Tuple[Tuple[str, str], ...] = ()  # project spellings of autocast (`Config.autocast_aliases`)
     returns: Tuple["CallReturn", ...] = ()  # calls whose callee in another file returns a distribution
+    arguments: Tuple["DistArgument", ...] = ()  # parameters that callers elsewhere give a distribution
     builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
 
 
@@ -115,6 +116,7 @@ class CallRecord:
     root_local: bool = False  # the callee's root is a local name of the function (a parameter or assigned)
     density: bool = False  # the call is also a site: a call of the project's own density
     dist_args: Tuple[str, ...] = ()  # argument slots ("0", "dist") given a distribution (`facts.signatures`)
+    given: Tuple[Tuple[str, "ReturnedDist"], ...] = ()  # those built from parameters not cast: slot, what
 
 
 @dataclass
@@ -154,6 +156,15 @@ class Scope:
     instances: Dict[str, Tuple[str, bool]] = field(default_factory=dict)  # name -> (class expression, exact)
     accelerators: Dict[str, AccelBinding] = field(default_factory=dict)
     prepared: Dict[str, AccelBinding] = field(default_factory=dict)  # models returned by accelerator.prepare
+
+    def binds_locally(self, name: str) -> bool:
+        """Is `name` a parameter or an assigned name of this function or an enclosing one (not the module)?"""
+        each: Optional[Scope] = self
+        while each is not None and each.key != MODULE_KEY:
+            if name in each.params or name in each.assigned:
+                return True
+            each = each.parent
+        return False
 
     def reaching(self, name: str, path: Tuple[Tuple[int, int], ...]) -> List[DistRef]:
         """The constructors bound to `name` that an assignment at `path` does not replace on every path.

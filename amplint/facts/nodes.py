@@ -192,6 +192,12 @@ def record_params(scope: Scope, params: cst.Parameters, method: bool) -> None:
             scope.instances[name] = (annotation, False)
 
 
+def call_text(module: cst.Module, node: cst.Call, callee: str) -> str:
+    """A call as a chain shows it: as written, on one line, or `callee(...)` when longer than 40 characters."""
+    text = " ".join(module.code_for_node(node).split())
+    return text if len(text) <= 40 else f"{callee}(...)"
+
+
 def declared_class(annotation: cst.BaseExpression, value: cst.BaseExpression) -> Optional[str]:
     """The class an annotated assignment declares, when its value does not say more.
 

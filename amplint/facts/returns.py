@@ -22,9 +22,9 @@ import libcst as cst
 from libcst.metadata import CodePosition
 
 from amplint import dtypes
-from amplint.facts.entry import CallReturn, ReturnedDist
+from amplint.facts.entry import CallReturn, DistArgument, ReturnedDist
 from amplint.facts.mathenv import Env, function_env, self_attribute, statements_of
-from amplint.facts.model import DistRef
+from amplint.facts.model import DistRef, Scope
 from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable, dotted_name
 
@@ -208,17 +208,29 @@ def remote_ref(returns: Sequence[CallReturn], start: CodePosition, index: Option
     wanted = -1 if index is None else index
     for each in returns:
         if (each.line, each.column) == (start.line, start.column + 1) and each.dist.index == wanted:
-            dist = each.dist
-            try:
-                ctor = cst.parse_expression(dist.ctor)
-                inputs = [cst.parse_expression(text) for text in dist.uncast]
-            except cst.ParserSyntaxError:
-                return None
-            if not isinstance(ctor, cst.Call):
-                return None
-            return DistRef(ctor, dist.qualname, None, [], inputs, False, (dist.owner, f"{each.where}:{dist.line}"),
-                           remote=True)
+            return _parsed_ref(each.dist, (each.dist.owner, f"{each.where}:{each.dist.line}"))
     return None
+
+
+def given_ref(arguments: Sequence[DistArgument], scope: Scope, name: str) -> Optional[DistRef]:
+    """The distribution a caller elsewhere gives parameter `name` of this scope (`DistArgument`), as a DistRef."""
+    if name not in scope.params or name in scope.assigned:
+        return None
+    for each in arguments:
+        if each.function == scope.key and each.param == name:
+            return _parsed_ref(each.dist, (each.dist.owner, f"{each.where}:{each.dist.line}"))
+    return None
+
+
+def _parsed_ref(dist: ReturnedDist, built_in: Tuple[str, str]) -> Optional[DistRef]:
+    try:
+        ctor = cst.parse_expression(dist.ctor)
+        inputs = [cst.parse_expression(text) for text in dist.uncast]
+    except cst.ParserSyntaxError:
+        return None
+    if not isinstance(ctor, cst.Call):
+        return None
+    return DistRef(ctor, dist.qualname, None, [], inputs, False, built_in, remote=True)
 
 
 def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> List[Tuple[int, str]]:

@@ -9,23 +9,55 @@ A slot is a position ("0", self not counted) or a keyword name.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 import libcst as cst
 
+from amplint.facts.entry import ReturnedDist
 from amplint.names import ImportTable, dotted_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.facts.model import DistRef
 
 DISTRIBUTION_MODULES = ("torch.distributions", "pyro.distributions")
 
 
-def distribution_slots(call: cst.Call, dist_refs: Callable[[cst.BaseExpression], list]) -> Tuple[str, ...]:
-    """The argument slots of `call` given a distribution (a constructor, or a name bound to one)."""
+def distribution_arguments(
+    call: cst.Call, dist_refs: Callable[[cst.BaseExpression], list], wide: Callable[[cst.BaseExpression], bool],
+    code: Callable[[cst.CSTNode], str], line_of: Callable[[cst.CSTNode], int], owner: str,
+) -> Tuple[Tuple[str, ...], Tuple[Tuple[str, ReturnedDist], ...]]:
+    """The argument slots of `call` given a distribution (a constructor, or a name bound to one), and, for
+    those built here from tensors not cast to float32, what the callee's parameter then holds."""
     slots: List[str] = []
-    for position, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
-        if dist_refs(arg.value):
-            slots.append(str(position))
-    slots.extend(a.keyword.value for a in call.args if a.keyword is not None and dist_refs(a.value))
-    return tuple(slots)
+    given: List[Tuple[str, ReturnedDist]] = []
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    named = [(str(i), a) for i, a in enumerate(positional)] + [
+        (a.keyword.value, a) for a in call.args if a.keyword is not None]
+    for slot, arg in named:
+        refs = dist_refs(arg.value)
+        if not refs:
+            continue
+        slots.append(slot)
+        ref = refs[0]
+        uncast = [code(i) for i in _inputs(ref) if not wide(i)]
+        if uncast and not ref.remote:
+            given.append((slot, ReturnedDist(-1, ref.qualname, code(ref.ctor), line_of(ref.ctor), tuple(uncast),
+                                             ref.built_in[0] if ref.built_in is not None else owner)))
+    return tuple(slots), tuple(given)
+
+
+def _inputs(ref: "DistRef") -> List[cst.BaseExpression]:
+    return list(ref.inputs) + [i for c in ref.components for i in _inputs(c)]
+
+
+def parameter_names(function: Optional[cst.CSTNode]) -> Tuple[str, ...]:
+    """Positional parameters (`self`/`cls` left out), then keyword-only ones: how a call's slots map to names."""
+    if not isinstance(function, cst.FunctionDef):
+        return ()
+    params = [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    return tuple(params) + tuple(p.name.value for p in function.params.kwonly_params)
 
 
 def distribution_params(function: Optional[cst.CSTNode], imports: ImportTable) -> Tuple[str, ...]:

@@ -10,12 +10,12 @@ finding says where to cast.
 """
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from amplint.facts.entry import CallReturn
+from amplint.facts.entry import CallReturn, DistArgument
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
-from amplint.project.summary import EntryContext
+from amplint.project.summary import CallSummary, EntryContext, FunctionSummary
 from amplint.project.walk import shown
 
 
@@ -39,3 +39,53 @@ def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
                     if dist.uncast:
                         found.append(CallReturn(call.line, call.column, dist, shown(target.path, root)))
     return tuple(sorted(dict.fromkeys(found), key=lambda r: (r.line, r.column, r.dist.index)))
+
+
+def dist_arguments(loader: Loader, resolver: Resolver, files: Sequence[str], entries: Dict[str, List[EntryContext]],
+                   root: str) -> Tuple[Dict[str, List[EntryContext]], Dict[str, List[DistArgument]]]:
+    """The join over call sites: each parameter a float16 caller gives a distribution built from uncast tensors.
+
+    Returns the entries the callees need (a function with no probability site of its own is not one of the
+    walk's entries, yet its `d.entropy()` on such a parameter is a site) and, per file, the `DistArgument`s.
+    """
+    extra: Dict[str, List[EntryContext]] = {}
+    given: Dict[str, List[DistArgument]] = {}
+    for path in files:
+        for function, call, how in _given_calls(loader, path, entries.get(path, ()), root):
+            for target in resolver.call_targets(path, function, call, None, False):
+                summary = loader.summary(target.path)
+                callee = summary.functions.get(target.key) if summary is not None else None
+                if callee is None:
+                    continue
+                for slot, dist in call.given:
+                    name = _parameter(callee, slot)
+                    if name is not None:
+                        given.setdefault(target.path, []).append(DistArgument(target.key, name, dist, shown(path, root)))
+                chain = how.chain + (resolver.display(target),)
+                extra.setdefault(target.path, []).append(EntryContext(
+                    target.key, how.region, how.label, how.region_path, chain, how.region_file))
+    return extra, {p: sorted(set(found), key=repr) for p, found in given.items()}
+
+
+def _given_calls(loader: Loader, path: str, entered: Sequence[EntryContext],
+                 root: str) -> Iterator[Tuple[FunctionSummary, CallSummary, EntryContext]]:
+    """Calls that give a distribution: made in a float16 region, or in a function the walk entered."""
+    summary = loader.summary(path)
+    by_function = {entry.function: entry for entry in entered}
+    for function in summary.functions.values() if summary is not None else ():
+        for call in function.calls:
+            if not call.given:
+                continue
+            if call.region is not None and call.region.float16:
+                start = (call.text or f"{call.callee}(...)",)
+                yield function, call, EntryContext(function.key, call.region.info, call.region.label,
+                                                   shown(path, root), start, path)
+            elif call.region is None and function.key in by_function:
+                yield function, call, by_function[function.key]
+
+
+def _parameter(callee: FunctionSummary, slot: str) -> Optional[str]:
+    if slot.isdigit():
+        index = int(slot)
+        return callee.params[index] if index < len(callee.params) else None
+    return slot if slot in callee.params else None

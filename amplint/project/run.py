@@ -15,7 +15,7 @@ from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
 from amplint.project.resolve import Resolver
-from amplint.project.returnflow import call_returns
+from amplint.project.returnflow import call_returns, dist_arguments
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
 from amplint.project.walk import call_seeds, walk
@@ -63,13 +63,20 @@ def run_project(
     )
     entries = walk(seeds, loader, resolver, config.max_depth)
     eager = set(loader.region_files())
+    joined, arguments = dist_arguments(loader, resolver, [p for p in files if p in eager or p in entries], entries, root)
+    for path, found in joined.items():  # callees given a distribution: analysed as entered too
+        known = {entry.function for entry in entries.get(path, ())}
+        for entry in found:
+            if entry.function not in known:
+                known.add(entry.function)
+                entries.setdefault(path, []).append(entry)
     wanted = files if report is None else [path for path in files if path in report]
     parsed = [p for p in wanted if p in eager or p in entries]
     # What each file is analysed with; a walk for a front end that analyses files itself (`report` empty)
     # gives it for every file.
     contextual = parsed if report else [p for p in files if p in eager or p in entries]
     contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()))
-                + covered_density_calls(loader, resolver, p) for p in contextual}
+                + tuple(arguments.get(p, ())) + covered_density_calls(loader, resolver, p) for p in contextual}
     contexts = {p: found for p, found in contexts.items() if found}
     results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
     loader.prepare_findings([(path, contexts.get(path, ())) for path in parsed])

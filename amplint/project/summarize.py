@@ -34,11 +34,12 @@ def _call(call: "CallRecord") -> CallSummary:
         root_local=call.root_local,
         density=call.density,
         dist_args=call.dist_args,
+        given=call.given,
     )
 
 
 def _function(scope: "Scope", imports: "ImportTable", returns: Dict[str, Tuple["ReturnedDist", ...]]) -> FunctionSummary:
-    from amplint.facts.signatures import distribution_params  # the parser is loaded: `scope` came from it
+    from amplint.facts.signatures import distribution_params, parameter_names  # the parser is loaded
 
     exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
     return FunctionSummary(
@@ -52,6 +53,7 @@ def _function(scope: "Scope", imports: "ImportTable", returns: Dict[str, Tuple["
         sites=len(scope.sites),
         dist_params=distribution_params(scope.node, imports),
         returns=returns.get(scope.key, ()),
+        params=parameter_names(scope.node),
     )
 
 

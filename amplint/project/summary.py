@@ -47,6 +47,7 @@ class CallSummary:
     root_local: bool  # the root is a local name with no known class: not resolved further
     density: bool = False  # also a site: a call of the project's own density (`project.covered`)
     dist_args: Tuple[str, ...] = ()  # argument slots given a distribution: "0" (position) or "dist" (keyword)
+    given: Tuple[Tuple[str, ReturnedDist], ...] = ()  # those built from tensors not cast: slot, what
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class FunctionSummary:
     sites: int = 0  # probability computations of any kind, cast or not (`project.covered`)
     dist_params: Tuple[str, ...] = ()  # parameters annotated as distributions: their position and their name
     returns: Tuple[ReturnedDist, ...] = ()  # distributions it returns (`project.returnflow`)
+    params: Tuple[str, ...] = ()  # positional parameters, `self`/`cls` left out, then keyword-only ones
 
 
 @dataclass(frozen=True)
