@@ -9,6 +9,7 @@ again when needed rather than kept: memory stays flat with the repo's size.
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -168,10 +169,10 @@ class Loader:
         """Files worth entering with a `def name` line (text only): where an inferred call may go."""
         return [path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path)]
 
-    def mentions(self, path: str, word: str) -> bool:
-        """Does the file's text hold `word`? (read again, not kept: memory stays flat)"""
+    def matches(self, path: str, pattern: "re.Pattern[str]") -> bool:
+        """Does the file's text match `pattern`? (read again, not kept: memory stays flat)"""
         text = self._read(path)
-        return text is not None and word in text
+        return text is not None and pattern.search(text) is not None
 
     def may_assign(self, attr: str) -> bool:
         """Does any file write `self.<attr> = ...`? If not, no class holds an instance there."""

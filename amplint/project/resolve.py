@@ -19,6 +19,7 @@ is followed.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
@@ -408,12 +409,15 @@ class Resolver:
         if name in LIBRARY_METHODS or name.startswith("__") or not self.loader.may_define_usefully(name):
             return []
         files = self.loader.defining_files(name)
-        if len(files) > MAX_INFERRED * 4:
-            return []  # too common a name to be worth parsing its definitions
+        built = self._built_classes()
+        if len(files) > MAX_INFERRED:  # too many for the name alone: the files that define a class a config builds
+            pattern = re.compile(r"class\s+(?:%s)\b" % "|".join(map(re.escape, sorted(built)))) if built else None
+            files = [p for p in files if pattern is not None and self.loader.matches(p, pattern)]
+            if len(files) > MAX_INFERRED * 4:
+                return []
         classes = [ClassRef(path, cls) for path in files for cls, info in sorted(self._classes(path).items())
                    if name in info.methods]
         if len(classes) > MAX_INFERRED:
-            built = self._built_classes()
             classes = [c for c in classes if c.name.rsplit(".", 1)[-1] in built]
         if not classes or len(classes) > MAX_INFERRED:
             return []
@@ -438,8 +442,9 @@ class Resolver:
         if key not in self._typed:
             found = []
             for name in names:
+                typed_def = re.compile(r"def\s+%s\s*\([^)]*Distribution" % re.escape(name))
                 for path in self.loader.defining_files(name):
-                    if not self.loader.mentions(path, "Distribution"):
+                    if not self.loader.matches(path, typed_def):
                         continue
                     summary = self._summary(path)
                     for cls, info in sorted(summary.classes.items()) if summary is not None else ():
