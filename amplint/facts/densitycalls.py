@@ -17,7 +17,7 @@ adds nothing: what it holds was not made in the region.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Protocol
+from typing import TYPE_CHECKING, List, Mapping, Optional, Protocol
 
 import libcst as cst
 
@@ -27,7 +27,9 @@ from amplint.facts.mathenv import Env, self_attribute, statements_of
 from amplint.names import ImportTable, dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.facts.model import DistRef, Scope, Site
+    from libcst.metadata import CodeRange
+
+    from amplint.facts.model import AnalysisOptions, DistRef, Scope, Site
 
 DENSITY = DENSITY_KIND
 # Tensor ops whose float16 result can lose the range a density needs: a log of a value that underflowed,
@@ -45,6 +47,8 @@ class SiteContext(Protocol):
     module: cst.Module
     imports: ImportTable
     scope: "Scope"
+    options: "AnalysisOptions"
+    positions: Mapping[cst.CSTNode, CodeRange]
 
     def math_env(self) -> Env: ...
 
@@ -62,10 +66,22 @@ def density_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     if name is None or not is_density_name(name) or ctx.inside_site(node):
         return None
     extra = _project_target(func, ctx)
+    if extra is None and _resolved_by_walk(node, ctx):  # `posterior = encoder(x); posterior.kl()`
+        extra = [func.value] if isinstance(func, cst.Attribute) and not _is_self(func.value) else []
     if extra is None:
         return None
     inputs = [a.value for a in node.args if not a.star and _tensorish(a.value)] + extra
     return ctx.make_site(node, dotted_name(func) or name, [], [], inputs, DENSITY)
+
+
+def _resolved_by_walk(node: cst.Call, ctx: "SiteContext") -> bool:
+    start = ctx.positions[node].start if ctx.options.density_calls else None
+    return start is not None and any((c.line, c.column) == (start.line, start.column + 1)
+                                     for c in ctx.options.density_calls)
+
+
+def _is_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("self", "cls")
 
 
 def _tensorish(node: cst.BaseExpression) -> bool:
@@ -143,6 +159,12 @@ def _class_def(module: cst.Module, dotted: str) -> Optional[cst.ClassDef]:
             return None
         body = found.body.body  # type: ignore[assignment]
     return found
+
+
+def is_density(function: Optional[cst.CSTNode], imports: ImportTable) -> bool:
+    """A function or method named like a density whose body float16 can push out of range."""
+    return isinstance(function, cst.FunctionDef) and is_density_name(function.name.value) and loses_range(
+        function, imports)
 
 
 def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:

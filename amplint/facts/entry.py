@@ -69,3 +69,14 @@ class DistArgument:
     param: str
     dist: ReturnedDist
     where: str  # the caller's file, as messages show it
+
+
+@dataclass(frozen=True)
+class DensityCall:
+    """A call of the analysed file that the walk resolved to a project density (named like one, computing with
+    tensors that float16 can push out of range) whose body holds no site: the call is where to report it."""
+
+    line: int
+    column: int
+    owner: str  # the density: "DiagonalGaussian.kl"
+    where: str  # its file, as messages show it

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from libcst.metadata import CodeRange
 
     from amplint.facts.frameworks import FrameworkCall
-    from amplint.facts.entry import CallReturn, DistArgument, ReturnedDist
+    from amplint.facts.entry import CallReturn, DensityCall, DistArgument, ReturnedDist
     from amplint.names import ImportTable
 
 FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
@@ -34,6 +34,7 @@ class AnalysisOptions:
     autocast_aliases: Tuple[Tuple[str, str], ...] = ()  # project spellings of autocast (`Config.autocast_aliases`)
     returns: Tuple["CallReturn", ...] = ()  # calls whose callee in another file returns a distribution
     arguments: Tuple["DistArgument", ...] = ()  # parameters that callers elsewhere give a distribution
+    density_calls: Tuple["DensityCall", ...] = ()  # calls the walk resolved to a project density with no sites
     builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
 
 

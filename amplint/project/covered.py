@@ -10,11 +10,14 @@ call as the only place to report.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Sequence, Tuple
 
-from amplint.facts.entry import CoveredCall
+from amplint.densitynames import is_density_name
+from amplint.facts.entry import CoveredCall, DensityCall
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
+from amplint.project.summary import EntryContext
+from amplint.project.walk import shown
 
 
 def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tuple[CoveredCall, ...]:
@@ -33,3 +36,25 @@ def _has_sites(loader: Loader, path: str, key: str) -> bool:
     summary = loader.summary(path)
     function = summary.functions.get(key) if summary is not None else None
     return function is not None and function.sites > 0
+
+
+def resolved_density_calls(loader: Loader, resolver: Resolver, path: str, root: str,
+                           entered: Sequence[EntryContext]) -> Tuple[DensityCall, ...]:
+    """Calls named like a density that only the walk can resolve (`posterior = encoder(x); posterior.kl()`),
+    to a project density with no sites of its own: the call is the one place to report it."""
+    summary = loader.summary(path) if path in loader.info else None
+    functions = {entry.function for entry in entered}
+    found = []
+    for function in summary.functions.values() if summary is not None else ():
+        for call in function.calls:
+            in_region = call.region is not None and call.region.float16
+            if call.density or not is_density_name(call.callee.rsplit(".", 1)[-1]) or not (
+                    in_region or (function.key in functions and call.region is None)):
+                continue
+            for target in resolver.call_targets(path, function, call, None, False):
+                callee = loader.summary(target.path)
+                built = callee.functions.get(target.key) if callee is not None else None
+                if built is not None and built.density and built.sites == 0:
+                    found.append(DensityCall(call.line, call.column, resolver.display(target), shown(target.path, root)))
+                    break
+    return tuple(found)

@@ -39,6 +39,7 @@ def _call(call: "CallRecord") -> CallSummary:
 
 
 def _function(scope: "Scope", imports: "ImportTable", returns: Dict[str, Tuple["ReturnedDist", ...]]) -> FunctionSummary:
+    from amplint.facts.densitycalls import is_density
     from amplint.facts.signatures import distribution_params, parameter_names  # the parser is loaded
 
     exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
@@ -54,6 +55,7 @@ def _function(scope: "Scope", imports: "ImportTable", returns: Dict[str, Tuple["
         dist_params=distribution_params(scope.node, imports),
         returns=returns.get(scope.key, ()),
         params=parameter_names(scope.node),
+        density=is_density(scope.node, imports),
     )
 
 
