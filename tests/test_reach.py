@@ -157,3 +157,69 @@ def test_value_only_cast_is_a_false_all_clear_that_the_fix_ends(tmp_path: Path, 
     assert before[0] == 512, before  # `policy(x).log_prob(actions.float())`: every value -inf
     assert before[2] > 0, before
     assert _non_finite(_fixed(tmp_path)) == [0, 0, 0, 0]
+
+
+CONTAINERS = {
+    "pkg/__init__.py": "",
+    "pkg/heads.py": """from torch import nn
+from torch.distributions import Laplace, Normal
+
+
+class GaussHead(nn.Module):
+    def forward(self, h, y):
+        return Normal(self.mu(h), 1.0).log_prob(y)
+
+
+class LaplaceHead(nn.Module):
+    def forward(self, h, y):
+        return Laplace(self.mu(h), 0.1).log_prob(y)
+
+
+class Block(nn.Module):
+    def forward(self, h):
+        return Normal(h, 1.0).log_prob(h)
+
+
+class Unused(nn.Module):
+    def forward(self, h):
+        return Normal(h, 1.0).log_prob(h)
+""",
+    "train.py": """import torch
+from torch import nn
+
+from pkg.heads import Block, GaussHead, LaplaceHead
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"gauss": GaussHead(), "laplace": LaplaceHead()})
+        self.trunk = nn.Sequential(Block())
+
+    def loss(self, h, y):
+        total = 0
+        for name, head in self.heads.items():
+            total = total + head(h, y).mean()
+        return total + self.trunk(h).mean()
+
+    def gauss(self, h, y):
+        return self.heads["gauss"](h, y)
+
+
+def train(model: Model, h, y):
+    with torch.autocast("cuda"):
+        return model.loss(h, y) + model.gauss(h, y)
+""",
+}
+
+
+def test_modules_in_containers_are_followed(tmp_path: Path) -> None:
+    """`nn.ModuleDict`/`nn.Sequential` elements, called in a `.items()` loop, by key, or as the Sequential."""
+    for name, text in CONTAINERS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    found = _findings(tmp_path)
+    assert list(found) == ["pkg/heads.py:7:16 AMP001", "pkg/heads.py:12:16 AMP001", "pkg/heads.py:17:16 AMP001"]
+    assert found["pkg/heads.py:7:16 AMP001"].split("; risk")[0].endswith("via model.loss(h, y) → Model.loss → "
+                                                                         "GaussHead.forward")
+    assert found["pkg/heads.py:17:16 AMP001"].split("; risk")[0].endswith("→ Model.loss → Block.forward")

@@ -23,6 +23,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.facts import frameworks
+from amplint.facts.containers import ELEMENT, element_callee, element_classes, loop_elements
 from amplint.facts.densitycalls import DENSITY
 from amplint.facts.signatures import distribution_arguments
 from amplint.facts.frameworks import FrameworkCall
@@ -70,6 +71,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         # Project mode only.
         self.class_nodes: List[cst.ClassDef] = []
         self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
+        self.class_items: Dict[str, Dict[str, Tuple[str, ...]]] = {}  # container attributes' element classes
         self.class_accels: Dict[str, Dict[str, AccelBinding]] = {}
         self.class_prepared: Dict[str, Dict[str, AccelBinding]] = {}
         self.attr_dtypes: Dict[Tuple[str, str], Optional[Precision]] = {}
@@ -327,8 +329,9 @@ class Collector(ParallelMarks, cst.CSTVisitor):
                     self._set(original_node.target, (declared, False))
 
     def visit_For(self, node: cst.For) -> None:
-        if self.options.project:  # a loop variable is a local name of unknown class
+        if self.options.project:  # a loop variable is a local name of unknown class, or a container's element
             self._forget(node.target)
+            self.scope.elements.update(loop_elements(node))
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if self.options.project and node.asname is not None:
@@ -398,14 +401,12 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         for each, instance, parallel in bound:
             self._set(each, instance=instance, prepared=None if prepare is None else prepare[0])
             self._mark_parallel(each, parallel and instance is not None)
+        items, attr = element_classes(value, self.imports), self_attribute(target)
+        if items and attr is not None and self.scope.class_name is not None:  # `self.heads = nn.ModuleDict({...})`
+            self.class_items.setdefault(self.scope.class_name, {})[attr] = items
 
-    def _set(
-        self,
-        target: cst.BaseExpression,
-        instance: Optional[Tuple[str, bool]] = None,
-        accelerator: Optional[AccelBinding] = None,
-        prepared: Optional[AccelBinding] = None,
-    ) -> None:
+    def _set(self, target: cst.BaseExpression, instance: Optional[Tuple[str, bool]] = None,
+             accelerator: Optional[AccelBinding] = None, prepared: Optional[AccelBinding] = None) -> None:
         scope = self.scope
         if isinstance(target, cst.Name):
             name = target.value
@@ -466,8 +467,8 @@ class Collector(ParallelMarks, cst.CSTVisitor):
             kind, name = "name", func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             kind, name = "self", func.attr.value
-        elif self.options.project and isinstance(func, cst.Attribute):
-            kind, name = "attr", func.attr.value
+        elif self.options.project and isinstance(func, (cst.Attribute, cst.Subscript)):
+            kind, name = "attr", func.attr.value if isinstance(func, cst.Attribute) else ELEMENT
         if kind is None:
             return
         args = [a.value for a in node.args]
@@ -477,7 +478,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
                 CallRecord(kind, name, self.scope, self.scope.effective(), self._line(node), protected)
             )
             return
-        callee = dotted_name(func)
+        callee = element_callee(func, self.scope.elements) or dotted_name(func)
         if callee is None:
             return
         self._record_project_call(node, kind, name, without_module_hop(callee, self._holds_parallel), protected,

@@ -153,6 +153,7 @@ class Scope:
     node: Optional[cst.CSTNode] = None  # the FunctionDef (the Module for MODULE_KEY): rescanned only on demand
     # Project mode only.
     params: Set[str] = field(default_factory=set)
+    elements: Dict[str, str] = field(default_factory=dict)  # loop names over a container: "head" -> "self.heads[]"
     assigned: Set[str] = field(default_factory=set)
     instances: Dict[str, Tuple[str, bool]] = field(default_factory=dict)  # name -> (class expression, exact)
     accelerators: Dict[str, AccelBinding] = field(default_factory=dict)
@@ -214,6 +215,7 @@ class FileFacts:
     class_bases: Dict[str, List[str]] = field(default_factory=dict)
     class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)  # project mode
     framework_calls: List[FrameworkCall] = field(default_factory=list)  # project mode
+    class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)  # project mode: containers
     returns: Optional["ReturnSummaries"] = None  # what this file's functions return (`facts.returns.ReturnIndex`)
 
     def sites(self) -> List[Site]:

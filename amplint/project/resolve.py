@@ -346,14 +346,18 @@ class Resolver:
         return targets  # a class (a constructor call) or a module is not followed
 
     def _self_attr(self, receiver: ClassRef, attr: str) -> List[_Instance]:
-        """The instance `self.<attr>` holds, from the first class on the MRO that assigns it."""
-        if not self.loader.may_assign(attr):
+        """The instances `self.<attr>` holds, from the first class on the MRO that assigns it.
+
+        `heads[]` stands for any element of a container attribute: one entry per class it holds.
+        """
+        if not self.loader.may_assign(attr.rstrip("[]")):
             return []
         for ref in self.mro(receiver):
             info = self.class_summary(ref)
-            for name, text, exact in info.attrs if info is not None else ():
-                if name == attr:
-                    return [_Instance(c, exact) for c in self.class_of(ref.path, text)]
+            held = [_Instance(c, exact) for name, text, exact in (info.attrs if info is not None else ())
+                    if name == attr for c in self.class_of(ref.path, text)]
+            if held or (info is not None and any(name == attr for name, _, _ in info.attrs)):
+                return held
         return []
 
     def call_targets(
@@ -375,6 +379,8 @@ class Resolver:
             elif root == "cls":
                 return []
             held = self._self_attr(own, parts[1])  # `self.policy(...)`, `self.policy.act(...)`
+            if not held and len(parts) == 2:  # calling an `nn.Sequential` runs each of its modules
+                held = self._self_attr(own, parts[1] + "[]")
             if not held:
                 return self._unknown_receiver(parts[2:], call)
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])

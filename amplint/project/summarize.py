@@ -75,7 +75,9 @@ def summarize(analysis: "ModuleAnalysis") -> FileSummary:
             methods=tuple(methods.get(name, ())),
             attrs=tuple(
                 (attr, text, exact) for attr, (text, exact) in sorted(analysis.class_attrs.get(name, {}).items())
-            ),
+            ) + tuple(  # a container's elements: `heads[]`, once per class it holds
+                (f"{attr}[]", text, True) for attr, texts in sorted(analysis.facts.class_items.get(name, {}).items())
+                for text in texts),
         )
         for name, bases in analysis.class_bases.items()
     }
