@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Tup
 from amplint.config import Config
 from amplint.files import walks_into
 from amplint.model import FileError, FileResult, Finding
-from amplint.project.modules import MARKERS
+from amplint.project.modules import marked_directory
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.run import ProjectRun
@@ -32,14 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def marked_root(path: str) -> Optional[str]:
     """The nearest directory at or above `path`'s own holding a project marker; None when there is none."""
-    current = os.path.dirname(os.path.abspath(path))
-    while True:
-        if any(os.path.exists(os.path.join(current, marker)) for marker in MARKERS):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    return marked_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def _under(path: str, directory: str) -> bool:

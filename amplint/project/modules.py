@@ -28,13 +28,18 @@ class ModuleName:
 def project_top(path: str) -> str:
     """The nearest directory at or above `path` holding a project marker, else `path`'s directory."""
     start = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+    return marked_directory(start) or start
+
+
+def marked_directory(start: str) -> Optional[str]:
+    """The nearest directory at or above `start` (a directory) holding a project marker; None when none does."""
     current = start
     while True:
         if any(os.path.exists(os.path.join(current, marker)) for marker in MARKERS):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return start
+            return None
         current = parent
 
 
