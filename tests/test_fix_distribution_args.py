@@ -30,7 +30,7 @@ def make(out):
 
 
 '''
-# (function body, whether amplint can fix it: the constructor is visible in place)
+# (function body, whether amplint can fix it: the constructor is visible, in place or in a function of the file)
 CASES = {
     "parameter": ('''\
 def run(head, h, x, dist=None):
@@ -44,7 +44,7 @@ def run(head, h, x):
         out = head(h)
         base = make(out)
         return D.Independent(base, 1).log_prob(x)
-''', False),
+''', True),  # `make` is in this file: its constructor is cast where it is built (issue 13)
     "attribute": ('''\
 class Holder:
     pass
@@ -70,7 +70,7 @@ def run(head, h, x):
         out = head(h)
         base = make(out)
         return D.Independent(base_distribution=base, reinterpreted_batch_ndims=1).log_prob(x)
-''', False),
+''', True),
     "expanded_inline": ('''\
 def run(head, h, x):
     with torch.autocast("cpu", dtype=torch.float16):

@@ -33,9 +33,11 @@ MAX_OVERRIDES = 16
 # A call on a receiver of unknown class (a parameter typed `nn.Module`, an attribute set from a config)
 # goes to every project class defining the method, when there are at most this many (see `inferred`).
 MAX_INFERRED = 4
-# Methods that library objects have: tensors, modules, optimizers, scalers, containers. A receiver of
-# unknown class calling one of them is more likely a library object than a project class.
+# Methods that library objects have: tensors, modules, optimizers, scalers, containers, and torch
+# distributions. A receiver of unknown class calling one of them is more likely a library object than a
+# project class (`d.entropy()` on an unknown `d` is a torch distribution's entropy, not a project class's).
 LIBRARY_METHODS = frozenset({
+    "log_prob", "cdf", "icdf", "entropy", "sample", "rsample", "sample_n", "expand", "perplexity",
     "__call__", "__init__", "forward", "step", "zero_grad", "backward", "update", "to", "cuda", "cpu", "float",
     "half", "double", "train", "eval", "parameters", "named_parameters", "modules", "children", "state_dict",
     "load_state_dict", "apply", "register_buffer", "item", "size", "view", "reshape", "mean", "sum", "detach",
