@@ -223,3 +223,18 @@ def test_modules_in_containers_are_followed(tmp_path: Path) -> None:
     assert found["pkg/heads.py:7:16 AMP001"].split("; risk")[0].endswith("via model.loss(h, y) → Model.loss → "
                                                                          "GaussHead.forward")
     assert found["pkg/heads.py:17:16 AMP001"].split("; risk")[0].endswith("→ Model.loss → Block.forward")
+
+
+def test_single_file_runs_and_flake8_see_what_the_walk_joins(tmp_path: Path) -> None:
+    """`amplint check FILE` and a real `flake8 FILE` get the walk's contexts: a distribution returned from
+    another file (train.py), and parameters given one by a caller elsewhere (terms.py)."""
+    from test_single_file import check_json, flake8, positions
+
+    project = tmp_path / "reach"
+    shutil.copytree(PROJECT, project)
+    (project / "pyproject.toml").write_text("", encoding="utf-8")  # the project's root, as a user's would have
+    expected = [("reachpkg/terms.py", 6, 11, "AMP001"), ("reachpkg/terms.py", 7, 10, "AMP001"),
+                ("reachpkg/terms.py", 8, 23, "AMP001"), ("train.py", 44, 16, "AMP001")]
+    names = ["reachpkg/terms.py", "train.py"]
+    assert positions(check_json(names, project)) == expected
+    assert positions(flake8(names, project)) == [(os.path.normpath(p), *rest) for p, *rest in expected]
