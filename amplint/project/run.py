@@ -10,6 +10,7 @@ from amplint.files import discover
 from amplint.model import FileError, FileResult
 from amplint.project.cache import DiskCache, code_fingerprint
 from amplint.project import configfiles
+from amplint.project.ahead import walk_in_waves
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
@@ -47,15 +48,19 @@ def run_project(
     cache = DiskCache(directory if use_cache else None)
     loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint())
     loader.scan()
-    resolver = Resolver(loader)
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
     settings = configfiles.scan(tops) if loader.subclass_files("LightningModule") else ()
-    seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
-        loader, resolver, root
-    )
-    entries = walk(seeds, loader, resolver, config.max_depth)
+
+    def walk_pass() -> Dict[str, List[EntryContext]]:
+        resolver = Resolver(loader)
+        seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
+            loader, resolver, root
+        )
+        return walk(seeds, loader, resolver, config.max_depth)
+
+    entries = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
     eager = set(loader.region_files())
     results = [FileResult(error.path, error=error) for error in errors]
     loader.prepare_findings(
