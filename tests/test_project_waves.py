@@ -1,4 +1,4 @@
-"""The walk in waves (`amplint.project.ahead`): summaries parsed ahead in a pool change nothing.
+"""The cold project pass in a pool: the walk in waves (`amplint.project.ahead`) and the spellings change nothing.
 
 Nothing here times anything. A run with a pool must give exactly what `-j 1`
 gives; a file parsed ahead and never asked for must leave no trace (no
@@ -78,3 +78,12 @@ def test_a_file_parsed_ahead_and_never_asked_for_leaves_no_trace(forced: None, t
     loader.speculate(True)
     assert loader.summary(bad) is None  # forgotten: a speculative pass would want it again
     assert loader.speculate(False) == [bad]
+
+
+def test_the_project_spellings_read_in_a_pool_are_the_same(forced: None) -> None:
+    from amplint.project.spellings import project_spellings
+
+    files, _ = discover([str(FIXTURES)])
+    alone = project_spellings(files, 1)
+    assert len(alone) > 3
+    assert project_spellings(files, 2) == alone

@@ -38,7 +38,7 @@ def run_project(
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
     files, errors = discover(paths, config.exclude, config.max_file_size)
-    spellings = project_spellings(files)
+    spellings = project_spellings(files, config.jobs)
     config = with_spellings(config, spellings)
     tops = sorted({project_top(p) for p in paths})
     root = display_root(paths)
