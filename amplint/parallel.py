@@ -34,6 +34,7 @@ as values (`FileError`), never raise them on purpose. Ctrl-C stops the workers
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -185,9 +186,13 @@ def _pooled(
     from amplint.interrupts import deferred_interrupt
 
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
+    frozen = _freeze(context)
     try:
         with deferred_interrupt():  # workers fork here: none may get Ctrl-C before it ignores it
             pending = {executor.submit(func, items[index]): index for index in order}
+        if frozen:
+            gc.unfreeze()  # every worker has forked (fork starts them all at the first submit)
+            frozen = False
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -198,7 +203,25 @@ def _pooled(
     except BaseException:
         _stop(executor)
         raise
+    finally:
+        if frozen:
+            gc.unfreeze()
     executor.shutdown(wait=True)
+
+
+def _freeze(context: Any) -> bool:
+    """Before a fork: move this process's objects out of the collector's sight (`gc.freeze`).
+
+    A forked worker shares the parent's memory until it writes to a page. Its
+    collections would write to the header of every object inherited from the
+    parent, copying nearly all of the parent's heap (LibCST, the summaries
+    loaded so far) into each worker, once per pool. Frozen, they are not
+    visited. True when frozen: the caller unfreezes once the workers exist.
+    """
+    if context.get_start_method() != "fork":
+        return False
+    gc.freeze()
+    return True
 
 
 def _stop(executor: Any) -> None:

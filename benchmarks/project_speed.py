@@ -1,17 +1,37 @@
 """Cold project mode against ruff, with -j 1 / -j 2, and on all vs half of a corpus (issue 12's goals).
 
-Short on purpose (a few minutes on 2 busy cores): one file set at a time, a few
-repetitions, the median of wall and of CPU (user+system of the process tree).
-Every amplint run has `AMPLINT_NO_CACHE=1` (cold). `--ref DIR` runs the amplint
-package found in DIR (a `git archive` export with `rules/` copied to
-`amplint/rules/`) instead of the installed one, for before/after ratios.
+Short on purpose (a few minutes on 2 busy cores). For each corpus given, four
+cases run once per repetition, in a rotated order so that a burst of
+background load hits them alike: `amplint check -j 1` and `-j 2` on all of
+it, `-j 1` on half of it (every other file copied out: a project of distinct
+files), and `ruff check --select ALL --no-cache` on all of it. The table has
+the median of wall and of CPU (user+system of the process tree) and the
+1-minute load average when each run started. Every amplint run has
+`AMPLINT_NO_CACHE=1` (cold).
 
-    python benchmarks/project_speed.py /work/shared/corpus/repos --reps 3
+On a shared machine the `-j 2` wall-clock speed-up cannot be measured fairly:
+another process on one of the two cores takes it away. So each corpus also
+gets a *schedule model*, which does not depend on load: one in-process
+`-j 1` run times each file's analysis (CPU s), one `-j 2` run records which
+files each pool batch held, and each batch is then laid out on two workers as
+the pool hands work out (largest file first, to whichever worker is free).
+Modelled `-j 2` wall = the parent's own CPU in the `-j 2` run + the sum of
+the batches' makespans; modelled `-j 1` wall = the `-j 1` run's CPU. It
+leaves out process start-up (the same both ways), fork and pickling costs, so
+it is an upper bound of what two idle cores give.
+
+`--ref DIR` runs the amplint package found in DIR (a `git archive` export
+with `rules/` copied to `amplint/rules/`) instead of the installed one, for
+before/after ratios. `--write FILE` puts the tables in FILE's
+`project-speed` section.
+
+    python benchmarks/project_speed.py /work/shared/corpus/repos benchmarks/.work/corpus --reps 3
     python benchmarks/project_speed.py benchmarks/.work/corpus --reps 1 --ref /tmp/old
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -22,7 +42,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 RUFF = HERE / ".work" / "toolenv" / "bin" / "ruff"
+
+Run = Tuple[float, float, int, float]  # wall s, CPU s, exit code, 1-minute load at the start
 
 
 def python_files(root: Path) -> List[str]:
@@ -44,8 +67,16 @@ def copy_half(root: Path, files: Sequence[str], out: Path) -> List[str]:
     return kept
 
 
-def timed(command: Sequence[str], env: Dict[str, str], limit: float) -> Tuple[float, float, int]:
-    """(wall s, CPU s of the children, exit code) of one run, output discarded; exit -9 past `limit` s."""
+def load1() -> float:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def timed(command: Sequence[str], env: Dict[str, str], limit: float) -> Run:
+    """(wall s, CPU s of the children, exit code, load) of one run, output discarded; exit -9 past `limit` s."""
+    load = load1()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
@@ -56,7 +87,7 @@ def timed(command: Sequence[str], env: Dict[str, str], limit: float) -> Tuple[fl
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, code
+    return wall, cpu, code, load
 
 
 def amplint_env(ref: Optional[str]) -> Dict[str, str]:
@@ -66,44 +97,176 @@ def amplint_env(ref: Optional[str]) -> Dict[str, str]:
     return env
 
 
-def measure(label: str, command: Sequence[str], env: Dict[str, str], reps: int, limit: float = 120.0
-            ) -> Tuple[str, float, float]:
-    runs = [timed(command, env, limit) for _ in range(reps)]
-    wall = statistics.median(r[0] for r in runs)
-    cpu = statistics.median(r[1] for r in runs)
-    shown = "killed after {:.0f} s".format(limit) if runs[0][2] == -9 else runs[0][2]
-    print(f"| {label} | {reps} | {wall:.2f} | {cpu:.2f} | {shown} |", flush=True)
-    return label, wall, cpu
+# --- the schedule model (runs in a child process: `--model-of ROOT`) ----------------------------------
+
+
+def _item_key(name: str, item: object) -> object:
+    """What identifies a unit of pool work across the two runs: a file (and whether it had entries), or a chunk."""
+    if name == "_parse_job":
+        path, _, entries, _ = item  # type: ignore[misc]
+        return path, bool(entries)
+    if name == "_scan_job":
+        return tuple(item[0])  # type: ignore[index]
+    return tuple(item) if isinstance(item, list) else repr(item)
+
+
+def _model(root: str) -> Dict[str, float]:
+    """Each unit of pool work's CPU at -j 1, the pool batches of -j 2, and the modelled walls (see the docstring)."""
+    import dataclasses
+
+    from amplint import parallel
+    from amplint.config import Config
+    from amplint.project import loader
+    from amplint.project.run import run_project
+
+    cost: Dict[object, float] = {}
+    analyze = loader._analyze
+
+    def timed_analyze(path, config, entries):  # type: ignore[no-untyped-def]
+        start = time.process_time()
+        outcome = analyze(path, config, entries)
+        cost[(path, bool(entries))] = time.process_time() - start
+        return outcome
+
+    def timed_map(func, items, **kwargs):  # type: ignore[no-untyped-def]  # -j 1: every item here, timed
+        results = []
+        for item in items:
+            start = time.process_time()
+            results.append(func(item))
+            cost[_item_key(func.__name__, item)] = time.process_time() - start
+        return results
+
+    batches: List[Tuple[str, list, Optional[Sequence[int]]]] = []
+    run_map = parallel.run_map
+
+    def recorded(func, items, **kwargs):  # type: ignore[no-untyped-def]
+        items = list(items)
+        if parallel.pool_size(len(items), kwargs.get("jobs"), kwargs.get("size") if kwargs.get("size") is not None
+                              else sum(kwargs.get("weights") or ()) or None,
+                              kwargs.get("min_size", parallel.MIN_BYTES)) >= 1:
+            batches.append((func.__name__, items, kwargs.get("weights")))
+        return run_map(func, items, **kwargs)
+
+    loader._analyze = timed_analyze
+    parallel.run_map = timed_map
+    start = time.process_time()
+    run_project([root], dataclasses.replace(Config(), jobs=1))
+    serial = time.process_time() - start
+    parallel.run_map = recorded
+    start = time.process_time()
+    run_project([root], dataclasses.replace(Config(), jobs=2))
+    parent = time.process_time() - start
+    spans = 0.0
+    work = 0.0
+    for name, items, weights in batches:
+        order = sorted(range(len(items)), key=lambda i: -(weights[i] if weights else 0))
+        loads = [0.0, 0.0]
+        for index in order:
+            key = _item_key(name, items[index])
+            # A file re-parsed for its entries at -j 2 was not at -j 1 (its tree was kept): its summary parse's cost.
+            took = cost.get(key, cost.get((key[0], False), 0.0) if name == "_parse_job" else 0.0)  # type: ignore[index]
+            loads[loads.index(min(loads))] += took
+            work += took
+        spans += max(loads)
+    return {"j1": serial, "parent": parent, "spans": spans, "work": work, "batches": len(batches),
+            "j2": parent + spans}
+
+
+def model(root: Path, env: Dict[str, str]) -> Optional[Dict[str, float]]:
+    done = subprocess.run([sys.executable, __file__, "--model-of", str(root)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        print(f"schedule model failed: {done.stderr[-800:]}", file=sys.stderr)
+        return None
+
+
+# --- the measurement ---------------------------------------------------------------------------------
+
+
+def measure_corpus(root: Path, reps: int, ref: Optional[str], with_ruff: bool) -> str:
+    """The markdown block for one corpus: runs, medians, the goal ratios and the schedule model."""
+    files = python_files(root)
+    half_root = HERE / ".work" / "half" / root.name
+    half = copy_half(root, files, half_root)
+    env = amplint_env(ref)
+    amplint = [sys.executable, "-m", "amplint", "check"]
+    cases: Dict[str, Tuple[str, List[str], Dict[str, str]]] = {
+        "j1": ("`amplint check -j 1`, all (cold)", amplint + ["-j", "1", str(root)], env),
+        "j2": ("`amplint check -j 2`, all (cold)", amplint + ["-j", "2", str(root)], env),
+        "half": ("`amplint check -j 1`, half (cold)", amplint + ["-j", "1", str(half_root)], env),
+    }
+    if RUFF.exists() and with_ruff:
+        cases["ruff"] = ("`ruff check --select ALL --no-cache`, all",
+                         [str(RUFF), "check", "--select", "ALL", "--no-cache", "--exit-zero", str(root)],
+                         dict(os.environ))
+    keys = list(cases)
+    runs: Dict[str, List[Run]] = {key: [] for key in keys}
+    for rep in range(reps):
+        for key in keys[rep % len(keys):] + keys[:rep % len(keys)]:
+            runs[key].append(timed(cases[key][1], cases[key][2], 300.0))
+            print(f"  {root.name} {key} rep {rep + 1}: {runs[key][-1]}", file=sys.stderr, flush=True)
+    wall = {key: statistics.median(r[0] for r in runs[key]) for key in keys}
+    cpu = {key: statistics.median(r[1] for r in runs[key]) for key in keys}
+    lines = [f"**{root}**: {len(files)} files; half: {len(half)} (every other file); amplint: "
+             f"{ref or 'the working tree'}", "",
+             "| case | runs | wall s (median) | CPU s (median) | load at start (min–max) | exit |",
+             "|---|---:|---:|---:|---|---|"]
+    for key in keys:
+        loads = [r[3] for r in runs[key]]
+        codes = ",".join(str(c) for c in sorted({r[2] for r in runs[key]}))
+        lines.append(f"| {cases[key][0]} | {len(runs[key])} | {wall[key]:.2f} | {cpu[key]:.2f} "
+                     f"| {min(loads):.1f}–{max(loads):.1f} | {codes} |")
+    lines += ["", "| goal | measured | met |", "|---|---|---|"]
+    if "ruff" in keys:
+        lines.append(f"| cold `-j 1` ≤ ruff ALL (CPU) | {cpu['j1']:.2f} / {cpu['ruff']:.2f} = "
+                     f"{cpu['j1'] / cpu['ruff']:.2f} | {_yes(cpu['j1'] <= cpu['ruff'])} |")
+        lines.append(f"| cold `-j 2` ≤ ruff ALL (wall) | {wall['j2']:.2f} / {wall['ruff']:.2f} = "
+                     f"{wall['j2'] / wall['ruff']:.2f} | {_yes(wall['j2'] <= wall['ruff'])} |")
+    lines.append(f"| all ≤ 2.2 × half (CPU, `-j 1`) | {cpu['j1']:.2f} / {cpu['half']:.2f} = "
+                 f"{cpu['j1'] / cpu['half']:.2f} | {_yes(cpu['j1'] <= 2.2 * cpu['half'])} |")
+    lines.append(f"| `-j 2` ≥ 1.5 × faster than `-j 1` (wall, measured under the load above) | "
+                 f"{wall['j1']:.2f} / {wall['j2']:.2f} = {wall['j1'] / wall['j2']:.2f} "
+                 f"| {_yes(wall['j1'] >= 1.5 * wall['j2'])} |")
+    modelled = model(root, env)
+    if modelled is not None:
+        speedup = modelled["j1"] / modelled["j2"]
+        lines.append(f"| `-j 2` ≥ 1.5 × faster than `-j 1` (schedule model, load-independent) | "
+                     f"{modelled['j1']:.2f} / ({modelled['parent']:.2f} parent + {modelled['spans']:.2f} "
+                     f"in {modelled['batches']:.0f} pool batches of {modelled['work']:.2f} CPU s) = "
+                     f"{speedup:.2f} | {_yes(speedup >= 1.5)} |")
+    return "\n".join(lines)
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "**no**"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("root")
+    parser.add_argument("roots", nargs="*")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--ref", help="directory whose `amplint` package to run (before/after)")
     parser.add_argument("--no-ruff", action="store_true")
+    parser.add_argument("--write", type=Path, help="put the tables in this file's `project-speed` section")
+    parser.add_argument("--model-of", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    root = Path(args.root).resolve()
-    files = python_files(root)
-    half_root = HERE / ".work" / "half" / root.name
-    half = copy_half(root, files, half_root)
-    env = amplint_env(args.ref)
-    amplint = [sys.executable, "-m", "amplint", "check"]
-    print(f"{root}: {len(files)} files; half: {len(half)} (every other file); ref: {args.ref or 'installed'}")
-    print("| case | runs | wall s (median) | CPU s (median) | exit |\n|---|---:|---:|---:|---:|")
-    results = {}
-    results["j1"] = measure("amplint check -j 1 (cold project mode), all", amplint + ["-j", "1", str(root)], env,
-                            args.reps)
-    results["j2"] = measure("amplint check -j 2 (cold project mode), all", amplint + ["-j", "2", str(root)], env,
-                            args.reps)
-    results["half"] = measure("amplint check -j 1 (cold project mode), half", amplint + ["-j", "1", str(half_root)], env,
-                              args.reps)
-    if RUFF.exists() and not args.no_ruff:
-        measure("ruff check --select ALL --no-cache, all", [str(RUFF), "check", "--select", "ALL", "--no-cache",
-                                                           "--exit-zero", str(root)], dict(os.environ), args.reps)
-    j1, j2, half_run = results["j1"], results["j2"], results["half"]
-    print(f"\n-j 1 / -j 2 wall: {j1[1] / j2[1]:.2f}; all / half CPU: {j1[2] / half_run[2]:.2f}, "
-          f"wall: {j1[1] / half_run[1]:.2f}")
+    if args.model_of:
+        os.environ["AMPLINT_NO_CACHE"] = "1"  # both runs cold, and no cache written into the corpus
+        print(json.dumps(_model(args.model_of)))
+        return
+    from common import machine_lines, replace_section
+
+    blocks = ["## Issue 12: cold project mode (`benchmarks/project_speed.py`)", "", *machine_lines(), ""]
+    for root in args.roots:
+        blocks += [measure_corpus(Path(root).resolve(), args.reps, args.ref, not args.no_ruff), ""]
+    blocks.append(f"Load average at the end: {load1():.2f}. Reproduce: `.venv/bin/python "
+                  f"benchmarks/project_speed.py {' '.join(args.roots)} --reps {args.reps}`.")
+    text = "\n".join(blocks)
+    print(text)
+    if args.write:
+        replace_section(args.write, "project-speed", text)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many imp
 
 # The text pass's result for one file: flags, `single`, class bases named, defs, `self.<attr> =` names.
 _Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]
+# A pooled parse (`_parse_job`): was the file read, and (summary or None, findings) or the error.
+_Parsed = Tuple[bool, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
 
 
 @dataclass
@@ -59,6 +61,9 @@ class Stats:
     parsed: List[str] = field(default_factory=list)  # files parsed with LibCST (a path twice: parsed twice)
     summaries_cached: int = 0
     findings_cached: int = 0
+    ahead: List[str] = field(default_factory=list)  # summaries parsed ahead of the walk in a pool (`parse_ahead`)
+    ahead_unused: List[str] = field(default_factory=list)  # of those, the ones the walk never asked for
+    waves: int = 0  # speculative passes of the walk (`project.ahead`)
 
 
 class Loader:
@@ -83,6 +88,10 @@ class Loader:
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
+        # Parsed ahead in a pool, not yet asked for: recorded (parsed, errors, cache) only when `summary` asks.
+        self._ahead: Dict[str, _Parsed] = {}
+        self._speculating = False
+        self._wanted: Dict[str, None] = {}  # asked for while speculating and not known: parse them ahead
         self._config_key = repr(config)
         self._options_key = repr((config.extend_autocast, config.extend_distributions, config.autocast_aliases))
 
@@ -204,9 +213,15 @@ class Loader:
 
     # --- summaries -----------------------------------------------------------
     def summary(self, path: str) -> Optional[FileSummary]:
-        """The file's summary, from memory, the disk cache, or one parse; None if not a readable project file."""
+        """The file's summary, from memory, the disk cache, or one parse; None if not a readable project file.
+
+        While speculating (`speculate`), a summary that would need a parse is
+        answered None and noted instead (`wanted`): nothing is parsed or recorded.
+        """
         if path in self._summaries:
             return self._summaries[path]
+        if path in self._wanted:
+            return None
         self._summaries[path] = None  # a re-entrant request (import cycle) sees "not yet"
         info = self.info.get(path)
         if info is None or path not in self.known or self._content(path, info) is None:
@@ -217,6 +232,13 @@ class Loader:
             self.stats.summaries_cached += 1
             self._summaries[path] = cached
             return cached
+        if path in self._ahead:
+            outcome = self._commit(path, self._ahead.pop(path))
+            return None if outcome is None else self._keep_summary(path, info, key, outcome)
+        if self._speculating:
+            del self._summaries[path]
+            self._wanted[path] = None
+            return None
         analyzed = self._parse(path, ())
         if analyzed is None:
             return None
@@ -253,16 +275,60 @@ class Loader:
             if not self.cache.contains("summary", key):
                 todo.append((path, info, key))
         outcomes = self._parse_batch([(path, ()) for path, _, _ in todo], summaries=True)
-        for (path, info, key), outcome in zip(todo, outcomes or ()):
+        for (path, info, key), parsed in zip(todo, outcomes or ()):
+            outcome = self._commit(path, parsed)
             if outcome is not None:
                 self._keep_summary(path, info, key, outcome)
             else:
                 self._summaries[path] = None
 
+    # --- speculation: summaries parsed ahead of the walk (`amplint.project.ahead`) ------------------
+    def may_pool(self) -> bool:
+        """Could a parse pool start at all in this run (`--jobs`, usable CPUs)?"""
+        from amplint import parallel
+
+        return parallel.pool_size(parallel.MIN_ITEMS, self.config.jobs) >= 1
+
+    def speculate(self, on: bool) -> List[str]:
+        """Start or end a speculative pass; returns the summaries it wanted (ending one), in request order.
+
+        During the pass `summary` never parses: a file it would parse answers
+        None and is noted. Memory, the cache and what `parse_ahead` parsed still
+        answer truly, so a pass that wanted nothing got the answers a real one gets.
+        """
+        wanted = list(self._wanted)
+        self._speculating = on
+        self._wanted = {}
+        return wanted
+
+    def parse_ahead(self, paths: Sequence[str]) -> bool:
+        """Parse these files for their summaries in a process pool, kept aside until `summary` asks for one.
+
+        False, and nothing parsed, when a pool would not pay for them. A file
+        parsed ahead but never asked for leaves no trace (no error reported, not
+        in `stats.parsed`, not cached): the run is the same as one without it.
+        """
+        paths = [path for path in paths if path not in self._ahead and path not in self._summaries]
+        outcomes = self._parse_batch([(path, ()) for path in paths], summaries=True)
+        if outcomes is None:
+            return False
+        for path, parsed in zip(paths, outcomes):
+            self._ahead[path] = parsed
+        self.stats.ahead.extend(paths)
+        return True
+
+    def end_ahead(self) -> None:
+        """Forget what was parsed ahead and not used (counted in `stats.ahead_unused`)."""
+        self.stats.ahead_unused.extend(self._ahead)
+        self._ahead.clear()
+
     def _parse_batch(
         self, requests: Sequence[Tuple[str, Tuple[EntryContext, ...]]], summaries: bool
-    ) -> Optional[List[Optional[Tuple[FileSummary, Tuple[Finding, ...]]]]]:
-        """`_parse` for each request in a process pool; None (and nothing done) when a pool would not pay."""
+    ) -> Optional[List[_Parsed]]:
+        """`_parse_job` for each request in a process pool; None (and nothing done) when a pool would not pay.
+
+        Nothing is recorded here: the caller `_commit`s each result it uses.
+        """
         from amplint import parallel, progress
 
         progress.current().phase("parsing", len(requests))  # `_parse` advances it when there is no pool
@@ -270,17 +336,17 @@ class Loader:
         if parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
         jobs = [(path, self.config, entries, summaries) for path, entries in requests]
-        outcomes = []
-        results = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes)
-        for (path, _), (read, outcome) in zip(requests, results):
-            if read:
-                self.stats.parsed.append(path)
-            if isinstance(outcome, FileError):
-                self.errors[path] = outcome
-                outcomes.append(None)
-            else:
-                outcomes.append(outcome)
-        return outcomes
+        return parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes)
+
+    def _commit(self, path: str, parsed: "_Parsed") -> Optional[Tuple[Optional[FileSummary], Tuple[Finding, ...]]]:
+        """Record a pooled parse as `_parse` records its own: the parse in the stats, an error as the file's."""
+        read, outcome = parsed
+        if read:
+            self.stats.parsed.append(path)
+        if isinstance(outcome, FileError):
+            self.errors[path] = outcome
+            return None
+        return outcome
 
     def _parse(self, path: str, entries: Sequence[EntryContext]) -> Optional[Tuple[FileSummary, Tuple[Finding, ...]]]:
         from amplint import progress
@@ -347,7 +413,8 @@ class Loader:
             if key not in self._ready and not self.cache.contains("findings", key):
                 todo.append((path, entries, key))
         outcomes = self._parse_batch([(path, entries) for path, entries, _ in todo], summaries=False)
-        for (_, _, key), outcome in zip(todo, outcomes or ()):
+        for (path, _, key), parsed in zip(todo, outcomes or ()):
+            outcome = self._commit(path, parsed)
             if outcome is not None:
                 self.cache.put("findings", key, outcome[1])
                 self._ready[key] = outcome[1]
@@ -408,9 +475,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def _parse_job(
-    job: Tuple[str, Config, Tuple[EntryContext, ...], bool]
-) -> Tuple[bool, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]:
+def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool]) -> _Parsed:
     """`Loader._parse` in a pool worker: (was the file read, (summary, findings) or the error).
 
     The summary is None unless asked for (the entry pass needs only findings).

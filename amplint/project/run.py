@@ -10,6 +10,7 @@ from amplint.files import discover
 from amplint.model import FileError, FileResult
 from amplint.project.cache import DiskCache, code_fingerprint
 from amplint.project import configfiles
+from amplint.project.ahead import walk_in_waves
 from amplint.project.covered import covered_density_calls, resolved_density_calls
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
@@ -43,7 +44,7 @@ def run_project(
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
     files, errors = discover(paths, config.exclude, config.max_file_size)
-    spellings = project_spellings(files)
+    spellings = project_spellings(files, config.jobs)
     config = with_spellings(config, spellings)
     tops = sorted({project_top(p) for p in paths})
     root = display_root(paths)
@@ -53,16 +54,24 @@ def run_project(
     cache = DiskCache(directory if use_cache else None)
     loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint())
     loader.scan()
-    resolver = Resolver(loader, lambda: configfiles.built_classes(tops))
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
     settings = configfiles.scan(tops) if loader.subclass_files("LightningModule") else ()
-    seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
-        loader, resolver, root
-    )
-    entries = walk(seeds, loader, resolver, config.max_depth)
+
+    def built() -> frozenset:
+        return configfiles.built_classes(tops)
+
+    def walk_pass() -> Dict[str, List[EntryContext]]:
+        resolver = Resolver(loader, built)
+        seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
+            loader, resolver, root
+        )
+        return walk(seeds, loader, resolver, config.max_depth)
+
+    entries = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
     eager = set(loader.region_files())
+    resolver = Resolver(loader, built)  # the walk's answers are final: the joins below read them
     joined, arguments = dist_arguments(loader, resolver, [p for p in files if p in eager or p in entries], entries, root)
     for path, found in joined.items():  # callees given a distribution: analysed as entered too
         known = {entry.function for entry in entries.get(path, ())}

@@ -30,6 +30,10 @@ from amplint.model import FileError
 from amplint.names import ImportTable, ast_dotted, import_table
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
+CHUNK = 64  # files per unit of work in a pool
+# Reading every file and parsing the ones that say `autocast` costs ~0.4 ms a file: a pool pays from ~1,000.
+CHUNK_POOL_FILES = 1000
+
 
 @dataclass(frozen=True)
 class Spelling:
@@ -117,19 +121,38 @@ def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ..
     return tuple(sorted(found.values(), key=lambda s: (s.line, s.name)))
 
 
-def project_spellings(files: Sequence[str]) -> Tuple[Spelling, ...]:
-    """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins."""
+def project_spellings(files: Sequence[str], jobs: Optional[int] = None) -> Tuple[Spelling, ...]:
+    """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins.
+
+    Every file is read, and the ones that mention `autocast` get CPython's parse
+    (~1.8 s for the 4,637 files of the benchmark corpus): from CHUNK_POOL_FILES
+    files the chunks go to a process pool (`amplint.parallel`, `jobs` as
+    `--jobs`), and their results are merged in file order, as read here.
+    """
+    from amplint import parallel
+
+    chunks = [list(files[start:start + CHUNK]) for start in range(0, len(files), CHUNK)]
     found: Dict[str, Spelling] = {}
-    for path in files:
+    done = parallel.run_map(_spellings_job, chunks, jobs=jobs, label="reading", units=[len(c) for c in chunks],
+                            min_size=CHUNK_POOL_FILES, size=len(files), preload=())
+    for spellings in done:
+        for spelling in spellings:
+            found.setdefault(spelling.name, spelling)
+    return tuple(found[name] for name in sorted(found))
+
+
+def _spellings_job(paths: Sequence[str]) -> List[Spelling]:
+    """The spellings of a chunk of files, in file order (maybe in a pool worker)."""
+    found: List[Spelling] = []
+    for path in paths:
         source = read_source(path)
         if isinstance(source, FileError) or "autocast" not in source.text:
             continue
         tree = python_parse(source.text)
         if isinstance(tree, str):
             continue  # the file's own check reports the syntax error
-        for spelling in file_spellings(tree, import_table(tree)):
-            found.setdefault(spelling.name, spelling)
-    return tuple(found[name] for name in sorted(found))
+        found.extend(file_spellings(tree, import_table(tree)))
+    return found
 
 
 def with_spellings(config: Config, spellings: Sequence[Spelling]) -> Config:

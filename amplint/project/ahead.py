@@ -1,0 +1,61 @@
+"""Run the walk in waves, parsing the summaries each wave needs in a process pool.
+
+The walk asks for one file's summary at a time, and each new one is a LibCST
+parse (issue 12: after the region files, the cold project pass was serial).
+Which files it will ask for depends on what the summaries it already has
+say, so they cannot all be listed up front without a second analysis.
+Instead the walk itself finds them: a *speculative pass* runs the seeds and
+the walk with `Loader.speculate` on, where a summary that would need a parse
+answers None and is noted. The noted files (the walk's next frontier) are
+parsed together in the pool (`Loader.parse_ahead`), and the pass runs again
+with them known, until a pass wants nothing.
+
+A speculative pass that wanted nothing got true answers to every request
+(from memory, the cache, or the files parsed ahead), so its result is the
+walk's result and is used as it is. When a frontier is too small for a pool
+to pay, or after MAX_WAVES passes, one ordinary pass finishes the walk and
+parses what is still missing in this process. Either way every summary the
+walk uses is the one a serial run builds, and a file parsed ahead but never
+asked for leaves no trace: the output is the same with any `--jobs`.
+
+Each pass starts from a fresh resolver (`make_pass`), because the resolver
+memoizes answers that a speculative pass got wrong. On a warm cache the
+first pass wants nothing, so the walk runs once, as without this module.
+"""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from amplint.project.loader import Loader
+
+T = TypeVar("T")
+
+# Passes before the rest is left to an ordinary pass. Each costs a walk over what is known (no parse),
+# and the frontiers shrink fast: on the real-code corpus 4 waves parse all but a few files.
+MAX_WAVES = 8
+
+
+def walk_in_waves(loader: Loader, make_pass: Callable[[], T]) -> T:
+    """`make_pass()`, with the summaries it needs parsed ahead in a pool, wave by wave, when a pool may pay.
+
+    `make_pass` runs the seeds and the walk with a new resolver over `loader`
+    and returns the entries; it may run several times, and only the result of
+    a pass that got true answers throughout is returned.
+    """
+    if not loader.may_pool():
+        return make_pass()
+    try:
+        for _ in range(MAX_WAVES):
+            loader.speculate(True)
+            try:
+                result = make_pass()
+            finally:
+                wanted = loader.speculate(False)
+            loader.stats.waves += 1
+            if not wanted:
+                return result
+            if not loader.parse_ahead(wanted):
+                break
+        return make_pass()
+    finally:
+        loader.end_ahead()

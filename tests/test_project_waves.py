@@ -1,0 +1,89 @@
+"""The cold project pass in a pool: the walk in waves (`amplint.project.ahead`) and the spellings change nothing.
+
+Nothing here times anything. A run with a pool must give exactly what `-j 1`
+gives; a file parsed ahead and never asked for must leave no trace (no
+error reported, no parse counted); a speculative pass must parse nothing.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+import pytest
+
+from amplint import parallel
+from amplint.config import Config
+from amplint.files import discover
+from amplint.project.cache import DiskCache
+from amplint.project.loader import Loader
+from amplint.project.modules import ModuleIndex
+from amplint.project.run import run_project
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture
+def forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool for any batch (when jobs >= 2), and no disk cache that would spare the parses."""
+    monkeypatch.setenv(parallel.FORCE_ENV, "1")
+    monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
+
+
+def _loader(root: Path, jobs: int) -> Loader:
+    files, _ = discover([str(root)])
+    loader = Loader(files, Config(jobs=jobs), DiskCache(None), ModuleIndex.build(files, [str(root)]), "f")
+    loader.scan()
+    return loader
+
+
+def _as_data(results: list) -> list:
+    return [(r.path, [f.to_json() for f in r.findings], r.error) for r in results]
+
+
+def test_a_run_in_waves_equals_jobs_1(forced: None) -> None:
+    alone = run_project([str(FIXTURES / "project")], Config(jobs=1), use_cache=False)
+    assert alone.stats.waves == 0 and alone.stats.ahead == []
+    pooled = run_project([str(FIXTURES / "project")], Config(jobs=2), use_cache=False)
+    assert pooled.stats.waves >= 2  # one pass wanted summaries, a later one got them all
+    assert pooled.stats.ahead and set(pooled.stats.ahead) <= set(pooled.stats.parsed)
+    assert set(pooled.stats.parsed) == set(alone.stats.parsed)
+    assert pooled.entries == alone.entries
+    assert _as_data(pooled.results) == _as_data(alone.results)
+
+
+def test_a_speculative_pass_parses_nothing_and_notes_what_it_wanted(forced: None) -> None:
+    root = FIXTURES / "project"
+    serial = _loader(root, 1)
+    loader = _loader(root, 2)
+    path = next(p for p in loader.files if p not in loader.region_files() and p in loader.info)
+    loader.speculate(True)
+    assert loader.summary(path) is None and loader.summary(path) is None
+    assert loader.speculate(False) == [path]
+    assert loader.stats.parsed == [] and loader.errors == {}
+    assert loader.parse_ahead([path])
+    assert loader.stats.parsed == []  # counted when asked for, not when parsed ahead
+    assert loader.summary(path) == serial.summary(path)
+    assert loader.stats.parsed == [path]
+
+
+def test_a_file_parsed_ahead_and_never_asked_for_leaves_no_trace(forced: None, tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "check" / "seed_minimal.py", tmp_path / "good.py")
+    (tmp_path / "bad.py").write_text("def f(:\n    pass\n")
+    loader = _loader(tmp_path, 2)
+    bad = str(tmp_path / "bad.py")
+    assert loader.parse_ahead([bad])
+    loader.end_ahead()
+    assert loader.errors == {} and loader.stats.parsed == []
+    assert loader.stats.ahead == [bad] and loader.stats.ahead_unused == [bad]
+    loader.speculate(True)
+    assert loader.summary(bad) is None  # forgotten: a speculative pass would want it again
+    assert loader.speculate(False) == [bad]
+
+
+def test_the_project_spellings_read_in_a_pool_are_the_same(forced: None) -> None:
+    from amplint.project.spellings import project_spellings
+
+    files, _ = discover([str(FIXTURES)])
+    alone = project_spellings(files, 1)
+    assert len(alone) > 3
+    assert project_spellings(files, 2) == alone
