@@ -418,7 +418,10 @@ class Resolver:
             return []
         files = self.loader.defining_files(name)
         built = self._built_classes()
-        if len(files) > MAX_INFERRED:  # too many for the name alone: the files that define a class a config builds
+        # A text count of indented `def name(` lines bounds the classes before any file is parsed.
+        method_def = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+%s[ \t]*\(" % re.escape(name), re.M)
+        if len(files) > MAX_INFERRED or sum(self.loader.count(p, method_def) for p in files) > MAX_INFERRED:
+            # Too many for the name alone: only the files that define a class a config builds.
             pattern = re.compile(r"class\s+(?:%s)\b" % "|".join(map(re.escape, sorted(built)))) if built else None
             files = [p for p in files if pattern is not None and self.loader.matches(p, pattern)]
             if len(files) > MAX_INFERRED * 4:
