@@ -54,3 +54,12 @@ def unvalidated_distributions():
             yield
     finally:
         torch.distributions.Distribution.set_default_validate_args(previous)
+
+
+@pytest.fixture
+def forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool for any batch (when jobs >= 2), and no disk cache that would spare the parses."""
+    from amplint import parallel
+
+    monkeypatch.setenv(parallel.FORCE_ENV, "1")
+    monkeypatch.setenv("AMPLINT_NO_CACHE", "1")

@@ -29,13 +29,6 @@ FIXTURES = ROOT / "fixtures"
 
 
 @pytest.fixture
-def forced(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pool for any batch (when jobs >= 2), and no disk cache that would spare the parses."""
-    monkeypatch.setenv(parallel.FORCE_ENV, "1")
-    monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
-
-
-@pytest.fixture
 def pools(monkeypatch: pytest.MonkeyPatch) -> List[Tuple[str, int, int]]:
     """Records (work function, items, workers) of every pool started."""
     started: List[Tuple[str, int, int]] = []

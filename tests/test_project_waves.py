@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-import pytest
 
-from amplint import parallel
 from amplint.config import Config
 from amplint.files import discover
 from amplint.project.cache import DiskCache
@@ -20,13 +18,6 @@ from amplint.project.run import run_project
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-
-
-@pytest.fixture
-def forced(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pool for any batch (when jobs >= 2), and no disk cache that would spare the parses."""
-    monkeypatch.setenv(parallel.FORCE_ENV, "1")
-    monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
 
 
 def _loader(root: Path, jobs: int) -> Loader:
