@@ -15,7 +15,7 @@ A site gets one diagnosis: the first rule, in the first pass, that flags it.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -30,9 +30,6 @@ from amplint.facts.reach import Reach, entered, reached
 from amplint.facts.sitespec import site_spec  # noqa: F401
 from amplint.names import ImportTable
 from amplint.rulebase import Diagnosis, Rule
-
-if TYPE_CHECKING:  # pragma: no cover
-    from amplint.facts.entry import EntryContext
 
 
 @dataclass

@@ -128,7 +128,8 @@ def _device(style: Style, bound: Dict[str, cst.BaseExpression], module: cst.Modu
     return (literal.split(":")[0] if literal is not None else None), code
 
 
-def _precision(style: Style, device: Optional[str], dtype: Optional[cst.BaseExpression], table: ImportTable) -> Precision:
+def _precision(style: Style, device: Optional[str], dtype: Optional[cst.BaseExpression],
+               table: ImportTable) -> Precision:
     if dtype is not None and not (isinstance(dtype, cst.Name) and dtype.value == "None"):
         names = table.qualnames(dtype)
         if names & FLOAT16_NAMES:

@@ -45,6 +45,8 @@ from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory
 POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 
 
+SELF_NAMES = ("self", "cls")  # a method's own receiver
+
 class Collector(ParallelMarks, cst.CSTVisitor):
     """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
 
@@ -465,7 +467,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         kind: Optional[str] = None
         if isinstance(func, cst.Name):
             kind, name = "name", func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in SELF_NAMES:
             kind, name = "self", func.attr.value
         elif self.options.project and isinstance(func, (cst.Attribute, cst.Subscript)):
             kind, name = "attr", func.attr.value if isinstance(func, cst.Attribute) else ELEMENT

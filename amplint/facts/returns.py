@@ -26,7 +26,7 @@ from amplint.facts.entry import CallReturn, DistArgument, ReturnedDist
 from amplint.facts.mathenv import Env, function_env, self_attribute, statements_of
 from amplint.facts.model import DistRef, Scope
 from amplint.facts.samemodule import same_module
-from amplint.names import ImportTable, dotted_name
+from amplint.names import ImportTable
 
 _DEPTH = 4
 
@@ -63,7 +63,7 @@ class ReturnIndex:
 
     def for_call(self, call: cst.Call, env: Env, class_name: Optional[str],
                  index: Optional[int] = None) -> Optional[Returned]:
-        """The distribution `call` returns (element `index` of a returned tuple), if a function of this file builds it."""
+        """What `call` returns (element `index` of a returned tuple), if a function of this file builds it."""
         key = self._callee(call.func, env, class_name)
         if key is None:
             return None

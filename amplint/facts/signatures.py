@@ -77,7 +77,7 @@ def distribution_params(function: Optional[cst.CSTNode], imports: ImportTable) -
 
 
 def is_distribution_annotation(annotation: Optional[cst.Annotation], imports: ImportTable) -> bool:
-    """`Distribution`, `D.Normal`, `torch.distributions.Distribution`, `Optional[Distribution]`, `Distribution | None`."""
+    """`Distribution`, `D.Normal`, `torch.distributions.Distribution`, `Optional[Distribution]`, `X | None`."""
     if annotation is None:
         return False
     stack: List[cst.BaseExpression] = [annotation.annotation]

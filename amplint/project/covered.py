@@ -55,6 +55,7 @@ def resolved_density_calls(loader: Loader, resolver: Resolver, path: str, root: 
                 callee = loader.summary(target.path)
                 built = callee.functions.get(target.key) if callee is not None else None
                 if built is not None and built.density and built.sites == 0:
-                    found.append(DensityCall(call.line, call.column, resolver.display(target), shown(target.path, root)))
+                    found.append(DensityCall(call.line, call.column, resolver.display(target),
+                                             shown(target.path, root)))
                     break
     return tuple(found)

@@ -185,7 +185,8 @@ class Resolver:
         key = (path, text)
         found = self._class_of.get(key)
         if found is None:
-            found = self._class_of[key] = tuple(s for s in self.lookup(path, text.split(".")) if isinstance(s, ClassRef))
+            found = self._class_of[key] = tuple(
+                s for s in self.lookup(path, text.split(".")) if isinstance(s, ClassRef))
         return list(found)
 
     # --- classes -----------------------------------------------------------

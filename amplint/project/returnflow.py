@@ -60,7 +60,8 @@ def dist_arguments(loader: Loader, resolver: Resolver, files: Sequence[str], ent
                 for slot, dist in call.given:
                     name = _parameter(callee, slot)
                     if name is not None:
-                        given.setdefault(target.path, []).append(DistArgument(target.key, name, dist, shown(path, root)))
+                        given.setdefault(target.path, []).append(
+                            DistArgument(target.key, name, dist, shown(path, root)))
                 chain = how.chain + (resolver.display(target),)
                 extra.setdefault(target.path, []).append(EntryContext(
                     target.key, how.region, how.label, how.region_path, chain, how.region_file))

@@ -72,7 +72,8 @@ def run_project(
     entries = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
     eager = set(loader.region_files())
     resolver = Resolver(loader, built)  # the walk's answers are final: the joins below read them
-    joined, arguments = dist_arguments(loader, resolver, [p for p in files if p in eager or p in entries], entries, root)
+    joined, arguments = dist_arguments(
+        loader, resolver, [p for p in files if p in eager or p in entries], entries, root)
     for path, found in joined.items():  # callees given a distribution: analysed as entered too
         known = {entry.function for entry in entries.get(path, ())}
         for entry in found:

@@ -38,7 +38,8 @@ def _call(call: "CallRecord") -> CallSummary:
     )
 
 
-def _function(scope: "Scope", imports: "ImportTable", returns: Dict[str, Tuple["ReturnedDist", ...]]) -> FunctionSummary:
+def _function(scope: "Scope", imports: "ImportTable",
+              returns: Dict[str, Tuple["ReturnedDist", ...]]) -> FunctionSummary:
     from amplint.facts.densitycalls import is_density
     from amplint.facts.signatures import distribution_params, parameter_names  # the parser is loaded
 
