@@ -62,8 +62,11 @@ def run_project(
     def built() -> frozenset:
         return configfiles.built_classes(tops)
 
+    resolvers: List[Resolver] = []
+
     def walk_pass() -> Dict[str, List[EntryContext]]:
         resolver = Resolver(loader, built)
+        resolvers.append(resolver)
         seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
             loader, resolver, root
         )
@@ -71,7 +74,7 @@ def run_project(
 
     entries = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
     eager = set(loader.region_files())
-    resolver = Resolver(loader, built)  # the walk's answers are final: the joins below read them
+    resolver = resolvers[-1]  # the last pass's: it answered with every summary it asked for, memoized
     joined, arguments = dist_arguments(
         loader, resolver, [p for p in files if p in eager or p in entries], entries, root)
     for path, found in joined.items():  # callees given a distribution: analysed as entered too
