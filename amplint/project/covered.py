@@ -43,19 +43,14 @@ def resolved_density_calls(loader: Loader, resolver: Resolver, path: str, root: 
     """Calls named like a density that only the walk can resolve (`posterior = encoder(x); posterior.kl()`),
     to a project density with no sites of its own: the call is the one place to report it."""
     summary = loader.summary(path) if path in loader.info else None
-    functions = {entry.function for entry in entered}
     found = []
-    for function in summary.functions.values() if summary is not None else ():
-        for call in function.calls:
-            in_region = call.region is not None and call.region.float16
-            if call.density or not is_density_name(call.callee.rsplit(".", 1)[-1]) or not (
-                    in_region or (function.key in functions and call.region is None)):
-                continue
-            for target in resolver.call_targets(path, function, call, None, False):
-                callee = loader.summary(target.path)
-                built = callee.functions.get(target.key) if callee is not None else None
-                if built is not None and built.density and built.sites == 0:
-                    found.append(DensityCall(call.line, call.column, resolver.display(target),
-                                             shown(target.path, root)))
-                    break
+    for function, call in summary.float16_calls({e.function for e in entered}) if summary is not None else ():
+        if call.density or not is_density_name(call.callee.rsplit(".", 1)[-1]):
+            continue
+        for target in resolver.call_targets(path, function, call, None, False):
+            callee = loader.summary(target.path)
+            built = callee.functions.get(target.key) if callee is not None else None
+            if built is not None and built.density and built.sites == 0:
+                found.append(DensityCall(call.line, call.column, resolver.display(target), shown(target.path, root)))
+                break
     return tuple(found)

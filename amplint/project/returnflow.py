@@ -25,19 +25,14 @@ def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
     summary = loader.summary(path)
     if summary is None:
         return ()
-    entered = {entry.function for entry in entries}
     found: List[CallReturn] = []
-    for function in summary.functions.values():
-        for call in function.calls:
-            in_region = call.region is not None and call.region.float16
-            if not (in_region or (function.key in entered and call.region is None)):
-                continue
-            for target in resolver.call_targets(path, function, call, None, False):
-                callee = loader.summary(target.path) if target.path != path else None
-                built = callee.functions.get(target.key) if callee is not None else None
-                for dist in built.returns if built is not None else ():
-                    if dist.uncast:
-                        found.append(CallReturn(call.line, call.column, dist, shown(target.path, root)))
+    for function, call in summary.float16_calls({entry.function for entry in entries}):
+        for target in resolver.call_targets(path, function, call, None, False):
+            callee = loader.summary(target.path) if target.path != path else None
+            built = callee.functions.get(target.key) if callee is not None else None
+            for dist in built.returns if built is not None else ():
+                if dist.uncast:
+                    found.append(CallReturn(call.line, call.column, dist, shown(target.path, root)))
     return tuple(sorted(dict.fromkeys(found), key=lambda r: (r.line, r.column, r.dist.index)))
 
 
@@ -73,16 +68,15 @@ def _given_calls(loader: Loader, path: str, entered: Sequence[EntryContext],
     """Calls that give a distribution: made in a float16 region, or in a function the walk entered."""
     summary = loader.summary(path)
     by_function = {entry.function: entry for entry in entered}
-    for function in summary.functions.values() if summary is not None else ():
-        for call in function.calls:
-            if not call.given:
-                continue
-            if call.region is not None and call.region.float16:
-                start = (call.text or f"{call.callee}(...)",)
-                yield function, call, EntryContext(function.key, call.region.info, call.region.label,
-                                                   shown(path, root), start, path)
-            elif call.region is None and function.key in by_function:
-                yield function, call, by_function[function.key]
+    for function, call in summary.float16_calls(set(by_function)) if summary is not None else ():
+        if not call.given:
+            continue
+        if call.region is not None:  # a float16 region of this file: the chain starts at the call
+            start = (call.text or f"{call.callee}(...)",)
+            yield function, call, EntryContext(function.key, call.region.info, call.region.label,
+                                               shown(path, root), start, path)
+        else:
+            yield function, call, by_function[function.key]
 
 
 def _parameter(callee: FunctionSummary, slot: str) -> Optional[str]:

@@ -10,7 +10,7 @@ No LibCST here: a run whose summaries all come from the cache never imports it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import AbstractSet, Dict, Iterator, Optional, Tuple
 
 from amplint.model import Precision, RegionInfo
 from amplint.facts.entry import EntryContext, ReturnedDist
@@ -85,6 +85,15 @@ class FileSummary:
 
     def imported(self, name: str) -> Tuple[str, ...]:
         return next((quals for local, quals in self.imports if local == name), ())
+
+    def float16_calls(self, entered: AbstractSet[str]) -> Iterator[Tuple[FunctionSummary, CallSummary]]:
+        """Calls whose callee runs under float16: made in a float16 region, or with no region of their own in
+        a function the walk `entered` (keys)."""
+        for function in self.functions.values():
+            for call in function.calls:
+                if (call.region is not None and call.region.float16) or (
+                        call.region is None and function.key in entered):
+                    yield function, call
 
     def instance(self, name: str) -> Optional[Tuple[str, bool]]:
         return next(((text, exact) for local, text, exact in self.instances if local == name), None)
