@@ -118,9 +118,9 @@ def _own_method(name: str, ctx: "SiteContext") -> Optional[List[cst.BaseExpressi
     cls = _class_def(ctx.module, ctx.scope.class_name) if ctx.scope.class_name is not None else None
     if cls is None or ctx.math_env().attribute_values(name):
         return None  # `self.m = LowerBound(...)`: a module held in an attribute, not a method
-    methods = [m for c in _classes(ctx.module) for m in c.body.body
-               if isinstance(m, cst.FunctionDef) and m.name.value == name]
-    if any(_assigns_attribute(c, name) for c in _classes(ctx.module)):
+    classes = _classes(ctx.module)
+    methods = [m for c in classes for m in c.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name]
+    if any(_assigns_attribute(c, name) for c in classes):
         return None  # held in an attribute by a base class of this file
     if not methods:
         return [] if cls.bases else None  # inherited from a base in another file: trust the name

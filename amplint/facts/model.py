@@ -67,6 +67,10 @@ class DistRef:
     built_in: Optional[Tuple[str, str]] = None  # (function, "line 14" or "model.py:14") when a callee builds it
     remote: bool = False  # built in another file: `ctor` and `inputs` are parsed from its text, not this tree
 
+    def all_inputs(self) -> List["cst.BaseExpression"]:
+        """Its tensor inputs, its components' included."""
+        return list(self.inputs) + [i for c in self.components for i in c.all_inputs()]
+
 
 @dataclass
 class Site:

@@ -137,7 +137,7 @@ class ReturnIndex:
             if returned:
                 found[key] = tuple(
                     ReturnedDist(-1 if index is None else index, r.ref.qualname, code(r.ref.ctor),
-                                 self.line_of(r.ref.ctor), tuple(code(i) for i in _all_inputs(r.ref)), r.owner)
+                                 self.line_of(r.ref.ctor), tuple(code(i) for i in r.ref.all_inputs()), r.owner)
                     for index, r in sorted(returned.items(), key=lambda item: -1 if item[0] is None else item[0]))
         return found
 
@@ -193,10 +193,6 @@ def _return_values(function: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
     for node in statements_of(function.body):
         if isinstance(node, cst.Return) and node.value is not None:
             yield node.value
-
-
-def _all_inputs(ref: DistRef) -> List[cst.BaseExpression]:
-    return list(ref.inputs) + [i for c in ref.components for i in _all_inputs(c)]
 
 
 def remote_ref(returns: Sequence[CallReturn], start: CodePosition, index: Optional[int]) -> Optional[DistRef]:

@@ -9,15 +9,12 @@ A slot is a position ("0", self not counted) or a keyword name.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import libcst as cst
 
 from amplint.facts.entry import ReturnedDist
 from amplint.names import ImportTable, dotted_name
-
-if TYPE_CHECKING:  # pragma: no cover
-    from amplint.facts.model import DistRef
 
 DISTRIBUTION_MODULES = ("torch.distributions", "pyro.distributions")
 
@@ -39,15 +36,12 @@ def distribution_arguments(
             continue
         slots.append(slot)
         ref = refs[0]
-        uncast = [code(i) for i in _inputs(ref) if not wide(i)]
+        uncast = [code(i) for i in ref.all_inputs() if not wide(i)]
         if uncast and not ref.remote:
             given.append((slot, ReturnedDist(-1, ref.qualname, code(ref.ctor), line_of(ref.ctor), tuple(uncast),
                                              ref.built_in[0] if ref.built_in is not None else owner)))
     return tuple(slots), tuple(given)
 
-
-def _inputs(ref: "DistRef") -> List[cst.BaseExpression]:
-    return list(ref.inputs) + [i for c in ref.components for i in _inputs(c)]
 
 
 def parameter_names(function: Optional[cst.CSTNode]) -> Tuple[str, ...]:

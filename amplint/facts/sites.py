@@ -74,15 +74,10 @@ class SiteRecognizer:
     recognize: Callable[[cst.CSTNode, "SiteContext"], Optional[Site]]
 
 
-def all_inputs(ref: DistRef) -> List[cst.BaseExpression]:
-    """A distribution's tensor inputs, its components' included."""
-    return list(ref.inputs) + [i for c in ref.components for i in all_inputs(c)]
-
-
 def _site(node: cst.CSTNode, ctx: "SiteContext", method: str, dists: List[DistRef],
           values: List[cst.BaseExpression], typed: Sequence[cst.BaseExpression] = ()) -> Site:
     # An index, label or integer count needs no cast (`facts/discrete.py`): it is no input.
-    inputs = [i for d in dists for i in all_inputs(d)] + list(typed) + value_inputs(
+    inputs = [i for d in dists for i in d.all_inputs()] + list(typed) + value_inputs(
         method, dists, values, ctx.scope, ctx.imports)
     return ctx.make_site(node, method, dists, values, inputs, DISTRIBUTION)
 
@@ -101,7 +96,7 @@ def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
     ref = ctx.dist_ref(func.value)
     if ref is None or ref.has_star or any(a.star for a in node.args):
         return False
-    inputs = all_inputs(ref) + [a.value for a in node.args if not dtypes.is_number(a.value)]
+    inputs = ref.all_inputs() + [a.value for a in node.args if not dtypes.is_number(a.value)]
     return all(ctx.is_wide(i) for i in inputs)
 
 
