@@ -7,11 +7,11 @@ tensor stays wide, which is what lets fix A cast *before* `exp`/`sigmoid`
 """
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from amplint.names import ImportTable
+from amplint.names import ImportTable, dotted_name as dotted_name_of
 from amplint.screen import KL_NAMES  # noqa: F401 - the analysis reads it here
 
 DISTRIBUTION_PACKAGES = ("torch.distributions.", "pyro.distributions.")
@@ -103,6 +103,35 @@ def is_number(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return True
     return False
+
+
+# Parameters of wrapper distributions that hold another distribution: (positions, keywords).
+DISTRIBUTION_SLOTS: Dict[str, Tuple[FrozenSet[int], FrozenSet[str]]] = {
+    "Independent": (frozenset({0}), frozenset({"base_distribution"})),
+    "TransformedDistribution": (frozenset({0}), frozenset({"base_distribution"})),
+    "MixtureSameFamily": (frozenset({0, 1}), frozenset({"mixture_distribution", "component_distribution"})),
+    "ExpandedDistribution": (frozenset({0}), frozenset({"base_dist"})),
+    "MaskedDistribution": (frozenset({0}), frozenset({"base_dist"})),
+    "FoldedDistribution": (frozenset({0}), frozenset({"base_dist"})),
+}
+
+# Methods that return a distribution made from the one they are called on.
+DISTRIBUTION_METHODS = frozenset({"expand", "expand_by", "to_event", "mask", "independent"})
+
+
+def slot_args(qualname: str, call: cst.Call) -> Iterator[cst.Arg]:
+    """The arguments of `call` (a constructor of `qualname`) that hold a distribution."""
+    positions, keywords = DISTRIBUTION_SLOTS.get(qualname.rsplit(".", 1)[-1], (frozenset(), frozenset()))
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            if position in positions:
+                yield arg
+            position += 1
+        elif arg.keyword.value in keywords:
+            yield arg
 
 
 def distribution_class(func: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str]) -> Optional[str]:
@@ -231,7 +260,22 @@ def is_wide(
     if isinstance(node, cst.Call):
         operands = transform_operands(node, table)
         return bool(operands) and all(is_wide(op, table, wide_name) for op in operands)
+    if isinstance(node, (cst.DictComp, cst.ListComp, cst.GeneratorExp)):  # `**{k: v.float() ... for ...}`
+        element = node.value if isinstance(node, cst.DictComp) else node.elt
+        return is_cast_call(element, table) or _casts_tensors(element, table)
     return False
+
+
+def _casts_tensors(node: cst.BaseExpression, table: ImportTable) -> bool:
+    """`v.float() if torch.is_tensor(v) else v`: every tensor cast, anything else left as it is."""
+    if not (isinstance(node, cst.IfExp) and isinstance(node.orelse, cst.Name) and is_cast_call(node.body, table)):
+        return False
+    cast, test = node.body, node.test
+    guard = dotted_name_of(test.func) if isinstance(test, cst.Call) else None
+    casts_name = isinstance(cast, cst.Call) and isinstance(cast.func, cst.Attribute) and isinstance(
+        cast.func.value, cst.Name) and cast.func.value.value == node.orelse.value
+    return (casts_name
+            and guard is not None and guard.rsplit(".", 1)[-1] in ("is_tensor", "isinstance", "hasattr"))
 
 
 def is_float32_factory(node: cst.BaseExpression, table: ImportTable) -> bool:

@@ -60,10 +60,21 @@ def _no_fix(diagnosis: Diagnosis) -> Tuple[str, ...]:
     return ()
 
 
+HIDDEN_DISTRIBUTION = (
+    "not fixable: a distribution argument is built where amplint cannot see its constructor "
+    "(cast that constructor's inputs to float32)"
+)
+
+
 def _constructor_hidden(diagnosis: Diagnosis) -> str:
-    remote = [ref.built_in for ref in diagnosis.site.dists if ref.remote and ref.built_in is not None]
+    if any(not ref.remote and not ref.has_star and not ref.castable() for ref in diagnosis.site.dists):
+        return HIDDEN_DISTRIBUTION  # `Independent(dist, 1)` with `dist` a parameter or an attribute
+    remote = [ref for ref in diagnosis.site.dists if ref.remote and ref.inputs and ref.built_in is not None]
     if remote:
-        owner, where = remote[0]
+        owner, where = remote[0].built_in  # type: ignore[misc]
+        if not remote[0].remote_castable:
+            return (f"not fixable: the distribution built in `{owner}` at {where} holds one whose constructor is "
+                    "not visible there (a parameter or an attribute); cast that constructor's inputs to float32")
         return (f"not fixable here: the distribution is built in `{owner}` at {where}; cast its parameters there "
                 "(that changes the function for every caller, which is safe)")
     return "not fixable: the distribution's constructor is not visible where it is used"

@@ -100,7 +100,10 @@ def phases(paths: Sequence[str], reps: int) -> List[Tuple[str, float, str]]:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from amplint.analysis import POSITIONED, AnalysisOptions, _Collector, analyze_module
+    from amplint.analysis import analyze_module
+    from amplint.facts.collector import POSITIONED, collector_class
+    from amplint.facts.model import AnalysisOptions
+    from amplint.facts.sites import RECOGNIZERS
     from amplint.config import Config
     from amplint.cstwalk import walk
     from amplint.engine import analyze_source
@@ -118,7 +121,7 @@ def phases(paths: Sequence[str], reps: int) -> List[Tuple[str, float, str]]:
         tree = ast.parse(text)
         module = cst.parse_module(text)
         imports = import_table(tree)
-        options = AnalysisOptions(frozenset(), frozenset(), True)
+        options = AnalysisOptions(project=True)
         add("ast.parse (CPython's syntax screen)", _best(reps, lambda: ast.parse(text)))
         add("import table from the ast tree", _best(reps, lambda: import_table(tree)))
         add("screen: autocast and a probability call in code?",
@@ -128,7 +131,8 @@ def phases(paths: Sequence[str], reps: int) -> List[Tuple[str, float, str]]:
         add("positions of calls, decorators, with", _best(reps, lambda: positions(module, POSITIONED)))
         add("  before: PositionProvider, every node",
             _best(reps, lambda: MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)))
-        collector = lambda: _Collector(module, imports, options)  # noqa: E731 - positions computed here, untimed
+        collector = lambda: collector_class(RECOGNIZERS)(  # noqa: E731 - positions computed here, untimed
+            module, imports, options, RECOGNIZERS)
         add("analysis walk (cstwalk.walk)", _best_with(reps, collector, lambda c: walk(module, c)))
         add("  before: module.visit(collector)", _best_with(reps, collector, lambda c: module.visit(c)))
         add("analyze_module (positions + walk + diagnoses)",

@@ -28,8 +28,15 @@ def reached_from_float16(site: "Site", reach: "Reach") -> bool:
 
 def built_in(site: "Site") -> str:
     """Where a distribution returned by another function was built: its parameters are inputs too (issue 13)."""
-    places = [f"`{ref.built_in[0]}` at {ref.built_in[1]}" for ref in site.dists if ref.built_in is not None]
+    uncast = {id(node) for node in site.uncast}
+    places = [f"`{ref.built_in[0]}` at {ref.built_in[1]}" + _others(len(ref.built_at) - 1) for ref in site.dists
+              if ref.built_in is not None and any(id(node) in uncast for node in ref.all_inputs())]
     return f" (the distribution is built in {', '.join(places)})" if places else ""
+
+
+def _others(count: int) -> str:
+    """Callers that give the same parameter other distributions: `--fix` casts theirs too."""
+    return f" and {count} other place{'s' if count > 1 else ''}" if count > 0 else ""
 
 
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
@@ -122,8 +129,12 @@ def loss(model, h, x):
         "When the distribution is built in another function of the file, fix A casts its parameters there, in "
         "the callee (`return Normal(self.mu(x).float(), ...)`), and the value at the call. That changes the "
         "function for every caller, which is safe: a float32 distribution gives the same values with no "
-        "underflow, whoever calls it. When it is built in another file, the finding names the file and line "
-        "and is left to you there."
+        "underflow, whoever calls it. When it is built in another file (returned by a callee there, or handed to "
+        "this function by callers there), the finding names the file and line, and project-mode `--fix` casts the "
+        "parameters in that file, at every caller's constructor, when that file is among those being fixed; "
+        "otherwise it leaves the finding, with where to cast. A class picked at run time in a wrapper's slot, "
+        "`Independent(get_dist_class(name)(**params), 1)`, is cast argument by argument, a starred one element by "
+        "element: `**{k: v.float() if torch.is_tensor(v) else v for k, v in params.items()}`."
     ),
     valid=(
         # Float32 by construction: factories make float32 tensors even inside a region, so this classic
@@ -303,6 +314,20 @@ with torch.autocast("cuda"):
     lp = Poisson(rate.float()).log_prob(counts)
 """,
             5,
+            10,
+        ),
+        # The class picked at run time in a wrapper's slot is a distribution too; `params` (a dict of float16
+        # Linear outputs) holds its parameters, and fix A casts them element by element.
+        Invalid(
+            """
+import torch
+from torch.distributions import Independent, Laplace, Normal
+DISTS = {"normal": Normal, "laplace": Laplace}
+with torch.autocast("cuda"):
+    params = head(h)
+    lp = Independent(DISTS[family](**params), 1).log_prob(x)
+""",
+            6,
             10,
         ),
     ),

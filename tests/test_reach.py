@@ -93,10 +93,74 @@ def test_a_distribution_returned_from_another_file_is_followed(tmp_path: Path, c
             "in `Actor.forward` at reachpkg/agents.py:12)") in message
     copy = tmp_path / "reach"
     shutil.copytree(PROJECT, copy)
-    assert main(["check", "--fix", "--select", "AMP001", str(copy)]) == 1
+    originals = {p.relative_to(copy).as_posix(): p.read_text(encoding="utf-8") for p in copy.rglob("*.py")}
+    assert main(["check", "--fix", "--select", "AMP001", str(copy)]) == 0
+    assert capsys.readouterr().out.strip() == "Fixed 9 findings, 0 remaining."
+    changed = {}
+    for name, text in originals.items():
+        after = (copy / name).read_text(encoding="utf-8")
+        compile(after, name, "exec")
+        changed.update({f"{name}:{i + 1}": new.strip() for i, (old, new) in
+                        enumerate(zip(text.splitlines(), after.splitlines())) if old != new})
+    assert changed == {
+        # The cast is where the distribution is built, in the other file; train.py's value was already cast.
+        "reachpkg/agents.py:12": "return Normal(self.mu(obs).float(), self.log_std(obs).float().exp())",
+        # `policy_terms` in reachpkg/terms.py reads the Normal train.py builds and gives it: cast here.
+        "train.py:51": "return policy_terms(Normal(h.float(), h.float().exp()), prior, actions)",
+        "train.py:33": "dist = Independent(Normal(out.float(), out.float().exp()), 1)",
+        "reachpkg/losses.py:7": "return -dist.log_prob(target.float()).mean()",
+        "reachpkg/scorer.py:11": "return Normal(self.mu(frames).float(), 1.0).log_prob(frames.float())",
+        "policy.py:14": "return Normal(self.mu(x).float(), self.log_std(x).float().exp())",
+        "policy.py:18": "dist = Normal(mean.float(), self.log_std(x).float().exp())",
+        "policy.py:34": "lp = dist.log_prob(actions.float())",
+    }
+    assert main(["check", "--fix", "--select", "AMP001", str(copy)]) == 0  # idempotent: nothing left, no edit
+    assert capsys.readouterr().out.strip() == "Fixed 0 findings, 0 remaining."
+    assert [k for k in _findings(copy) if k.endswith("AMP001")] == []
+
+
+def test_a_constructor_outside_the_files_to_fix_leaves_the_finding_with_its_place(tmp_path: Path, capsys) -> None:
+    from amplint.cli import main
+
+    copy = tmp_path / "reach"
+    shutil.copytree(PROJECT, copy)
+    (copy / "pyproject.toml").write_text("", encoding="utf-8")  # the project a named file is checked in
+    before = (copy / "train.py").read_text(encoding="utf-8")
+    assert main(["check", "--fix", "--select", "AMP001", str(copy / "train.py")]) == 1
     out = capsys.readouterr().out
-    assert ("not fixable here: the distribution is built in `Actor.forward` at reachpkg/agents.py:12; cast its "
+    assert ("1 not fixable here: the distribution is built in `Actor.forward` at reachpkg/agents.py:12; cast its "
             "parameters there") in out
+    assert "train.py:44:16: AMP001" in out
+    assert (copy / "reachpkg" / "agents.py").read_text(encoding="utf-8") == (
+        PROJECT / "reachpkg" / "agents.py").read_text(encoding="utf-8")  # not a file it was asked to fix
+    # Its constructors at lines 33 and 51 are cast only for findings in files not named: left as they are.
+    assert (copy / "train.py").read_text(encoding="utf-8") == before
+
+
+def _actor_non_finite(agents: Path) -> int:
+    """`actor(obs).log_prob(actions.float())` as train.py runs it, under CPU float16 autocast, scales of 1e-4."""
+    torch = pytest.importorskip("torch")
+    namespace: dict = {}
+    exec(compile(agents.read_text(encoding="utf-8"), str(agents), "exec"), namespace)
+    torch.manual_seed(0)
+    actor = namespace["Actor"](8)
+    with torch.no_grad():
+        actor.log_std.weight.zero_()
+        actor.log_std.bias.fill_(float(torch.log(torch.tensor(1e-4))))
+        with torch.autocast("cpu", dtype=torch.float16):
+            values = actor(torch.randn(512, 8)).log_prob(torch.randn(512, 1).float())
+    return int((~torch.isfinite(values)).sum())
+
+
+@pytest.mark.torch
+def test_the_cast_in_the_other_file_ends_the_non_finite_values(tmp_path: Path, unvalidated_distributions) -> None:
+    from amplint.fix.apply import fix_paths
+
+    assert _actor_non_finite(PROJECT / "reachpkg" / "agents.py") == 512
+    copy = tmp_path / "reach"
+    shutil.copytree(PROJECT, copy)
+    fix_paths([str(copy)], Config(select=("AMP001",)))
+    assert _actor_non_finite(copy / "reachpkg" / "agents.py") == 0
 
 
 def _fixed(tmp_path: Path) -> Path:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
+from amplint.config import Config
 from amplint.model import ArgSpec, SiteSpec
 from amplint.verify.construction import rebuild
 from amplint.verify.targets import collect
@@ -91,5 +92,10 @@ def test_nothing_to_find() -> None:
 def test_collect_uses_it_on_real_findings() -> None:
     by_line = {t.line: t for t in collect([str(FIXTURES / "fix" / "cast" / "helpers.in.py")]).targets}
     assert by_line[12].site is not None and by_line[12].site.dists[0].qualname == "torch.distributions.Normal"
-    assert by_line[12].notes == ("rebuilt `dist` from its construction at line 19",)
+    # Project mode joins `score(D.Normal(...), x)` to `dist` itself, so verify has nothing to rebuild.
+    assert by_line[12].notes == ()
+    no_project = {t.line: t for t in collect([str(FIXTURES / "fix" / "cast" / "helpers.in.py")],
+                                             Config(project=False)).targets}
+    assert no_project[12].notes == ("rebuilt `dist` from its construction at line 19",)
+    assert no_project[12].site == by_line[12].site
     assert all(a.cast for a in by_line[12].site.dists[0].args)  # the caller casts: verify runs what it wrote

@@ -38,7 +38,7 @@ def collect_facts(
     _drop_non_distributions(collector)
     _drop_densities_with_sites(collector.scopes)
     return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
-                     collector.framework_calls, collector.class_items, collector.returns)
+                     collector.framework_calls, collector.class_items, collector.returns, collector.requested)
 
 
 def _drop_non_distributions(collector: Collector) -> None:

@@ -25,10 +25,11 @@ from amplint import dtypes
 from amplint.facts import frameworks
 from amplint.facts.containers import ELEMENT, element_callee, element_classes, loop_elements
 from amplint.facts.densitycalls import DENSITY
+from amplint.facts.distrefs import requested_at, split_components
 from amplint.facts.signatures import distribution_arguments
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
-    MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Scope, Site,
+    MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Requested, Scope, Site,
 )
 from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, call_text, framework_call, record_params, trainer_model
@@ -84,6 +85,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
         self.returns = ReturnIndex(module, imports, self._dist_class, self._line, options.builds_distributions)
+        self.requested: List[Requested] = []  # the constructors `options.requests` names
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -109,12 +111,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
             return self._returned(node)
         ref = DistRef(node, qualname, None)
         values, ref.has_star = dtypes.constructor_arguments(qualname, node, self.imports)
-        for value in values:
-            component = self._dist_ref(value)
-            if component is not None:
-                ref.components.append(component)
-            else:
-                ref.inputs.append(value)
+        ref.components, ref.inputs = split_components(qualname, node, values, self._dist_ref)
         return ref
 
     def _returned(self, call: cst.Call, index: Optional[int] = None) -> Optional[DistRef]:
@@ -458,6 +455,9 @@ class Collector(ParallelMarks, cst.CSTVisitor):
 
     # --- calls ---------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        for wanted in requested_at(node, self.options.requests, self._line, self.module.code_for_node):
+            ref = self._dist_ref(node)
+            self.requested.extend([Requested(wanted, ref, self.scope)] if ref is not None else [])
         site = self.recognize(node)
         if site is None or site.kind == DENSITY:  # a probability site is not also a call, but a density is entered
             self._record_call(node, site is not None)

@@ -33,6 +33,20 @@ class ReturnedDist:
     line: int
     uncast: Tuple[str, ...]  # its tensor arguments not cast to float32 where it is built, as written
     owner: str  # the function that builds it: "Policy.forward"
+    castable: bool = True  # fix A can cast every tensor it is built from, there (`facts.distrefs.castable`)
+
+
+@dataclass(frozen=True)
+class Constructor:
+    """A distribution constructor in a file: where fix A casts the parameters of a distribution used elsewhere.
+
+    As a context of `analyze_source` it asks that file's analysis for the
+    constructor's `DistRef` (`FileFacts.requested`), which the fixer casts.
+    """
+
+    file: str  # as discovered (like `Finding.path`)
+    line: int
+    ctor: str  # the constructor as written
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,7 @@ class CallReturn:
     column: int
     dist: ReturnedDist
     where: str  # the callee's file, as messages show it
+    file: str = ""  # the callee's file as discovered
 
 
 @dataclass(frozen=True)
@@ -69,6 +84,7 @@ class DistArgument:
     param: str
     dist: ReturnedDist
     where: str  # the caller's file, as messages show it
+    file: str = ""  # the caller's file as discovered
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from libcst.metadata import CodeRange
 
     from amplint.facts.frameworks import FrameworkCall
-    from amplint.facts.entry import CallReturn, DensityCall, DistArgument, ReturnedDist
+    from amplint.facts.entry import CallReturn, Constructor, DensityCall, DistArgument, ReturnedDist
     from amplint.names import ImportTable
 
 FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
@@ -35,6 +35,7 @@ class AnalysisOptions:
     returns: Tuple["CallReturn", ...] = ()  # calls whose callee in another file returns a distribution
     arguments: Tuple["DistArgument", ...] = ()  # parameters that callers elsewhere give a distribution
     density_calls: Tuple["DensityCall", ...] = ()  # calls the walk resolved to a project density with no sites
+    requests: Tuple["Constructor", ...] = ()  # constructors of this file to read for the fixer (`FileFacts.requested`)
     builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
 
 
@@ -66,10 +67,41 @@ class DistRef:
     has_star: bool = False
     built_in: Optional[Tuple[str, str]] = None  # (function, "line 14" or "model.py:14") when a callee builds it
     remote: bool = False  # built in another file: `ctor` and `inputs` are parsed from its text, not this tree
+    remote_castable: bool = True  # remote: fix A can cast its inputs there (`ReturnedDist.castable`)
+    built_at: Tuple["Constructor", ...] = ()  # remote: every constructor it may come from (one per caller)
+
+    def castable(self) -> bool:
+        """Can fix A cast every tensor it is built from, where it is built? (`amplint.facts.distrefs`)"""
+        if self.remote:
+            return self.remote_castable
+        if self.has_star:
+            return False
+        from amplint import dtypes  # LibCST's: cached runs read this module without the parser
+
+        held = {id(arg.value) for arg in dtypes.slot_args(self.qualname, self.ctor)}
+        return not any(id(value) in held and not _derived(value) for value in self.inputs) and all(
+            c.castable() for c in self.components)
 
     def all_inputs(self) -> List["cst.BaseExpression"]:
         """Its tensor inputs, its components' included."""
         return list(self.inputs) + [i for c in self.components for i in c.all_inputs()]
+
+
+def _derived(node: "cst.BaseExpression") -> bool:
+    """`Normal(a, b).expand(shape)`: a distribution made from one built in place, whose arguments fix A casts."""
+    import libcst as cst
+
+    from amplint import dtypes
+
+    def method_call(expr: "cst.BaseExpression") -> bool:
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and (
+            expr.func.attr.value in dtypes.DISTRIBUTION_METHODS)
+
+    if not method_call(node):
+        return False
+    while method_call(node):
+        node = node.func.value  # type: ignore[attr-defined]
+    return isinstance(node, cst.Call)
 
 
 @dataclass
@@ -90,7 +122,13 @@ class Site:
 
     @property
     def constructor_visible(self) -> bool:
-        return bool(self.dists) and not any(_has_star(d) or d.remote for d in self.dists)
+        """Every distribution's constructor can be cast where it is built (here, or in another file)."""
+        return bool(self.dists) and all(d.castable() for d in self.dists)
+
+    def local_uncast(self) -> List[cst.BaseExpression]:
+        """The uncast inputs in this file's tree: not those of a distribution built in another file."""
+        remote = {id(node) for ref in self.dists if ref.remote for node in ref.all_inputs()}
+        return [node for node in self.uncast if id(node) not in remote]
 
     @property
     def label(self) -> str:
@@ -99,10 +137,6 @@ class Site:
         if self.dists:
             return f"{self.dists[0].qualname.rsplit('.', 1)[-1]}.{self.method}"
         return self.method
-
-
-def _has_star(ref: DistRef) -> bool:
-    return ref.has_star or any(_has_star(c) for c in ref.components)
 
 
 @dataclass
@@ -209,6 +243,15 @@ class ReturnSummaries(Protocol):
         """Per function key, the distributions it returns (the project summaries read them)."""
 
 
+@dataclass(frozen=True)
+class Requested:
+    """A constructor another file's finding asked for (`AnalysisOptions.requests`), as this file reads it."""
+
+    constructor: "Constructor"
+    ref: DistRef
+    scope: Scope  # where it is built: its `wide_names` say which inputs are float32 there
+
+
 @dataclass
 class FileFacts:
     """Everything the collector learnt about one file; computed once, read by every rule."""
@@ -221,6 +264,7 @@ class FileFacts:
     framework_calls: List[FrameworkCall] = field(default_factory=list)  # project mode
     class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)  # project mode: containers
     returns: Optional["ReturnSummaries"] = None  # what this file's functions return (`facts.returns.ReturnIndex`)
+    requested: List["Requested"] = field(default_factory=list)  # at `AnalysisOptions.requests`: fix A casts them
 
     def sites(self) -> List[Site]:
         """Every probability site, scope by scope in source order of their functions."""

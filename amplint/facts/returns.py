@@ -22,7 +22,8 @@ import libcst as cst
 from libcst.metadata import CodePosition
 
 from amplint import dtypes
-from amplint.facts.entry import CallReturn, DistArgument, ReturnedDist
+from amplint.facts.distrefs import PICKED, split_components
+from amplint.facts.entry import CallReturn, Constructor, DistArgument, ReturnedDist
 from amplint.facts.mathenv import Env, function_env, self_attribute, statements_of
 from amplint.facts.model import DistRef, Scope
 from amplint.facts.samemodule import same_module
@@ -137,7 +138,8 @@ class ReturnIndex:
             if returned:
                 found[key] = tuple(
                     ReturnedDist(-1 if index is None else index, r.ref.qualname, code(r.ref.ctor),
-                                 self.line_of(r.ref.ctor), tuple(code(i) for i in r.ref.all_inputs()), r.owner)
+                                 self.line_of(r.ref.ctor), tuple(code(i) for i in r.ref.all_inputs()), r.owner,
+                                 r.ref.castable())
                     for index, r in sorted(returned.items(), key=lambda item: -1 if item[0] is None else item[0]))
         return found
 
@@ -173,12 +175,15 @@ class ReturnIndex:
         """The callee's constructor as the caller reads it: nested constructors are components."""
         ref = DistRef(call, qualname, None)
         values, ref.has_star = dtypes.constructor_arguments(qualname, call, self.imports)
-        for value in values:
+
+        def component(value: cst.BaseExpression) -> Optional[DistRef]:
             inner = self._ctor(value, env, _DEPTH)
-            if inner is not None:
-                ref.components.append(self._ref(*inner, env))
-            elif not self._wide(value, env, _DEPTH):
-                ref.inputs.append(value)
+            return self._ref(*inner, env) if inner is not None else None
+
+        ref.components, inputs = split_components(qualname, call, values, component)
+        ref.inputs = [value for value in inputs if not self._wide(value, env, _DEPTH)]
+        for picked in (c for c in ref.components if c.qualname == PICKED):
+            picked.inputs = [value for value in picked.inputs if not self._wide(value, env, _DEPTH)]
         return ref
 
     def _wide(self, node: cst.BaseExpression, env: Env, depth: int) -> bool:
@@ -199,26 +204,41 @@ def remote_ref(returns: Sequence[CallReturn], start: CodePosition, index: Option
     """The distribution a call returns from another file (`CallReturn`, from the project walk), as a DistRef.
 
     Its constructor and inputs are parsed from their text: they name what was
-    built there for messages and the verifier; `remote` keeps the fixer away.
+    built there for messages and the verifier, and `built_at` tells the fixer
+    where to cast them.
     """
     wanted = -1 if index is None else index
     for each in returns:
         if (each.line, each.column) == (start.line, start.column + 1) and each.dist.index == wanted:
-            return _parsed_ref(each.dist, (each.dist.owner, f"{each.where}:{each.dist.line}"))
+            return _parsed_ref(each.dist, (each.dist.owner, f"{each.where}:{each.dist.line}"),
+                               (Constructor(each.file, each.dist.line, each.dist.ctor),))
     return None
 
 
 def given_ref(arguments: Sequence[DistArgument], scope: Scope, name: str) -> Optional[DistRef]:
-    """The distribution a caller elsewhere gives parameter `name` of this scope (`DistArgument`), as a DistRef."""
+    """The distribution callers elsewhere give parameter `name` of this scope (`DistArgument`), as a DistRef.
+
+    One caller's distribution with uncast inputs stands for all (one fix A cannot cast first, else the first
+    in file and line order); when every caller casts them, the parameter holds a float32 distribution and
+    the ref has no inputs. `built_at` lists each
+    caller's uncast constructor: fix A casts them all.
+    """
     if name not in scope.params or name in scope.assigned:
         return None
-    for each in arguments:
-        if each.function == scope.key and each.param == name:
-            return _parsed_ref(each.dist, (each.dist.owner, f"{each.where}:{each.dist.line}"))
-    return None
+    given = sorted((each for each in arguments if each.function == scope.key and each.param == name),
+                   key=lambda each: (each.dist.castable, each.where, each.dist.line))  # what blocks a fix first
+    uncast = [each for each in given if each.dist.uncast]
+    if not given:
+        return None
+    first = (uncast or given)[0]
+    ref = _parsed_ref(first.dist, (first.dist.owner, f"{first.where}:{first.dist.line}"),
+                      tuple(Constructor(each.file, each.dist.line, each.dist.ctor) for each in uncast))
+    if ref is not None:
+        ref.remote_castable = all(each.dist.castable for each in uncast)
+    return ref
 
 
-def _parsed_ref(dist: ReturnedDist, built_in: Tuple[str, str]) -> Optional[DistRef]:
+def _parsed_ref(dist: ReturnedDist, built_in: Tuple[str, str], built_at: Tuple[Constructor, ...]) -> Optional[DistRef]:
     try:
         ctor = cst.parse_expression(dist.ctor)
         inputs = [cst.parse_expression(text) for text in dist.uncast]
@@ -226,7 +246,8 @@ def _parsed_ref(dist: ReturnedDist, built_in: Tuple[str, str]) -> Optional[DistR
         return None
     if not isinstance(ctor, cst.Call):
         return None
-    return DistRef(ctor, dist.qualname, None, [], inputs, False, built_in, remote=True)
+    return DistRef(ctor, dist.qualname, None, [], inputs, False, built_in, remote=True,
+                   remote_castable=dist.castable, built_at=built_at)
 
 
 def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> List[Tuple[int, str]]:

@@ -24,7 +24,7 @@ def distribution_arguments(
     code: Callable[[cst.CSTNode], str], line_of: Callable[[cst.CSTNode], int], owner: str,
 ) -> Tuple[Tuple[str, ...], Tuple[Tuple[str, ReturnedDist], ...]]:
     """The argument slots of `call` given a distribution (a constructor, or a name bound to one), and, for
-    those built here from tensors not cast to float32, what the callee's parameter then holds."""
+    those built here, what the callee's parameter then holds (its tensors not cast to float32 there)."""
     slots: List[str] = []
     given: List[Tuple[str, ReturnedDist]] = []
     positional = [a for a in call.args if a.keyword is None and not a.star]
@@ -37,9 +37,10 @@ def distribution_arguments(
         slots.append(slot)
         ref = refs[0]
         uncast = [code(i) for i in ref.all_inputs() if not wide(i)]
-        if uncast and not ref.remote:
+        if not ref.remote:  # one cast where it is built is given too: the callee's parameter holds float32
             given.append((slot, ReturnedDist(-1, ref.qualname, code(ref.ctor), line_of(ref.ctor), tuple(uncast),
-                                             ref.built_in[0] if ref.built_in is not None else owner)))
+                                             ref.built_in[0] if ref.built_in is not None else owner,
+                                             ref.castable())))
     return tuple(slots), tuple(given)
 
 

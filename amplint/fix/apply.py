@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import io
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
 from amplint.engine import SourceAnalysis, analyze_source
@@ -19,6 +19,7 @@ from amplint.model import FileError, Finding
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
+    from amplint.facts.entry import Constructor
     from amplint.fix.plan import FixPlan, Skipped
     from amplint.project.run import ProjectRun
 
@@ -151,10 +152,16 @@ ROUND_TRIP_ERROR = (
 def _plan_and_rewrite(
     source: SourceAnalysis, strategy: str, only: Optional[Callable[[Finding], bool]], extra: FrozenSet[str]
 ) -> Tuple[FixPlan, Optional[str], bool]:
-    """The plan, the rewritten text (None when the plan is empty), and whether LibCST round-trips the file."""
+    """The plan (with the casts at constructors other files' findings read), the rewritten text (None when
+    the plan is empty), and whether LibCST round-trips the file."""
     from amplint.fix.plan import plan_fixes
 
     plan = plan_fixes(source, strategy, only, extra)
+    if source.analysis is not None and source.analysis.facts.requested:  # for other files' findings
+        from amplint.fix.remote import constructor_casts
+
+        for target in constructor_casts(source, extra)[0]:
+            plan.casts.setdefault(id(target.node), target)
     if plan.empty:
         return plan, None, True
     assert source.module is not None
@@ -179,7 +186,8 @@ def fix_text(
     if isinstance(source, FileError):
         return source
     before = len(source.pairs)
-    if not source.pairs:  # nothing to plan: no LibCST import, no plan
+    requested = source.analysis is not None and bool(source.analysis.facts.requested)  # for other files' findings
+    if not source.pairs and not requested:  # nothing to plan: no LibCST import, no plan
         return TextFix.unchanged(path, text)
     extra = frozenset(config.extend_distributions)
     try:
@@ -331,13 +339,14 @@ def _fix_project(paths: Sequence[str], config: Config, write: bool, in_project: 
 
 
 def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool, roots: Sequence[str]) -> None:
-    """Fix the files of one project run that have findings, with the entries and spellings of its walk."""
+    """Fix the files of one project run that have findings, with the entries and spellings of its walk, and
+    the files that build distributions those findings read (`amplint.fix.remote`)."""
     from amplint.project.spellings import with_spellings
 
     config = with_spellings(config, project.spellings)  # the project's own autocast spellings, as the check saw
+    start = len(run.files)
     slots: List[int] = []
-    sources: List[SourceFile] = []
-    options: List[dict] = []
+    sources: Dict[str, SourceFile] = {}
     for result in project.results:
         if result.error is not None:
             run.files.append(FileFix(result.path, error=result.error))
@@ -348,11 +357,50 @@ def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool
                 run.files.append(FileFix(result.path, error=source))
                 continue
             slots.append(len(run.files))
-            sources.append(source)
-            options.append({"entries": project.entries.get(result.path, ()), "project": True})
+            sources[result.path] = source
         run.files.append(FileFix(result.path))  # nothing reported, nothing to fix
-    for slot, fix in zip(slots, _fix_sources(sources, config, write, options, roots)):
+    if not sources:  # nothing reported: no LibCST import, no plan
+        return
+    places = {fix.path: i for i, fix in enumerate(run.files[start:], start) if fix.error is None}
+    requests = _constructor_requests(sources, project.entries, config, set(places))  # only this run's files
+    for path in sorted(set(requests) - set(sources)):  # a file that only builds what another file's finding reads
+        source = read_source(path)
+        if not isinstance(source, FileError):
+            slots.append(places[path])
+            sources[path] = source
+    from amplint.fix.remote import as_cast
+
+    cast = {c for wanted in requests.values() for c in wanted}
+    options = [{"entries": as_cast(project.entries.get(path, ()), cast) + tuple(requests.get(path, ())),
+                "project": True} for path in sources]
+    reported = {result.path: len(result.findings) for result in project.results}
+    for slot, fix in zip(slots, _fix_sources(list(sources.values()), config, write, options, roots)):
+        if fix.fix is not None:  # counted as `check` reported them: a cast in another file may fix them all
+            fix = replace(fix, fix=replace(fix.fix, findings_before=reported.get(fix.path, 0)))
         run.files[slot] = fix
+
+
+def _constructor_requests(sources: Dict[str, SourceFile], entries: Mapping[str, Sequence[object]], config: Config,
+                          fixable: Set[str]) -> Dict[str, List["Constructor"]]:
+    """Steps 1 and 2 of `amplint.fix.remote`: per file, the constructors it casts for other files' findings."""
+    from amplint.fix.remote import by_file, granted, hands_over, requests_of
+
+    def analyse(path: str, asked: Sequence["Constructor"] = ()) -> Union[SourceAnalysis, FileError]:
+        source = sources.get(path) or read_source(path)
+        if isinstance(source, FileError):
+            return source
+        return analyze_source(source.text, path, config, entries=tuple(entries.get(path, ())) + tuple(asked),
+                              project=True)
+
+    wanted: List["Constructor"] = []
+    for path in sources:
+        if hands_over(entries.get(path, ())):
+            source = analyse(path)
+            wanted.extend(requests_of(source, config.strategy) if isinstance(source, SourceAnalysis) else ())
+    requests = {path: found for path, found in by_file(wanted).items() if path in fixable}
+    allowed = granted(requests, analyse, frozenset(config.extend_distributions))
+    return {path: [c for c in found if c in allowed] for path, found in requests.items()
+            if any(c in allowed for c in found)}
 
 
 def _renamed(fix: FileFix, path: str) -> FileFix:

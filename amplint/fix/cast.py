@@ -10,7 +10,7 @@ from typing import Mapping
 
 import libcst as cst
 
-from amplint.fix.expr import cast_expression
+from amplint.fix.expr import cast_expression, cast_starred
 from amplint.fix.plan import CastTarget
 from amplint.names import ImportTable
 
@@ -28,6 +28,8 @@ class CastTransformer(cst.CSTTransformer):
         target = self.casts.get(id(original_node))
         if target is not None and target.node is original_node and isinstance(updated, cst.BaseExpression):
             # Cast the updated node: an input may hold another site's already-cast inputs.
+            if target.star:
+                return updated if target.wide(updated) else cast_starred(updated, target.star, self.table)
             return cast_expression(updated, self.table, target.wide)
         return updated
 

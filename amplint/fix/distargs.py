@@ -24,17 +24,6 @@ import libcst as cst
 from amplint import dtypes
 from amplint.names import ImportTable
 
-# Parameters of wrapper distributions that hold another distribution: (class, position, keyword).
-DISTRIBUTION_SLOTS: Dict[str, Tuple[FrozenSet[int], FrozenSet[str]]] = {
-    "Independent": (frozenset({0}), frozenset({"base_distribution"})),
-    "TransformedDistribution": (frozenset({0}), frozenset({"base_distribution"})),
-    "MixtureSameFamily": (frozenset({0, 1}), frozenset({"mixture_distribution", "component_distribution"})),
-    "ExpandedDistribution": (frozenset({0}), frozenset({"base_dist"})),
-    "MaskedDistribution": (frozenset({0}), frozenset({"base_dist"})),
-    "FoldedDistribution": (frozenset({0}), frozenset({"base_dist"})),
-}
-# Methods that return a distribution made from the one they are called on.
-DISTRIBUTION_METHODS = frozenset({"expand", "expand_by", "to_event", "mask", "independent"})
 
 
 @dataclass
@@ -43,6 +32,7 @@ class SortedInputs:
 
     tensors: List[cst.BaseExpression] = field(default_factory=list)
     blocked: List[cst.BaseExpression] = field(default_factory=list)
+    stars: Dict[int, str] = field(default_factory=dict)  # id(tensor) -> "*"/"**" when it is a starred argument
 
 
 def sort_inputs(
@@ -55,7 +45,8 @@ def sort_inputs(
 
     `ctors`: (qualified class, constructor call) of each distribution of the site, components included.
     """
-    slots = {id(arg.value) for qualname, call in ctors for arg in _slot_args(qualname, call)}
+    ctors = list(ctors)
+    slots = {id(arg.value) for qualname, call in ctors for arg in dtypes.slot_args(qualname, call)}
     result = SortedInputs()
     for node in inputs:
         built = _constructor_in(node, table, extra)
@@ -65,21 +56,9 @@ def sort_inputs(
             result.blocked.append(node)
         else:
             result.tensors.append(node)
+    starred = {id(arg.value): str(arg.star) for _, call in ctors for arg in call.args if arg.star in ("*", "**")}
+    result.stars = {id(node): starred[id(node)] for node in result.tensors if id(node) in starred}
     return result
-
-
-def _slot_args(qualname: str, call: cst.Call) -> Iterable[cst.Arg]:
-    positions, keywords = DISTRIBUTION_SLOTS.get(qualname.rsplit(".", 1)[-1], (frozenset(), frozenset()))
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            continue
-        if arg.keyword is None:
-            if position in positions:
-                yield arg
-            position += 1
-        elif arg.keyword.value in keywords:
-            yield arg
 
 
 def _constructor_in(
@@ -90,7 +69,7 @@ def _constructor_in(
         qualname = dtypes.distribution_class(node.func, table, extra)
         if qualname is not None:
             return qualname, node
-        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in DISTRIBUTION_METHODS):
+        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in dtypes.DISTRIBUTION_METHODS):
             return None
         node = node.func.value
     return None

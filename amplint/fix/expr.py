@@ -42,6 +42,23 @@ def append_float(node: cst.BaseExpression) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("float")))
 
 
+def cast_starred(node: cst.BaseExpression, star: str, table: ImportTable) -> cst.BaseExpression:
+    """`**params` as `{k: v.float() if torch.is_tensor(v) else v for k, v in params.items()}`, `*args` as a list
+    the same way: the tensors of a mapping or a sequence cast, anything else (a flag, a number) as it was.
+
+    Without `torch` imported, `hasattr(v, "float")` tells tensors apart instead (numbers have no `.float()`).
+    """
+    torch = next(iter(table.local_names_for("torch")), None)
+    test = f"{torch}.is_tensor(v)" if torch is not None else 'hasattr(v, "float")'
+    element = f"v.float() if {test} else v"
+    source = cst.Module([]).code_for_node(node)
+    if not node.lpar and not isinstance(node, ATOMS):
+        source = f"({source})"
+    if star == "**":
+        return cst.parse_expression(f"{{k: {element} for k, v in {source}.items()}}")
+    return cst.parse_expression(f"[{element} for v in {source}]")
+
+
 def cast_expression(node: cst.BaseExpression, table: ImportTable, wide: Wide) -> cst.BaseExpression:
     """`node` as a float32 expression; unchanged when it already is one."""
     if wide(node):

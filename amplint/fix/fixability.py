@@ -55,7 +55,7 @@ class NoqaGuard:
         diagnoses = source.analysis.diagnoses if source.analysis is not None else []
         # The nodes `blocks` asks about: every site's inputs and statement, positioned in one pass.
         statements = tuple(d.site.statement for d in diagnoses if d.site.statement is not None)
-        self._nodes = tuple(node for d in diagnoses for node in d.site.uncast) + statements
+        self._nodes = tuple(node for d in diagnoses for node in d.site.local_uncast()) + statements
         self._positions: Optional[Positions] = None
 
     @property
@@ -82,7 +82,7 @@ class NoqaGuard:
         return False
 
     def blocks(self, diagnosis: "Diagnosis", strategy: str) -> bool:
-        nodes: List[cst.CSTNode] = list(diagnosis.site.uncast)
+        nodes: List[cst.CSTNode] = list(diagnosis.site.local_uncast())
         if wraps_statement(diagnosis, strategy):
             assert diagnosis.site.statement is not None
             nodes.append(diagnosis.site.statement)

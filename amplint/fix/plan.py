@@ -9,27 +9,26 @@ a statement-mate unfixed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Union
 
 import libcst as cst
 
+from amplint.facts.distrefs import constructors
 from amplint.fix.distargs import sort_inputs
 from amplint.fix.expr import Wide, wide_predicate
 from amplint.fix.fixability import DISABLE, NoqaGuard, wrap_conflicts, wraps_statement
 from amplint.fix.safety import wrap_blocker
 from amplint.model import Finding
+from amplint.rulebase import HIDDEN_DISTRIBUTION
 from amplint.rules import rule_for
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.analysis import Diagnosis, DistRef
+    from amplint.analysis import Diagnosis
     from amplint.engine import SourceAnalysis
     from amplint.regions import RegionSpec
 
 NOQA_REASON = "left as is: the fix would rewrite a line marked `# noqa`"
-HIDDEN_DISTRIBUTION_REASON = (
-    "not fixable: a distribution argument is built where amplint cannot see its constructor "
-    "(cast that constructor's inputs to float32)"
-)
+HIDDEN_DISTRIBUTION_REASON = HIDDEN_DISTRIBUTION
 SHARED_REASON = "not fixable with --strategy disable-autocast: the statement also holds a computation it cannot fix"
 
 
@@ -39,6 +38,7 @@ class CastTarget:
 
     node: cst.BaseExpression
     wide: Wide
+    star: str = ""  # "*"/"**": a starred argument, cast element by element (`expr.cast_starred`)
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,8 @@ def plan_fixes(
             plan.skipped.append(Skipped(finding, NOQA_REASON))
         else:
             edit = _edit_for(diagnosis, finding, strategy, source, extra)
-            if edit is None:
-                plan.skipped.append(Skipped(finding, HIDDEN_DISTRIBUTION_REASON))
+            if isinstance(edit, str):
+                plan.skipped.append(Skipped(finding, edit))
             else:
                 edits.append(edit)
     wrapped = [edit.diagnosis for edit in edits if edit.wrap is not None]
@@ -151,24 +151,22 @@ def _why_not(
     return f"not fixable with --strategy {strategy}: no simple statement to wrap, or no known device{hint}"
 
 
-def _constructors(refs: List["DistRef"]) -> Iterator[Tuple[str, cst.Call]]:
-    for ref in refs:
-        yield ref.qualname, ref.ctor
-        yield from _constructors(ref.components)
-
-
 def _edit_for(
     diagnosis: "Diagnosis", finding: Finding, strategy: str, source: "SourceAnalysis", extra: FrozenSet[str]
-) -> Optional[_Edit]:
-    """The casts and wrap that fix one finding; None when an input is a distribution it cannot reach."""
+) -> Union[_Edit, str]:
+    """The casts and wrap that fix one finding, or why there are none: an input is a distribution it cannot
+    reach, or one built in another file whose constructor is not cast there (`amplint.fix.remote`)."""
     site = diagnosis.site
     assert source.analysis is not None
+    if any(ref.remote and ref.inputs for ref in site.dists):
+        rule = rule_for(diagnosis.code)
+        return rule.why_unfixable(diagnosis) if rule is not None else HIDDEN_DISTRIBUTION_REASON
     table = source.analysis.imports
-    inputs = sort_inputs(site.uncast, _constructors(site.dists), table, extra)
+    inputs = sort_inputs(site.local_uncast(), (c for ref in site.dists for c in constructors(ref)), table, extra)
     if inputs.blocked:
-        return None
+        return HIDDEN_DISTRIBUTION_REASON
     wide = wide_predicate(table, lambda name, scope=site.scope: name in scope.wide_names)
-    casts = [CastTarget(node, wide) for node in inputs.tensors]
+    casts = [CastTarget(node, wide, inputs.stars.get(id(node), "")) for node in inputs.tensors]
     wrap: Optional[WrapTarget] = None
     if wraps_statement(diagnosis, strategy):
         device = wrap_device(diagnosis.region.spec)

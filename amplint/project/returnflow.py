@@ -2,11 +2,11 @@
 
 The callee's summary lists what it returns (`FunctionSummary.returns`). For
 each call in a float16 region, or in a function the walk entered, whose
-callee in another file returns a distribution with parameters not cast
-where it is built, the caller's analysis gets a `CallReturn`: its sites on
-that value then read those parameters as inputs, and the message names the
-constructor's file and line. The fixer does not edit the other file; the
-finding says where to cast.
+callee in another file returns a distribution, the caller's analysis gets a `CallReturn`: its sites on
+that value then read the parameters not cast where it is built as inputs,
+and the message names the constructor's file and line. One built from cast
+tensors is handed on too: the caller then knows the value is float32. `--fix` casts the parameters in
+the other file (`amplint.fix.remote`).
 """
 from __future__ import annotations
 
@@ -30,15 +30,14 @@ def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
         for target in resolver.call_targets(path, function, call, None, False):
             callee = loader.summary(target.path) if target.path != path else None
             built = callee.functions.get(target.key) if callee is not None else None
-            for dist in built.returns if built is not None else ():
-                if dist.uncast:
-                    found.append(CallReturn(call.line, call.column, dist, shown(target.path, root)))
+            for dist in built.returns if built is not None else ():  # one cast where built too: no inputs here
+                found.append(CallReturn(call.line, call.column, dist, shown(target.path, root), target.path))
     return tuple(sorted(dict.fromkeys(found), key=lambda r: (r.line, r.column, r.dist.index)))
 
 
 def dist_arguments(loader: Loader, resolver: Resolver, files: Sequence[str], entries: Dict[str, List[EntryContext]],
                    root: str) -> Tuple[Dict[str, List[EntryContext]], Dict[str, List[DistArgument]]]:
-    """The join over call sites: each parameter a float16 caller gives a distribution built from uncast tensors.
+    """The join over call sites: each parameter a float16 caller gives a distribution, and what it is built from.
 
     Returns the entries the callees need (a function with no probability site of its own is not one of the
     walk's entries, yet its `d.entropy()` on such a parameter is a site) and, per file, the `DistArgument`s.
@@ -56,7 +55,9 @@ def dist_arguments(loader: Loader, resolver: Resolver, files: Sequence[str], ent
                     name = _parameter(callee, slot)
                     if name is not None:
                         given.setdefault(target.path, []).append(
-                            DistArgument(target.key, name, dist, shown(path, root)))
+                            DistArgument(target.key, name, dist, shown(path, root), path))
+                if not any(dist.uncast for _, dist in call.given):
+                    continue  # a float32 distribution: nothing to report in the callee
                 chain = how.chain + (resolver.display(target),)
                 extra.setdefault(target.path, []).append(EntryContext(
                     target.key, how.region, how.label, how.region_path, chain, how.region_file))

@@ -19,7 +19,7 @@ from amplint.project.resolve import Resolver
 from amplint.project.returnflow import call_returns, dist_arguments
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
-from amplint.project.walk import call_seeds, walk
+from amplint.project.walk import Walked, call_seeds, walk
 
 
 @dataclass
@@ -64,7 +64,7 @@ def run_project(
 
     resolvers: List[Resolver] = []
 
-    def walk_pass() -> Dict[str, List[EntryContext]]:
+    def walk_pass() -> Walked:
         resolver = Resolver(loader, built)
         resolvers.append(resolver)
         seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
@@ -72,11 +72,13 @@ def run_project(
         )
         return walk(seeds, loader, resolver, config.max_depth)
 
-    entries = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
+    walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
+    entries = walked.entries
     eager = set(loader.region_files())
     resolver = resolvers[-1]  # the last pass's: it answered with every summary it asked for, memoized
+    reached = {p: entries.get(p, []) + walked.givers.get(p, []) for p in set(entries) | set(walked.givers)}
     joined, arguments = dist_arguments(
-        loader, resolver, [p for p in files if p in eager or p in entries], entries, root)
+        loader, resolver, [p for p in files if p in eager or p in reached], reached, root)
     for path, found in joined.items():  # callees given a distribution: analysed as entered too
         known = {entry.function for entry in entries.get(path, ())}
         for entry in found:

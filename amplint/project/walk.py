@@ -9,7 +9,10 @@ not a seed. It is breadth-first from seeds sorted by chain length, so the
 first chain that reaches a function is a shortest one; a (function, receiver)
 pair is entered once (cycles end there) and chains stop at `max_depth`
 functions. A reached function with exposed probability computations becomes
-an `EntryContext` for its file.
+an `EntryContext` for its file; one that only hands a distribution to a call
+(`loss = self.loss(dist, y)` in a `training_step`) is kept apart, for the
+join over call sites (`returnflow.dist_arguments`), without making its file
+one to analyse.
 """
 from __future__ import annotations
 
@@ -57,12 +60,21 @@ def call_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
     return seeds
 
 
-def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) -> Dict[str, List[EntryContext]]:
-    """Entries per file path, each function once with its shortest chain."""
+@dataclass
+class Walked:
+    """What the walk reached, per file path: functions with exposed sites, and those that give distributions."""
+
+    entries: Dict[str, List[EntryContext]]
+    givers: Dict[str, List[EntryContext]]
+
+
+def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) -> Walked:
+    """Each function reached, once, with its shortest chain."""
     queue: Deque[Tuple[Seed, int]] = deque((seed, 1) for seed in sorted(seeds, key=lambda s: len(s.chain)))
     entered: Set[Target] = set()
     reported: Set[Tuple[str, str]] = set()
     entries: Dict[str, List[EntryContext]] = {}
+    givers: Dict[str, List[EntryContext]] = {}
     while queue:
         seed, depth = queue.popleft()
         target = seed.target
@@ -75,9 +87,11 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) 
         function = summary.functions.get(target.key) if summary is not None else None
         if function is None:
             continue
-        if function.exposed and (target.path, target.key) not in reported:
+        gives = any(call.given and call.region is None for call in function.calls)
+        if (function.exposed or gives) and (target.path, target.key) not in reported:
             reported.add((target.path, target.key))
-            entries.setdefault(target.path, []).append(
+            found = entries if function.exposed else givers
+            found.setdefault(target.path, []).append(
                 EntryContext(target.key, seed.region.info, seed.region.label, seed.region_path, seed.chain,
                              seed.region_file)
             )
@@ -90,4 +104,4 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) 
                 if nxt not in entered:
                     chain = seed.chain + (resolver.display(nxt),)
                     queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
-    return entries
+    return Walked(entries, givers)
