@@ -392,15 +392,16 @@ def _constructor_requests(sources: Dict[str, SourceFile], entries: Mapping[str, 
         return analyze_source(source.text, path, config, entries=tuple(entries.get(path, ())) + tuple(asked),
                               project=True)
 
-    wanted: List["Constructor"] = []
+    wanted: List[Tuple["Constructor", ...]] = []  # per finding, every constructor it needs cast
     for path in sources:
         if hands_over(entries.get(path, ())):
             source = analyse(path)
             wanted.extend(requests_of(source, config.strategy) if isinstance(source, SourceAnalysis) else ())
-    requests = {path: found for path, found in by_file(wanted).items() if path in fixable}
+    requests = {path: found for path, found in by_file(c for group in wanted for c in group).items()
+                if path in fixable}
     allowed = granted(requests, analyse, frozenset(config.extend_distributions))
-    return {path: [c for c in found if c in allowed] for path, found in requests.items()
-            if any(c in allowed for c in found)}
+    cast = {c for group in wanted if set(group) <= allowed for c in group}  # a finding's casts: all or none
+    return by_file(sorted(cast, key=lambda c: (c.file, c.line, c.ctor)))
 
 
 def _renamed(fix: FileFix, path: str) -> FileFix:

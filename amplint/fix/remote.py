@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple, Union
 
 from amplint.facts.distrefs import constructors
 from amplint.facts.entry import CallReturn, Constructor, DistArgument
@@ -39,6 +39,7 @@ from amplint.fix.fixability import NoqaGuard
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.fix.plan import CastTarget
+    from amplint.model import FileError
     from amplint.source_analysis import SourceAnalysis
 
 
@@ -47,17 +48,20 @@ def hands_over(entries: Iterable[object]) -> bool:
     return any(isinstance(e, (CallReturn, DistArgument)) and e.dist.uncast and e.dist.castable for e in entries)
 
 
-def requests_of(source: "SourceAnalysis", strategy: str) -> Tuple[Constructor, ...]:
-    """The constructors in other files that fixing `source`'s findings with `strategy` needs cast (step 1)."""
+def requests_of(source: "SourceAnalysis", strategy: str) -> List[Tuple[Constructor, ...]]:
+    """Step 1: per finding of `source` that `strategy` fixes, the constructors in other files it needs cast
+    (all of them, or the finding is not fixed and none is cast for it)."""
     from amplint.fix.fixability import refine_pairs
 
     if source.analysis is None or source.module is None:
-        return ()
-    found: List[Constructor] = []
+        return []
+    found: List[Tuple[Constructor, ...]] = []
     for diagnosis, finding in refine_pairs(source, strategy):
-        if strategy in finding.fix_strategies:
-            found.extend(c for ref in diagnosis.site.dists if ref.remote and ref.inputs for c in ref.built_at)
-    return tuple(dict.fromkeys(found))
+        needed = tuple(dict.fromkeys(c for ref in diagnosis.site.dists if ref.remote and ref.inputs
+                                     for c in ref.built_at))
+        if needed and strategy in finding.fix_strategies:
+            found.append(needed)
+    return found
 
 
 def constructor_casts(source: "SourceAnalysis", extra: FrozenSet[str]) -> Tuple[List["CastTarget"], Set[Constructor]]:
@@ -81,7 +85,9 @@ def constructor_casts(source: "SourceAnalysis", extra: FrozenSet[str]) -> Tuple[
     return casts, granted
 
 
-def granted(requests: Dict[str, Sequence[Constructor]], analyse, extra: FrozenSet[str]) -> Set[Constructor]:
+def granted(requests: Dict[str, Sequence[Constructor]],
+            analyse: Callable[[str, Sequence[Constructor]], Union["SourceAnalysis", "FileError"]],
+            extra: FrozenSet[str]) -> Set[Constructor]:
     """Step 2: the requests each file grants. `analyse(path, requests)` is its `SourceAnalysis` (or an error)."""
     from amplint.source_analysis import SourceAnalysis
 
@@ -94,6 +100,7 @@ def granted(requests: Dict[str, Sequence[Constructor]], analyse, extra: FrozenSe
 
 
 def by_file(requests: Iterable[Constructor]) -> Dict[str, List[Constructor]]:
+    """The requests grouped by the file that holds the constructor, each once."""
     grouped: Dict[str, List[Constructor]] = defaultdict(list)
     for constructor in dict.fromkeys(requests):
         grouped[constructor.file].append(constructor)
