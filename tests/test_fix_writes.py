@@ -196,3 +196,23 @@ def test_two_real_fix_runs_on_one_tree_fix_each_finding_once(tmp_path: Path) -> 
     assert fixed == count
     assert all(p.read_text() == FIXED for p in tmp_path.glob("m*.py"))
     assert _leftovers(tmp_path) == []
+
+
+def test_a_file_fixed_after_the_check_counts_no_fix(tmp_path: Path) -> None:
+    """The check sees a finding, another process fixes the file before this run reads it: this run counts 0.
+
+    Deterministic form of the race above: the count comes from the text the fix read, not from the check."""
+    from amplint.fix.apply import FixRun, _fix_results
+    from amplint.project.run import run_project
+
+    target = tmp_path / "model.py"
+    target.write_text(BROKEN)
+    config = Config(jobs=1)
+    project = run_project([str(tmp_path)], config, use_cache=False)
+    assert [len(r.findings) for r in project.results] == [1]
+    target.write_text(FIXED)  # the other process's write
+    run = FixRun()
+    _fix_results(run, project, config, False, [str(tmp_path)])
+    assert run.fixed_count == 0
+    assert run.remaining == []
+    assert target.read_text() == FIXED

@@ -371,13 +371,21 @@ def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool
     from amplint.fix.remote import as_cast
 
     cast = {c for wanted in requests.values() for c in wanted}
-    options = [{"entries": as_cast(project.entries.get(path, ()), cast) + tuple(requests.get(path, ())),
-                "project": True} for path in sources]
-    reported = {result.path: len(result.findings) for result in project.results}
+    marked = {path: as_cast(project.entries.get(path, ()), cast) for path in sources}
+    options = [{"entries": marked[path] + tuple(requests.get(path, ())), "project": True} for path in sources]
     for slot, fix in zip(slots, _fix_sources(list(sources.values()), config, write, options, roots)):
-        if fix.fix is not None:  # counted as `check` reported them: a cast in another file may fix them all
-            fix = replace(fix, fix=replace(fix.fix, findings_before=reported.get(fix.path, 0)))
+        if fix.fix is not None and marked[fix.path] != tuple(project.entries.get(fix.path, ())):
+            before = _reported_count(sources[fix.path], project.entries.get(fix.path, ()), config)
+            fix = replace(fix, fix=replace(fix.fix, findings_before=before))
         run.files[slot] = fix
+
+
+def _reported_count(source: SourceFile, entries: Sequence[object], config: Config) -> int:
+    """The findings `check` reports on the text the fix read, for a file whose fix counted some of them as
+    already cast (a cast in another file removes them). Counted on that text, not taken from the check:
+    another process may have fixed the file in between."""
+    analysis = analyze_source(source.text, source.path, config, entries=tuple(entries), project=True)
+    return 0 if isinstance(analysis, FileError) else len(analysis.pairs)
 
 
 def _constructor_requests(sources: Dict[str, SourceFile], entries: Mapping[str, Sequence[object]], config: Config,
