@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from amplint.cstwalk import SKIPPED, children, walk
+from amplint.cstwalk import SKIPPED, children, type_test, walk
 from amplint.names import collect_imports, import_table
 from amplint.positions import positions
 from conftest import ROOT
@@ -221,3 +221,22 @@ def test_walk_refuses_a_visitor_that_hooks_skipped_nodes() -> None:
 
     with pytest.raises(TypeError, match="Comment"):
         walk(cst.parse_module("x = 1  # c\n"), CommentCounter())
+
+
+def test_type_test_answers_as_isinstance_for_every_node_and_value() -> None:
+    """The per-type memo gives `isinstance`'s answer, for nodes, ABC bases, sentinels and plain values alike."""
+    module = cst.parse_module("async def f(x=1.5):\n    for a in b: y = [c for c in d]\n    return lambda: x\n")
+    test = type_test(cst.BaseSmallStatement, cst.For, cst.CompFor)
+    values: List[object] = []
+
+    class Every(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            values.append(node)
+            values.extend(getattr(node, name) for name in getattr(type(node), "__dataclass_fields__", {}))
+            return True
+
+    module.visit(Every())
+    values += [None, "x", 1, cst.MaybeSentinel.DEFAULT, ()]
+    answers = [test(value) for value in values + values]  # asked twice: the second answers come from the memo
+    assert answers == [isinstance(value, (cst.BaseSmallStatement, cst.For, cst.CompFor)) for value in values + values]
+    assert sum(answers) == 2 * 5  # For, Assign, Return, and CompFor twice (a node, and `ListComp.for_in`)

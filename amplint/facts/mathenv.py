@@ -10,7 +10,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
-from amplint.cstwalk import children
+from amplint.cstwalk import children, type_test
 from amplint.names import ImportTable
 
 Bindings = Dict[str, List[cst.BaseExpression]]
@@ -148,11 +148,15 @@ def statements_of(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = list(reversed(list(children(node))))
     while stack:
         child = stack.pop()
-        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if _NESTED_SCOPE(child):
             continue
-        if isinstance(child, (cst.BaseSmallStatement, cst.For, cst.CompFor)):
+        if _BINDING(child):
             yield child
         stack.extend(reversed(list(children(child))))
+
+
+_NESTED_SCOPE = type_test(cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BINDING = type_test(cst.BaseSmallStatement, cst.For, cst.CompFor)
 
 
 def self_attribute(node: cst.BaseExpression) -> Optional[str]:
