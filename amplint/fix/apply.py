@@ -383,7 +383,8 @@ def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool
 def _reported_count(source: SourceFile, entries: Sequence[object], config: Config) -> int:
     """The findings `check` reports on the text the fix read, for a file whose fix counted some of them as
     already cast (a cast in another file removes them). Counted on that text, not taken from the check:
-    another process may have fixed the file in between."""
+    another process may have fixed the file in between. The entries are still the check's: when a concurrent
+    run casts the other file first, both runs may count the finding it fixes."""
     analysis = analyze_source(source.text, source.path, config, entries=tuple(entries), project=True)
     return 0 if isinstance(analysis, FileError) else len(analysis.pairs)
 
