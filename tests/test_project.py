@@ -295,3 +295,13 @@ def test_concurrent_runs_share_the_cache_safely(project_copy: Path, tmp_path: Pa
     assert len({out for out, _ in outputs}) == 1
     assert len(json.loads(outputs[0][0])) == len(expected_lines(PROJECT / "expected"))
     assert not list((tmp_path / "cache").rglob(".tmp-*"))
+
+
+def test_the_text_pass_follows_star_imports_to_their_module() -> None:
+    """`from .google import *` makes the module's names the file's: the walk's reach test must step there."""
+    from amplint.project.prefilter import imported_names
+
+    text = ("from .google import *\nfrom pkg.base import (Model,\n    Head as H)\n"
+            "import torch.nn as nn\nfrom . import x\n")
+    assert imported_names(text) == [".google", "pkg.base.Model", "pkg.base.Head", "pkg.base.H", ".x", "torch.nn",
+                                    "nn"]

@@ -86,3 +86,41 @@ def test_the_subclass_index_finds_the_same_overrides_as_a_search(tmp_path: Path,
     run = run_project([str(tmp_path)], Config(jobs=jobs), use_cache=False)
     found = sorted((Path(r.path).name, f.line, f.column, f.code) for r in run.results for f in r.findings)
     assert found == [(f"h{i}.py", 8, 16, "AMP001") for i in range(3)]
+
+
+def test_star_imports_of_missing_modules_are_not_searched_in_the_package(tmp_path: Path, monkeypatch) -> None:
+    """A partial checkout: `pkg/__init__.py` star-imports three modules that are not there and one that is.
+
+    `from .base import *` imports the module `pkg.base`; with no such file the star leads nowhere. It used to
+    be read as the name `base` in `pkg` itself, whose star imports led back to `pkg`: 3**MAX_IMPORT_HOPS
+    lookups for each name not found (a cold run of half of the real-code corpus spent a third of its time
+    there; `benchmarks/RESULTS.md`)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from .base import *\nfrom .pointcloud import *\nfrom .google import *\nfrom .waseda import *\n")
+    (pkg / "google.py").write_text(
+        "from torch.distributions import Normal\n\n\n"
+        "class Model:\n"
+        "    def run(self, mu, x):\n"
+        "        return Normal(mu, 1.0).log_prob(x)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nfrom pkg import Missing, Model\n\n\n"
+        "def step(m: Model, other: Missing, mu, x):\n"
+        "    with torch.autocast('cuda'):\n"
+        "        return m.run(mu, x) + other.run(mu, x)\n"
+    )
+    calls: List[Tuple[str, Tuple[str, ...]]] = []
+    original = resolve.Resolver._lookup
+
+    def counted(self, path, parts, hops, for_call):  # type: ignore[no-untyped-def]
+        calls.append((Path(path).name, tuple(parts)))
+        return original(self, path, parts, hops, for_call)
+
+    monkeypatch.setattr(resolve.Resolver, "_lookup", counted)
+    run = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
+    found = [(Path(r.path).name, f.line, f.column, f.code, f.chain) for r in run.results for f in r.findings]
+    assert found == [("google.py", 6, 16, "AMP001", ("m.run(mu, x)", "Model.run"))]  # the star that is there
+    assert ("__init__.py", ("base", "Missing")) not in calls
+    assert len(calls) <= 12, len(calls)

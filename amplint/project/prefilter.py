@@ -187,10 +187,14 @@ def assigned_attributes(text: str) -> List[str]:
 
 
 def imported_names(text: str) -> List[str]:
-    """Dotted names a file imports, as `names.ImportTable` would bind them (relative ones keep their dots)."""
+    """Dotted names a file imports, as `names.ImportTable` would bind them (relative ones keep their dots),
+    and the module of each `from m import *`: its names are the file's too."""
     out: List[str] = []
     for match in _FROM.finditer(text):
         module = match.group(1)
+        if match.group(2).strip() == "*":
+            out.append(module)
+            continue
         for name in _IDENT.findall(match.group(2).replace("(", " ").replace(")", " ")):
             if name == "as":
                 continue

@@ -158,8 +158,15 @@ class Resolver:
             return found
         for star in summary.star_modules:
             for absolute, root in self.modules.absolute(path, star):
-                found.extend(self.qualified(path, ".".join([absolute, *parts]), root, hops + 1, for_call))
+                if self._is_module(path, absolute, root):
+                    found.extend(self.qualified(path, ".".join([absolute, *parts]), root, hops + 1, for_call))
         return found
+
+    def _is_module(self, importer: str, dotted: str, root: Optional[str]) -> bool:
+        """Is `dotted` a project file? `from m import *` imports the module `m` itself. When `m` is not
+        there (a partial checkout), its package is not `m`: reading `m.name` in the package instead led,
+        through the package's own star imports, back to itself, once per hop (exponential)."""
+        return any(not rest for _, rest in self.modules.locate(importer, dotted, root))
 
     @staticmethod
     def _attribute(instance: _Instance, rest: Sequence[str]) -> List[Symbol]:
