@@ -31,7 +31,6 @@ def _node_types(module: ModuleType) -> Tuple[type, ...]:
 
 SKIPPED = frozenset(_node_types(whitespace) + _node_types(op))
 OPTIONAL = "?"  # marks a field LibCST visits only when it is not None
-NOT_NODE, SKIPPED_NODE, WALKED = 0, 1, 2  # what a field's value is to the walk (`_Orders.kind`)
 # Fields LibCST's own traversal visits only when set (an `if` in `_visit_and_replace_children`).
 CONDITIONAL = {"FormattedStringExpression": ("format_spec",), "TemplatedStringExpression": ("format_spec",)}
 
@@ -59,20 +58,6 @@ class _Orders:
 
     def __init__(self) -> None:
         self._orders: Dict[type, Tuple[str, ...]] = {}
-        # type -> NOT_NODE, SKIPPED_NODE or WALKED: `isinstance(x, cst.CSTNode)` goes through ABCMeta's
-        # Python-level check, which cost a tenth of an analysis when asked per child.
-        self.kinds: Dict[type, int] = {}
-
-    def kind(self, value: object) -> int:
-        """NOT_NODE, SKIPPED_NODE (whitespace, operator) or WALKED, learned once per type."""
-        found = self.kinds.get(type(value))
-        if found is None:
-            if not isinstance(value, cst.CSTNode):
-                found = NOT_NODE
-            else:
-                found = SKIPPED_NODE if type(value) in SKIPPED else WALKED
-            self.kinds[type(value)] = found
-        return found
 
     def of(self, node: cst.CSTNode) -> Tuple[str, ...]:
         order = self._orders.get(type(node))
@@ -149,41 +134,42 @@ def type_test(*classes: type) -> Callable[[object], bool]:
     return test
 
 
+_IS_NODE = type_test(cst.CSTNode)  # asked for every child of every node the walk passes
+
+
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`node.children` in LibCST's order, without rebuilding `node`; whitespace and operators left out."""
-    kind = ORDERS.kind
     for field in ORDERS.of(node):
         value = getattr(node, field.lstrip(OPTIONAL))
-        found = kind(value)
-        if found == WALKED:
-            yield value
-        elif found == NOT_NODE and isinstance(value, (tuple, list)):
+        if _IS_NODE(value):
+            if type(value) not in SKIPPED:
+                yield value
+        elif isinstance(value, (tuple, list)):
             for item in value:
-                if kind(item) == WALKED:
+                if _IS_NODE(item) and type(item) not in SKIPPED:
                     yield item
 
 
 def _walk(node: cst.CSTNode, hooks: _Hooks, orders: _Orders) -> None:
     fields = orders.of(node)
-    kind = orders.kind
     visit, leave, attributes = hooks.of(type(node), fields)
     if visit is None or visit(node) is not False:
         for field in fields:
             if field[0] == OPTIONAL:
                 field = field[1:]
                 optional = getattr(node, field)
-                if kind(optional) == NOT_NODE and not isinstance(optional, (tuple, list)):
+                if not _IS_NODE(optional) and not isinstance(optional, (tuple, list)):
                     continue
             pair = attributes.get(field) if attributes else None
             if pair is not None and pair[0] is not None:
                 pair[0](node)
             value = getattr(node, field)
-            found = kind(value)
-            if found == WALKED:
-                _walk(value, hooks, orders)
-            elif found == NOT_NODE and isinstance(value, (tuple, list)):
+            if _IS_NODE(value):
+                if type(value) not in SKIPPED:
+                    _walk(value, hooks, orders)
+            elif isinstance(value, (tuple, list)):
                 for item in value:
-                    if kind(item) == WALKED:
+                    if _IS_NODE(item) and type(item) not in SKIPPED:
                         _walk(item, hooks, orders)
             if pair is not None and pair[1] is not None:
                 pair[1](node)
