@@ -371,13 +371,20 @@ def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool
     from amplint.fix.remote import as_cast
 
     cast = {c for wanted in requests.values() for c in wanted}
-    marked = {path: as_cast(project.entries.get(path, ()), cast) for path in sources}
+    checked = {path: tuple(project.entries.get(path, ())) for path in sources}
+    marked = {path: as_cast(checked[path], cast) for path in sources}
     options = [{"entries": marked[path] + tuple(requests.get(path, ())), "project": True} for path in sources]
     for slot, fix in zip(slots, _fix_sources(list(sources.values()), config, write, options, roots)):
-        if fix.fix is not None and marked[fix.path] != tuple(project.entries.get(fix.path, ())):
-            before = _reported_count(sources[fix.path], project.entries.get(fix.path, ()), config)
+        if fix.fix is not None and marked[fix.path] != checked[fix.path]:
+            before = _reported_count(sources[fix.path], checked[fix.path], config)
             fix = replace(fix, fix=replace(fix.fix, findings_before=before))
         run.files[slot] = fix
+
+
+def _project_analysis(source: SourceFile, entries: Sequence[object], config: Config
+                      ) -> Union[SourceAnalysis, FileError]:
+    """`source` analysed as the project pass analyses it, with `entries` as its contexts."""
+    return analyze_source(source.text, source.path, config, entries=tuple(entries), project=True)
 
 
 def _reported_count(source: SourceFile, entries: Sequence[object], config: Config) -> int:
@@ -385,7 +392,7 @@ def _reported_count(source: SourceFile, entries: Sequence[object], config: Confi
     already cast (a cast in another file removes them). Counted on that text, not taken from the check:
     another process may have fixed the file in between. The entries are still the check's: when a concurrent
     run casts the other file first, both runs may count the finding it fixes."""
-    analysis = analyze_source(source.text, source.path, config, entries=tuple(entries), project=True)
+    analysis = _project_analysis(source, entries, config)
     return 0 if isinstance(analysis, FileError) else len(analysis.pairs)
 
 
@@ -398,8 +405,7 @@ def _constructor_requests(sources: Dict[str, SourceFile], entries: Mapping[str, 
         source = sources.get(path) or read_source(path)
         if isinstance(source, FileError):
             return source
-        return analyze_source(source.text, path, config, entries=tuple(entries.get(path, ())) + tuple(asked),
-                              project=True)
+        return _project_analysis(source, tuple(entries.get(path, ())) + tuple(asked), config)
 
     wanted: List[Tuple["Constructor", ...]] = []  # per finding, every constructor it needs cast
     for path in sources:
