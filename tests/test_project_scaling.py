@@ -124,3 +124,63 @@ def test_star_imports_of_missing_modules_are_not_searched_in_the_package(tmp_pat
     assert found == [("google.py", 6, 16, "AMP001", ("m.run(mu, x)", "Model.run"))]  # the star that is there
     assert ("__init__.py", ("base", "Missing")) not in calls
     assert len(calls) <= 12, len(calls)
+
+
+BSD_HEADER = (
+    "# Redistribution and use in source and binary forms, with or without modification, are permitted\n"
+    "# provided that the following conditions are met:\n"
+    "# * Redistributions of source code must retain the above copyright notice,\n"
+    "# * Redistributions in binary form must reproduce the above copyright notice,\n"
+)
+
+
+@pytest.mark.parametrize("text, candidate", [
+    (BSD_HEADER, False),  # the license's word is not the module `distributions`
+    (BSD_HEADER + "import torch.distributions as D\n", True),
+    ("from torch import distributions\n", True),
+    ("pyro_distributions = None\n", True),  # an identifier may start after `_`
+    ("h = d.entropy()\n", True),
+    ("loss = F.cross_entropy(x, y)\n", True),
+    ("lp = dist.log_prob(x)\n", True),
+    ("q = dist.icdf(level)\n", True),  # `cdf` stays a plain substring: `icdf` is a site
+    ("y = torch.log(p)\n", True),
+    ("c = 0.5 * math.log(2 * math.pi)\n", True),
+    ("eps = 1e-8\n", True),
+    ("eps = 5e-9\n", True),
+    ("eps = 1e-10\n", True),
+    ("eps = 1.e-20\n", True),
+    ("lr = 1e-1\nwd = 1e-2\n", False),  # not below float16's smallest subnormal
+    ("eps = 1e-5\n", False),
+    ("stage = 'stage-1'\nname = 'large-2'\n", False),  # not a literal
+    ("x = model(y)\n", False),
+])
+def test_which_texts_make_a_candidate_file(text: str, candidate: bool) -> None:
+    from amplint.project.prefilter import is_candidate_file
+
+    assert is_candidate_file(text) is candidate
+
+
+def test_a_bsd_license_header_does_not_make_a_file_worth_parsing(tmp_path: Path) -> None:
+    """Every file of a BSD-licensed project says `Redistributions`: it once made each a candidate file, so the
+    walk parsed every model file a region's call reached. A file that names the module is still entered."""
+    (tmp_path / "model.py").write_text(BSD_HEADER + (
+        "import torch\n\n\n"
+        "def encode(x):\n"
+        "    return torch.tanh(x)\n"
+    ))
+    (tmp_path / "heads.py").write_text(BSD_HEADER + (
+        "import torch.distributions as D\n\n\n"
+        "def nll(mu, sigma, y):\n"
+        "    return -D.Normal(mu, sigma).log_prob(y)\n"
+    ))
+    (tmp_path / "train.py").write_text(BSD_HEADER + (
+        "import torch\n\nfrom heads import nll\nfrom model import encode\n\n\n"
+        "def step(x, sigma, y):\n"
+        "    with torch.autocast('cuda'):\n"
+        "        mu = encode(x)\n"
+        "        return nll(mu, sigma, y)\n"
+    ))
+    run = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
+    found = [(Path(r.path).name, f.line, f.column, f.code, f.chain) for r in run.results for f in r.findings]
+    assert found == [("heads.py", 9, 13, "AMP001", ("nll(mu, sigma, y)", "heads.nll"))]
+    assert sorted(Path(p).name for p in run.stats.parsed) == ["heads.py", "train.py"]

@@ -10,10 +10,11 @@ Parsing with LibCST is the cost of a run (issue 8), so project mode parses:
   Lightning `Trainer(precision=...)` when some class line names
   `LightningModule`; a file that builds `TrainingArguments(fp16=...)`;
 - files a call from a region reaches, when they may lead to a probability
-  computation: a *candidate file* (one that mentions `log_prob`,
-  `distributions`, `kl_divergence`, `entropy`, `cdf` or a configured
-  distribution name) is the file itself or is within `LEAD_HOPS` steps of it
-  in the text-level graph of imports and subclass lines;
+  computation: a *candidate file* (one that names `log_prob`,
+  `distributions`, `kl_divergence` or `entropy`, mentions `cdf`, a tensor log,
+  `log(2`, a literal below float16's smallest subnormal, a density-like call
+  or a configured distribution name) is the file itself or is within
+  `LEAD_HOPS` steps of it in the text-level graph of imports and subclass lines;
 - the files that define the classes such calls need (bases, for the MRO).
 Everything else is read (to run these tests) and never parsed.
 """
@@ -30,9 +31,15 @@ from amplint.densitynames import may_call_density
 LIGHTNING = (re.compile(r"(?<!\w)Trainer\("), re.compile(r"\bprecision\s*=|^\s*\*\*|,\s*\*\*"))
 HF = (re.compile(r"TrainingArguments\("), re.compile(r"\bfp16\s*=|^\s*\*\*|,\s*\*\*"))
 ACCELERATE = (re.compile(r"(?<!\w)Accelerator\("), re.compile(r"\.prepare\("))
-# The last ones are hand-written math: a tensor log, a log method, log(2*pi), a tiny literal floor.
-CANDIDATE_WORDS = ("log_prob", "distributions", "kl_divergence", "entropy", "cdf", "torch.log", ".log()",
-                   "log(2", "e-1", "e-2", "e-8", "e-9")
+# Identifiers that name probability code. Each must start an identifier: a letter before it makes another
+# word (`Redistributions`, in every BSD license header, made most files of some projects candidates).
+NAME_WORDS = ("log_prob", "distributions", "kl_divergence", "entropy")
+# Hand-written math: a tensor log, a log method, log(2*pi); `cdf` also as the end of `icdf`.
+MATH_WORDS = ("cdf", "torch.log", ".log()", "log(2")
+_NAME_WORD = re.compile(r"(?<![A-Za-z])(?:" + "|".join(NAME_WORDS) + ")")
+# A literal below float16's smallest subnormal (5.96e-8) that the text can show: 1e-8, 5e-9, 1e-12, 1.e-20;
+# `1e-1` and `1e-2` are not tiny, nor is `stage-1`.
+_TINY_LITERAL = re.compile(r"[0-9.]e-(?:[12][0-9]|[89])")
 
 # Each starts with a literal, which `re` searches for fast (10-20x faster than `^[ \t]*...` with re.M).
 _AUTOCAST = re.compile(r"(?<!\w)autocast\b")
@@ -162,8 +169,11 @@ def flags(text: str, extend_autocast: Sequence[str] = (), extend_distributions: 
 
 def is_candidate_file(text: str, extend_distributions: Sequence[str] = ()) -> bool:
     """May this file hold a probability computation?"""
-    words = CANDIDATE_WORDS + _last_parts(extend_distributions)
-    return any(word in text for word in words) or may_call_density(text)
+    if any(word in text for word in MATH_WORDS + _last_parts(extend_distributions)):
+        return True
+    if any(word in text for word in NAME_WORDS) and _NAME_WORD.search(text) is not None:
+        return True
+    return ("e-" in text and _TINY_LITERAL.search(text) is not None) or may_call_density(text)
 
 
 def class_bases(text: str) -> List[Tuple[str, Tuple[str, ...]]]:
