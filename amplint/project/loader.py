@@ -25,6 +25,7 @@ from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
+    from amplint.project.shape import FileShape, Shape
     from amplint.source_analysis import SourceAnalysis
 
 # Parse trees kept for the entry pass, by the source size they were parsed from; older ones are
@@ -64,6 +65,7 @@ class Stats:
     ahead: List[str] = field(default_factory=list)  # summaries parsed ahead of the walk in a pool (`parse_ahead`)
     ahead_unused: List[str] = field(default_factory=list)  # of those, the ones the walk never asked for
     waves: int = 0  # speculative passes of the walk (`project.ahead`)
+    shaped: List[str] = field(default_factory=list)  # files read with `ast` only, for their shape (`Loader.shape`)
 
 
 class Loader:
@@ -83,6 +85,7 @@ class Loader:
         self._region_files: Optional[List[str]] = None
         self._attr_index: Set[str] = set()
         self._summaries: Dict[str, Optional[FileSummary]] = {}
+        self._shapes: Dict[str, "FileShape"] = {}
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
         self._trees: "OrderedDict[str, Tuple[ModuleAnalysis, int]]" = OrderedDict()  # with the source size
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
@@ -217,6 +220,41 @@ class Loader:
         return self._edges[path]
 
     # --- summaries -----------------------------------------------------------
+    def shape(self, path: str) -> "Optional[Shape]":
+        """What the file defines, for name resolution: the summary when it is known or will be needed anyway
+        (the file is worth entering, parsed ahead, or cached), else `shape.file_shape` from CPython's tree.
+
+        A file the walk cannot enter is then never parsed with LibCST just to learn its classes and imports.
+        A shape is kept for the run only: it costs a few milliseconds.
+        """
+        if path in self._summaries or path in self._ahead or path in self._wanted:
+            return self.summary(path)
+        if path in self._shapes:
+            return self._shapes[path]
+        info = self.info.get(path)
+        if info is None or path not in self.known:
+            return None
+        if self.worth_entering(path) or (
+                self._content(path, info) is not None and self.cache.contains("summary", self._summary_key(info))):
+            return self.summary(path)
+        shaped = self._shape(path)
+        if shaped is None:  # CPython refuses it: the summary records the error, as before
+            return self.summary(path)
+        self._shapes[path] = shaped
+        self.stats.shaped.append(path)
+        return shaped
+
+    def _shape(self, path: str) -> "Optional[FileShape]":
+        from amplint.deep import python_parse
+        from amplint.names import import_table
+        from amplint.project.shape import file_shape
+
+        text = self._read(path)
+        tree = None if text is None else python_parse(text)
+        if tree is None or isinstance(tree, str):
+            return None
+        return file_shape(tree, import_table(tree))
+
     def summary(self, path: str) -> Optional[FileSummary]:
         """The file's summary, from memory, the disk cache, or one parse; None if not a readable project file.
 

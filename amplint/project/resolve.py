@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.facts import frameworks
+from amplint.project.shape import FileShape, Shape
 from amplint.project.summary import CallSummary, FileSummary, FunctionSummary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,6 +117,31 @@ class Resolver:
     def _summary(self, path: str) -> Optional[FileSummary]:
         return self.loader.summary(path)
 
+    def _shape(self, path: str) -> Optional[Shape]:
+        """What the file defines, enough for names, classes and methods (`Loader.shape`)."""
+        return self.loader.shape(path)
+
+    def _instance(self, path: str, shape: Shape, name: str) -> Optional[Tuple[str, bool]]:
+        """The module-level instance `name` holds; the summary is read only when a shape cannot rule it out."""
+        if isinstance(shape, FileShape):
+            if name not in shape.bound:
+                return None
+            summary = self._summary(path)
+            return None if summary is None else summary.instance(name)
+        return shape.instance(name)
+
+    def _attrs(self, cls: ClassRef, attr: str) -> Optional[Tuple[Tuple[str, str, bool], ...]]:
+        """`cls`'s `self.` attributes, as far as `attr` is concerned; None when the class is not known."""
+        shape = self._shape(cls.path)
+        if isinstance(shape, FileShape):
+            if cls.name not in shape.classes:
+                return None
+            if attr.rstrip("[]") not in shape.mentions.get(cls.name, ()):
+                return ()
+            shape = self._summary(cls.path)
+        info = shape.classes.get(cls.name) if shape is not None else None
+        return None if info is None else info.attrs
+
     def lookup(self, path: str, parts: Sequence[str], hops: int = 0, for_call: bool = False) -> List[Symbol]:
         """What `a.b.c` (parts) names at module level of `path`.
 
@@ -132,7 +158,7 @@ class Resolver:
         return list(found)
 
     def _lookup(self, path: str, parts: Sequence[str], hops: int, for_call: bool) -> List[Symbol]:
-        summary = self._summary(path)
+        summary = self._shape(path)
         if summary is None or not parts or hops > MAX_IMPORT_HOPS:
             return []
         name, rest = parts[0], list(parts[1:])
@@ -146,7 +172,7 @@ class Resolver:
             if not rest:
                 return [cls]
             return [_Method(cls, rest[0], False)] if len(rest) == 1 else []
-        instance = summary.instance(name)
+        instance = self._instance(path, summary, name)
         if instance is not None:
             return [s for cls in self.class_of(path, instance[0], hops + 1)
                     for s in self._attribute(_Instance(cls, instance[1]), rest)]
@@ -197,8 +223,8 @@ class Resolver:
         return list(found)
 
     # --- classes -----------------------------------------------------------
-    def class_summary(self, cls: ClassRef):  # -> Optional[ClassSummary]
-        summary = self._summary(cls.path)
+    def class_summary(self, cls: ClassRef):  # -> Optional[ClassSummary or ClassShape]: bases and methods
+        summary = self._shape(cls.path)
         return None if summary is None else summary.classes.get(cls.name)
 
     def _bases(self, cls: ClassRef) -> List[ClassRef]:
@@ -245,7 +271,7 @@ class Resolver:
         names: Set[str] = set()
         for ref in self.mro(cls):
             info = self.class_summary(ref)
-            summary = self._summary(ref.path)
+            summary = self._shape(ref.path)
             if info is None or summary is None:
                 continue
             for base in info.bases:
@@ -288,7 +314,7 @@ class Resolver:
         if index is None:
             building: Dict[ClassRef, List[ClassRef]] = {}
             for path in self.loader.subclass_files(short):
-                summary = self._summary(path)
+                summary = self._shape(path)
                 for name in sorted(summary.classes) if summary is not None else ():
                     ref = ClassRef(path, name)
                     parents: List[ClassRef] = []
@@ -305,7 +331,7 @@ class Resolver:
         direct: Set[ClassRef] = set()
         for short in short_names:
             for path in self.loader.subclass_files(short):
-                summary = self._summary(path)
+                summary = self._shape(path)
                 for name in sorted(summary.classes) if summary is not None else ():
                     ref = ClassRef(path, name)
                     if self.external_bases(ref) & external:
@@ -363,10 +389,10 @@ class Resolver:
         if not self.loader.may_assign(attr.rstrip("[]")):
             return []
         for ref in self.mro(receiver):
-            info = self.class_summary(ref)
-            held = [_Instance(c, exact) for name, text, exact in (info.attrs if info is not None else ())
-                    if name == attr for c in self.class_of(ref.path, text)]
-            if held or (info is not None and any(name == attr for name, _, _ in info.attrs)):
+            attrs = self._attrs(ref, attr) or ()
+            held = [_Instance(c, exact) for name, text, exact in attrs if name == attr
+                    for c in self.class_of(ref.path, text)]
+            if held or any(name == attr for name, _, _ in attrs):
                 return held
         return []
 
@@ -478,13 +504,13 @@ class Resolver:
             self._built_names = frozenset(self._built())
         return self._built_names
 
-    def _classes(self, path: str):  # -> Dict[str, ClassSummary]
-        summary = self._summary(path)
+    def _classes(self, path: str):  # -> Dict[str, ClassSummary or ClassShape]
+        summary = self._shape(path)
         return summary.classes if summary is not None else {}
 
     def display(self, target: Target) -> str:
         """How a chain names a function: `Class.method`, or `module.function` for plain functions."""
-        summary = self._summary(target.path)
+        summary = self._shape(target.path)
         function = summary.functions.get(target.key) if summary is not None else None
         if function is None:
             return target.key
