@@ -234,8 +234,7 @@ class Loader:
         info = self.info.get(path)
         if info is None or path not in self.known:
             return None
-        if self.worth_entering(path) or (
-                self._content(path, info) is not None and self.cache.contains("summary", self._summary_key(info))):
+        if self.worth_entering(path) or self._summary_cached(path, info):
             return self.summary(path)
         shaped = self._shape(path)
         if shaped is None:  # CPython refuses it: the summary records the error, as before
@@ -243,6 +242,11 @@ class Loader:
         self._shapes[path] = shaped
         self.stats.shaped.append(path)
         return shaped
+
+    def _summary_cached(self, path: str, info: _FileInfo) -> bool:
+        """Is the file's summary in the disk cache? With no cache, the file is not read to find out."""
+        return self.cache.directory is not None and self._content(path, info) is not None and \
+            self.cache.contains("summary", self._summary_key(info))
 
     def _shape(self, path: str) -> "Optional[FileShape]":
         from amplint.deep import python_parse

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Seq
 
 from amplint.facts import frameworks
 from amplint.project.shape import FileShape, Shape
-from amplint.project.summary import CallSummary, FileSummary, FunctionSummary
+from amplint.project.summary import MODULE_KEY, CallSummary, FileSummary, FunctionSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.loader import Loader
@@ -47,7 +47,6 @@ LIBRARY_METHODS = frozenset({
 })
 MAX_SUBCLASSES = 32
 MAX_IMPORT_HOPS = 8
-MODULE_KEY = "<module>"
 
 
 @dataclass(frozen=True, order=True)
@@ -130,17 +129,15 @@ class Resolver:
             return None if summary is None else summary.instance(name)
         return shape.instance(name)
 
-    def _attrs(self, cls: ClassRef, attr: str) -> Optional[Tuple[Tuple[str, str, bool], ...]]:
-        """`cls`'s `self.` attributes, as far as `attr` is concerned; None when the class is not known."""
+    def _attrs(self, cls: ClassRef, attr: str) -> Tuple[Tuple[str, str, bool], ...]:
+        """`cls`'s `self.` attributes, as far as `attr` is concerned (none for a class that is not known)."""
         shape = self._shape(cls.path)
         if isinstance(shape, FileShape):
-            if cls.name not in shape.classes:
-                return None
             if attr.rstrip("[]") not in shape.mentions.get(cls.name, ()):
                 return ()
             shape = self._summary(cls.path)
         info = shape.classes.get(cls.name) if shape is not None else None
-        return None if info is None else info.attrs
+        return () if info is None else info.attrs
 
     def lookup(self, path: str, parts: Sequence[str], hops: int = 0, for_call: bool = False) -> List[Symbol]:
         """What `a.b.c` (parts) names at module level of `path`.
@@ -389,7 +386,7 @@ class Resolver:
         if not self.loader.may_assign(attr.rstrip("[]")):
             return []
         for ref in self.mro(receiver):
-            attrs = self._attrs(ref, attr) or ()
+            attrs = self._attrs(ref, attr)
             held = [_Instance(c, exact) for name, text, exact in attrs if name == attr
                     for c in self.class_of(ref.path, text)]
             if held or any(name == attr for name, _, _ in attrs):

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from amplint.names import ImportTable, ast_dotted
-from amplint.project.summary import FileSummary
+from amplint.project.summary import MODULE_KEY, FileSummary, Imports, import_pairs, imported, methods_by_class
 
-MODULE_KEY = "<module>"
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -46,7 +45,7 @@ class ClassShape:
 
 @dataclass(frozen=True)
 class FileShape:
-    imports: Tuple[Tuple[str, Tuple[str, ...]], ...]
+    imports: Imports
     star_modules: Tuple[str, ...]
     functions: Dict[str, FunctionShape] = field(default_factory=dict)
     classes: Dict[str, ClassShape] = field(default_factory=dict)
@@ -54,7 +53,7 @@ class FileShape:
     mentions: Dict[str, FrozenSet[str]] = field(default_factory=dict)
 
     def imported(self, name: str) -> Tuple[str, ...]:
-        return next((quals for local, quals in self.imports if local == name), ())
+        return imported(self.imports, name)
 
 
 Shape = Union[FileShape, FileSummary]  # either answers the resolver's questions about names, classes and methods
@@ -85,23 +84,25 @@ class _Builder:
             name = (classes[-1] + "." if in_class else "") + node.name
             self.bases[name] = tuple(
                 ast_dotted(base.value if isinstance(base, ast.Starred) else base) or "" for base in node.bases)
-            self._expressions(node.bases + [k.value for k in node.keywords] + node.decorator_list, scope)
-            written = self.mentions.setdefault(name, set())
-            written.update(_self_attributes(node))
+            self._expressions(node.bases + [k.value for k in node.keywords] + node.decorator_list, scope, classes)
+            self.mentions.setdefault(name, set())
             self.block(node.body, scope, classes + [name], True)
             return
         if isinstance(node, _FUNCTIONS):
-            self._expressions(list(node.decorator_list), scope)
+            self._expressions(list(node.decorator_list), scope, classes)
             self.block(node.body, self._function(node.name, scope, classes, in_class), classes, False)
             return
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and scope is self.module:
             self.bound.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            for name in classes:  # every class whose body holds it, nested ones included
+                self.mentions[name].add(node.attr)
         for child in ast.iter_child_nodes(node):
             self.node(child, scope, classes, in_class)
 
-    def _expressions(self, nodes: List[ast.expr], scope: _Scope) -> None:
+    def _expressions(self, nodes: List[ast.expr], scope: _Scope, classes: List[str]) -> None:
         for each in nodes:  # a walrus in a decorator or a base binds in the enclosing scope
-            self.node(each, scope, [], False)
+            self.node(each, scope, classes, False)
 
     def _function(self, name: str, parent: _Scope, classes: List[str], in_class: bool) -> _Scope:
         if in_class:
@@ -118,11 +119,6 @@ class _Builder:
         return scope
 
 
-def _self_attributes(node: ast.ClassDef) -> Set[str]:
-    return {each.attr for each in ast.walk(node) if isinstance(each, ast.Attribute)
-            and isinstance(each.value, ast.Name) and each.value.id == "self"}
-
-
 def file_shape(tree: ast.Module, imports: ImportTable) -> FileShape:
     """The file's shape; `imports` is `names.import_table(tree)`."""
     builder = _Builder()
@@ -131,13 +127,10 @@ def file_shape(tree: ast.Module, imports: ImportTable) -> FileShape:
         key: FunctionShape(key, scope.display, scope.class_name, None if scope.parent is None else scope.parent.key,
                            tuple(sorted(scope.nested.items())))
         for key, scope in builder.scopes.items()}
-    methods: Dict[str, List[str]] = {}
-    for key, scope in builder.scopes.items():
-        if scope.class_name is not None and key == f"{scope.class_name}.{key.rsplit('.', 1)[-1]}":
-            methods.setdefault(scope.class_name, []).append(key.rsplit(".", 1)[-1])
+    methods = methods_by_class((key, scope.class_name) for key, scope in builder.scopes.items())
     classes = {name: ClassShape(name, bases, tuple(methods.get(name, ()))) for name, bases in builder.bases.items()}
     return FileShape(
-        imports=tuple((local, tuple(sorted(quals))) for local, quals in sorted(imports.bindings.items())),
+        imports=import_pairs(imports.bindings),
         star_modules=tuple(imports.star_modules),
         functions=functions,
         classes=classes,

@@ -7,9 +7,11 @@ project results cannot drift apart.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
-from amplint.project.summary import CallSummary, ClassSummary, FileSummary, FunctionSummary, RegionRef
+from amplint.project.summary import (
+    CallSummary, ClassSummary, FileSummary, FunctionSummary, RegionRef, import_pairs, methods_by_class,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
@@ -65,10 +67,7 @@ def summarize(analysis: "ModuleAnalysis") -> FileSummary:
     returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
     functions: Dict[str, FunctionSummary] = {
         key: _function(scope, analysis.imports, returns) for key, scope in analysis.scopes.items()}
-    methods: Dict[str, List[str]] = {}
-    for scope in analysis.scopes.values():
-        if scope.class_name is not None and scope.key == f"{scope.class_name}.{scope.key.rsplit('.', 1)[-1]}":
-            methods.setdefault(scope.class_name, []).append(scope.key.rsplit(".", 1)[-1])
+    methods = methods_by_class((scope.key, scope.class_name) for scope in analysis.scopes.values())
     classes = {
         name: ClassSummary(
             name=name,
@@ -86,9 +85,8 @@ def summarize(analysis: "ModuleAnalysis") -> FileSummary:
     instances: Tuple[Tuple[str, str, bool], ...] = tuple(
         (name, text, exact) for name, (text, exact) in sorted(module_scope.instances.items())
     )
-    imports = tuple((local, tuple(sorted(quals))) for local, quals in sorted(analysis.imports.bindings.items()))
     return FileSummary(
-        imports=imports,
+        imports=import_pairs(analysis.imports.bindings),
         star_modules=tuple(analysis.imports.star_modules),
         functions=functions,
         classes=classes,

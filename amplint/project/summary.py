@@ -10,7 +10,7 @@ No LibCST here: a run whose summaries all come from the cache never imports it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, Iterator, Optional, Tuple
+from typing import AbstractSet, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from amplint.model import Precision, RegionInfo
 from amplint.facts.entry import EntryContext, ReturnedDist
@@ -21,6 +21,27 @@ __all__ = [
 ]
 
 FLOAT16_LIKE = (Precision.FLOAT16, Precision.MAYBE_FLOAT16)
+MODULE_KEY = "<module>"  # the scope key of a file's top level, as the collector names it
+Imports = Tuple[Tuple[str, Tuple[str, ...]], ...]  # local name -> qualified names, sorted
+
+
+def import_pairs(bindings: Mapping[str, Set[str]]) -> Imports:
+    """An import table's bindings as plain sorted data (`names.ImportTable.bindings`)."""
+    return tuple((local, tuple(sorted(quals))) for local, quals in sorted(bindings.items()))
+
+
+def imported(imports: Imports, name: str) -> Tuple[str, ...]:
+    return next((quals for local, quals in imports if local == name), ())
+
+
+def methods_by_class(scopes: Iterable[Tuple[str, Optional[str]]]) -> Dict[str, List[str]]:
+    """Per class, the functions defined directly in it, from (scope key, class name) in definition order:
+    `C.m` is a method of `C`; `C.m.<locals>.f` is not."""
+    methods: Dict[str, List[str]] = {}
+    for key, class_name in scopes:
+        if class_name is not None and key == f"{class_name}.{key.rsplit('.', 1)[-1]}":
+            methods.setdefault(class_name, []).append(key.rsplit(".", 1)[-1])
+    return methods
 
 
 @dataclass(frozen=True)
@@ -76,7 +97,7 @@ class ClassSummary:
 
 @dataclass(frozen=True)
 class FileSummary:
-    imports: Tuple[Tuple[str, Tuple[str, ...]], ...]  # local name -> qualified names (relative ones keep dots)
+    imports: Imports  # local name -> qualified names (relative ones keep dots)
     star_modules: Tuple[str, ...]
     functions: Dict[str, FunctionSummary] = field(default_factory=dict)
     classes: Dict[str, ClassSummary] = field(default_factory=dict)
@@ -84,7 +105,7 @@ class FileSummary:
     framework_calls: Tuple[FrameworkCall, ...] = ()
 
     def imported(self, name: str) -> Tuple[str, ...]:
-        return next((quals for local, quals in self.imports if local == name), ())
+        return imported(self.imports, name)
 
     def float16_calls(self, entered: AbstractSet[str]) -> Iterator[Tuple[FunctionSummary, CallSummary]]:
         """Calls whose callee runs under float16: made in a float16 region, or with no region of their own in
