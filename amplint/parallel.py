@@ -26,7 +26,7 @@ and the children start warm. Measured on an idle 2-core Linux box, Python
 
 Results come back in input order, whatever the order of completion, so the
 output is the same as with `--jobs 1`. An item whose worker raised, or that
-was lost with a dead worker (`BrokenProcessPool`), is run again here: the
+was lost with a dead worker, is run again here (`amplint.workers`): the
 result, or the exception, is then exactly the in-process one; a system that
 cannot start a pool at all runs everything here. Work functions return errors
 as values (`FileError`), never raise them on purpose. Ctrl-C stops the workers
@@ -34,13 +34,14 @@ as values (`FileError`), never raise them on purpose. Ctrl-C stops the workers
 """
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
-import signal
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.workers import Workers
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -89,25 +90,6 @@ def _context() -> Any:
     return multiprocessing.get_context()
 
 
-def _init_worker() -> None:
-    """In each worker: leave Ctrl-C to the parent, and draw no progress bar of our own."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from amplint import progress
-
-    progress.detach()
-
-
-def _preload(context: Any, modules: Sequence[str]) -> None:
-    import importlib
-
-    method = context.get_start_method()
-    if method == "fork":
-        for name in modules:
-            importlib.import_module(name)
-    elif method == "forkserver":
-        context.set_forkserver_preload(list(modules))
-
-
 def run_map(
     func: Callable[[T], R],
     items: Sequence[T],
@@ -120,6 +102,9 @@ def run_map(
     units: Optional[Sequence[int]] = None,
     size: Optional[int] = None,
     min_size: int = MIN_BYTES,
+    pool: "Optional[Workers]" = None,
+    pins: Optional[Sequence[Optional[int]]] = None,
+    stateful: bool = False,
 ) -> List[R]:
     """`[func(item) for item in items]`, in a process pool when `pool_size` says it pays.
 
@@ -128,7 +113,10 @@ def run_map(
     `min_size`, unless `size` is given) and the order work is handed out
     (largest first, so one big file does not start last). `units`: files per
     item, for the progress bar (default 1). `context`: a multiprocessing
-    context to use instead of the default choice.
+    context to use instead of the default choice. `pool`: workers kept for
+    the run (`start_workers`) to use instead of starting some; `pins` (the pid
+    of a worker, or None, per item) and `stateful` are `Workers.run`'s. An
+    item run here with `stateful` is called `func(item, None)`.
     """
     from amplint import progress
 
@@ -140,21 +128,22 @@ def run_map(
         size = sum(weights)
     workers = pool_size(len(items), jobs, size, min_size)
     if workers < 1:
-        return [_here(func, item, report, step) for item, step in zip(items, steps)]
+        return [_here(func, item, report, step, stateful) for item, step in zip(items, steps)]
     done: Dict[int, R] = {}
     try:
-        _pooled(func, items, workers, weights, preload, context, done, report, steps)
+        _pooled(func, items, workers, weights, preload, context, done, report, steps, pool, pins, stateful)
     except KeyboardInterrupt:
         raise
     except Exception:  # no pool on this system (no semaphores, fork refused...): the rest runs here
         pass
     return [
-        done[index] if index in done else _here(func, item, report, steps[index]) for index, item in enumerate(items)
+        done[index] if index in done else _here(func, item, report, steps[index], stateful)
+        for index, item in enumerate(items)
     ]
 
 
-def _here(func: Callable[[T], R], item: T, report: Any, step: int = 1) -> R:
-    result = func(item)
+def _here(func: Callable[..., R], item: T, report: Any, step: int = 1, stateful: bool = False) -> R:
+    result = func(item, None) if stateful else func(item)
     report.advance(step)
     return result
 
@@ -169,85 +158,48 @@ def _pooled(
     done: Dict[int, R],
     report: Any,
     steps: Sequence[int],
+    pool: "Optional[Workers]" = None,
+    pins: Optional[Sequence[Optional[int]]] = None,
+    stateful: bool = False,
 ) -> None:
-    """Fill `done` with the results the pool delivered; items it failed on are left out."""
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    """Fill `done` with the results the pool delivered (`pool`, else `workers` started for these items);
+    items it failed on are left out."""
+    from amplint.workers import Workers
 
-    context = context or _context()
-    _preload(context, preload)
-    for stream in (sys.stdout, sys.stderr):  # a forked child flushes inherited buffers when it exits
+    def arrived(index: int, result: R) -> None:
+        done[index] = result
+        report.advance(steps[index])
+
+    _flush()
+    if pool is not None:
+        pool.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived)
+        return
+    with Workers(workers, context or _context(), preload) as own:
+        own.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived)
+
+
+def start_workers(jobs: Optional[int], preload: Sequence[str] = PRELOAD) -> "Optional[Workers]":
+    """Workers for a whole run (`--jobs`, else one per usable CPU); None when no pool can start here."""
+    from amplint.workers import Workers
+
+    count = pool_size(sys.maxsize, jobs)
+    if count < 1:
+        return None
+    _flush()
+    try:
+        return Workers(count, _context(), preload)
+    except KeyboardInterrupt:
+        raise
+    except Exception:  # no pool on this system (no semaphores, fork refused...): the work runs here
+        return None
+
+
+def _flush() -> None:
+    """A forked child flushes the buffers it inherited when it exits: empty them first."""
+    for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (AttributeError, OSError, ValueError):
-            pass
-    order = list(range(len(items)))
-    if weights is not None:
-        order.sort(key=lambda index: -weights[index])
-    from amplint.interrupts import deferred_interrupt
-
-    executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
-    frozen = _freeze(context)
-    try:
-        with deferred_interrupt():  # workers fork here: none may get Ctrl-C before it ignores it
-            pending = {executor.submit(func, items[index]): index for index in order}
-        if frozen:
-            gc.unfreeze()  # every worker has forked (fork starts them all at the first submit)
-            frozen = False
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                index = pending.pop(future)
-                if future.exception() is None:
-                    done[index] = future.result()
-                    report.advance(steps[index])
-    except BaseException:
-        _stop(executor)
-        raise
-    finally:
-        if frozen:
-            gc.unfreeze()
-    executor.shutdown(wait=True)
-
-
-def _freeze(context: Any) -> bool:
-    """Before a fork: move this process's objects out of the collector's sight (`gc.freeze`).
-
-    A forked worker shares the parent's memory until it writes to a page. Its
-    collections would write to the header of every object inherited from the
-    parent, copying nearly all of the parent's heap (LibCST, the summaries
-    loaded so far) into each worker, once per pool. Frozen, they are not
-    visited. True when frozen: the caller unfreezes once the workers exist.
-    """
-    if context.get_start_method() != "fork":
-        return False
-    gc.freeze()
-    return True
-
-
-def _stop(executor: Any) -> None:
-    """Cancel what has not started and end the workers now (they would finish their file otherwise).
-
-    The pool's feeder thread may be blocked writing a large job into the pipe
-    the dead workers no longer read: exit must not wait for it (it hung 4
-    times in 35 Ctrl-Cs before), so its queue is told not to be joined.
-    """
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    queue = getattr(executor, "_call_queue", None)
-    if queue is not None:
-        try:
-            queue.cancel_join_thread()
-        except (AttributeError, OSError, ValueError):
-            pass
-    executor.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        try:
-            process.terminate()
-        except (OSError, AttributeError):
-            pass
-    for process in processes:
-        try:
-            process.join(timeout=5)
-        except (OSError, AssertionError):
             pass
 
 

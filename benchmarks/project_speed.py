@@ -103,7 +103,7 @@ def amplint_env(ref: Optional[str]) -> Dict[str, str]:
 def _item_key(name: str, item: object) -> object:
     """What identifies a unit of pool work across the two runs: a file (and whether it had entries), or a chunk."""
     if name == "_parse_job":
-        path, _, entries, _ = item  # type: ignore[misc]
+        path, _, entries = item[:3]  # type: ignore[index]
         return path, bool(entries)
     if name == "_scan_job":
         return tuple(item[0])  # type: ignore[index]
@@ -132,11 +132,11 @@ def _model(root: str) -> Dict[str, float]:
         results = []
         for item in items:
             start = time.process_time()
-            results.append(func(item))
+            results.append(func(item, None) if kwargs.get("stateful") else func(item))
             cost[_item_key(func.__name__, item)] = time.process_time() - start
         return results
 
-    batches: List[Tuple[str, list, Optional[Sequence[int]]]] = []
+    batches: List[Tuple[str, list, Optional[Sequence[int]], Sequence[Optional[int]]]] = []
     run_map = parallel.run_map
 
     def recorded(func, items, **kwargs):  # type: ignore[no-untyped-def]
@@ -144,7 +144,7 @@ def _model(root: str) -> Dict[str, float]:
         if parallel.pool_size(len(items), kwargs.get("jobs"), kwargs.get("size") if kwargs.get("size") is not None
                               else sum(kwargs.get("weights") or ()) or None,
                               kwargs.get("min_size", parallel.MIN_BYTES)) >= 1:
-            batches.append((func.__name__, items, kwargs.get("weights")))
+            batches.append((func.__name__, items, kwargs.get("weights"), kwargs.get("pins") or [None] * len(items)))
         return run_map(func, items, **kwargs)
 
     loader._analyze = timed_analyze
@@ -158,13 +158,15 @@ def _model(root: str) -> Dict[str, float]:
     parent = time.process_time() - start
     spans = 0.0
     work = 0.0
-    for name, items, weights in batches:
+    for name, items, weights, pins in batches:
         order = sorted(range(len(items)), key=lambda i: -(weights[i] if weights else 0))
         loads = [0.0, 0.0]
         for index in order:
             key = _item_key(name, items[index])
-            # A file re-parsed for its entries at -j 2 was not at -j 1 (its tree was kept): its summary parse's cost.
-            took = cost.get(key, cost.get((key[0], False), 0.0) if name == "_parse_job" else 0.0)  # type: ignore[index]
+            # A file re-parsed for its entries at -j 2 was not at -j 1 (its tree was kept): its summary parse's cost;
+            # one pinned to the worker that kept its tree reads that tree, as -j 1 does.
+            took = cost.get(key, cost.get((key[0], False), 0.0) if name == "_parse_job" and pins[index] is None
+                            else 0.0)  # type: ignore[index]
             loads[loads.index(min(loads))] += took
             work += took
         spans += max(loads)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
@@ -20,18 +19,15 @@ from amplint.model import FileError, Finding
 from amplint.pipeline import will_parse
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, digest
+from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.analysis import ModuleAnalysis
     from amplint.project.shape import FileShape, Shape
     from amplint.source_analysis import SourceAnalysis
+    from amplint.workers import Memory, Workers
 
-# Parse trees kept for the entry pass, by the source size they were parsed from; older ones are
-# parsed again when needed. A LibCST tree takes ~500 bytes of memory per byte of source (measured:
-# transformers' trainer.py, 190 KB, ~90 MB), so this bounds peak memory whatever the project's size.
-KEEP_SOURCE_BYTES = 400_000
 SCAN_CHUNK = 64  # files per unit of work of the text pass
 # The text pass reads ~50 MB/s (0.35 ms a file in the benchmark corpus): a pool pays from ~1,000 files.
 SCAN_POOL_FILES = 1000
@@ -42,6 +38,8 @@ LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many imp
 _Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]
 # A pooled parse (`_parse_job`): was the file read, and (summary or None, findings) or the error.
 _Parsed = Tuple[bool, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
+# What `_parse_job` returns: the above, and the worker process that kept the file's tree (its pid) or None.
+_Job = Tuple[bool, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError], Optional[int]]
 
 
 @dataclass
@@ -87,7 +85,9 @@ class Loader:
         self._summaries: Dict[str, Optional[FileSummary]] = {}
         self._shapes: Dict[str, "FileShape"] = {}
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
-        self._trees: "OrderedDict[str, Tuple[ModuleAnalysis, int]]" = OrderedDict()  # with the source size
+        self._trees = KeptTrees()  # this process's parses, for their entry pass
+        self._holders: Dict[str, int] = {}  # path -> the pool worker that keeps its tree
+        self._pool: "Optional[Workers]" = None  # started by the first batch that pays, kept to `close`
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
@@ -372,9 +372,11 @@ class Loader:
     def _parse_batch(
         self, requests: Sequence[Tuple[str, Tuple[EntryContext, ...]]], summaries: bool
     ) -> Optional[List[_Parsed]]:
-        """`_parse_job` for each request in a process pool; None (and nothing done) when a pool would not pay.
+        """`_parse_job` for each request in the run's pool; None (and nothing done) when a pool would not pay.
 
-        Nothing is recorded here: the caller `_commit`s each result it uses.
+        A findings request goes to the worker that kept the file's tree, if
+        one did. Nothing is recorded here but which worker keeps which tree:
+        the caller `_commit`s each result it uses.
         """
         from amplint import parallel, progress
 
@@ -382,8 +384,26 @@ class Loader:
         sizes = [_size(path) for path, _ in requests]
         if parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
-        jobs = [(path, self.config, entries, summaries) for path, entries in requests]
-        return parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes)
+        if self._pool is None:
+            self._pool = parallel.start_workers(self.config.jobs)
+        # The workers share the budget this process has for its own trees: peak memory is bounded alike.
+        budget = KEEP_SOURCE_BYTES // max(1, len(self._pool.alive) if self._pool is not None else 1)
+        jobs = [(path, self.config, entries, summaries, budget) for path, entries in requests]
+        pins = None if summaries else [self._holders.get(path) for path, _ in requests]
+        done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=self._pool, pins=pins,
+                                stateful=True)
+        outcomes: List[_Parsed] = []
+        for (path, _), (read, outcome, holder) in zip(requests, done):
+            if holder is not None:
+                self._holders[path] = holder
+            outcomes.append((read, outcome))
+        return outcomes
+
+    def close(self) -> None:
+        """End the run's pool, if one started."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def _commit(self, path: str, parsed: "_Parsed") -> Optional[Tuple[Optional[FileSummary], Tuple[Finding, ...]]]:
         """Record a pooled parse as `_parse` records its own: the parse in the stats, an error as the file's."""
@@ -408,8 +428,8 @@ class Loader:
             return None
         assert outcome.analysis is not None
         summary = summarize(outcome.analysis)
-        if any(f.exposed or any(c.density for c in f.calls) for f in summary.functions.values()):
-            self._keep_tree(path, outcome.analysis, len(outcome.text))  # entries or covered calls may come
+        if worth_keeping(summary):  # entries or covered calls may come
+            self._trees.keep(path, outcome.analysis, outcome.text)
         return summary, tuple(outcome.findings)
 
     # --- findings ------------------------------------------------------------
@@ -466,28 +486,10 @@ class Loader:
                 self.cache.put("findings", key, outcome[1])
                 self._ready[key] = outcome[1]
 
-    def _keep_tree(self, path: str, analysis: "ModuleAnalysis", size: int) -> None:
-        """Keep a parsed file's analysis for its entry pass, within KEEP_SOURCE_BYTES (oldest out first)."""
-        if size > KEEP_SOURCE_BYTES:  # alone above the budget: not kept, and nothing evicted for it
-            return
-        self._trees[path] = (analysis, size)
-        self._trees.move_to_end(path)
-        while sum(kept for _, kept in self._trees.values()) > KEEP_SOURCE_BYTES:
-            self._trees.popitem(last=False)
-
     def _entry_findings(self, path: str, entries: Sequence[EntryContext]) -> Union[List[Finding], FileError]:
-        kept = self._trees.get(path)
-        tree = kept[0] if kept is not None else None
-        from amplint.analysis import can_reuse
-
-        if tree is not None and can_reuse(entries):
-            from amplint.analysis import with_entries
-            from amplint.pipeline import finish
-
-            text = self._read(path)
-            if text is None:
-                return self.errors[path]
-            return finish(text, path, with_entries(tree, entries), self.config).findings
+        reused = self._trees.findings(path, self.config, entries)
+        if reused is not None:
+            return reused
         parsed = self._parse(path, entries)
         if parsed is None:
             return self.errors.get(path, FileError(path, "cannot be read"))
@@ -522,19 +524,32 @@ def _size(path: str) -> int:
         return 0
 
 
-def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool]) -> _Parsed:
-    """`Loader._parse` in a pool worker: (was the file read, (summary, findings) or the error).
+def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], memory: "Optional[Memory]") -> _Job:
+    """`Loader._parse` in a pool worker: (was the file read, (summary, findings) or the error, kept by).
 
     The summary is None unless asked for (the entry pass needs only findings).
+    A worker keeps the tree of a file parsed for its summary, as the loader
+    does (`kept.KeptTrees` in its `memory`, within `budget` bytes of source),
+    and a findings job pinned to it reads that tree instead of parsing again;
+    `memory` is None in the caller.
     """
     from amplint.project.summarize import summarize
 
-    path, config, entries, want_summary = job
+    path, config, entries, want_summary, budget = job
+    trees = None if memory is None else memory.setdefault("trees", KeptTrees(budget))
+    if trees is not None and not want_summary:
+        reused = trees.findings(path, config, entries)
+        if reused is not None:
+            return False, (None, tuple(reused)), None
     read, outcome = _analyze(path, config, entries)
     if isinstance(outcome, FileError):
-        return read, outcome
+        return read, outcome, None
     assert outcome.analysis is not None
-    return read, (summarize(outcome.analysis) if want_summary else None, tuple(outcome.findings))
+    if not want_summary:
+        return read, (None, tuple(outcome.findings)), None
+    summary = summarize(outcome.analysis)
+    kept = trees is not None and worth_keeping(summary) and trees.keep(path, outcome.analysis, outcome.text)
+    return read, (summary, tuple(outcome.findings)), os.getpid() if kept else None
 
 
 def _analyze(

@@ -53,6 +53,18 @@ def run_project(
         use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
     cache = DiskCache(directory if use_cache else None)
     loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint())
+    try:
+        results, contexts = _walk_and_report(loader, files, errors, config, tops, root, report)
+    finally:
+        loader.close()  # the parse pool, if one started
+    return ProjectRun(results, contexts, loader.stats, spellings)
+
+
+def _walk_and_report(
+    loader: Loader, files: Sequence[str], errors: Sequence[FileError], config: Config, tops: Sequence[str],
+    root: str, report: Optional[AbstractSet[str]],
+) -> Tuple[List[FileResult], Dict[str, Tuple[EntryContext, ...]]]:
+    """The text pass, the region files, the walk in waves, then each wanted file's results and contexts."""
     loader.scan()
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
@@ -108,5 +120,4 @@ def run_project(
             results.append(FileResult(path, error=outcome))
         else:
             results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
-    frozen = {path: tuple(found) for path, found in contexts.items()}
-    return ProjectRun(results, frozen, loader.stats, spellings)
+    return results, {path: tuple(found) for path, found in contexts.items()}

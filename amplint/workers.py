@@ -1,0 +1,231 @@
+"""Worker processes that live for a whole run, each with a memory its jobs share.
+
+A pool per batch (the standard library's executors) forgets what its workers
+did: in project mode a file parsed in a worker for its summary had to be parsed
+again for its entry findings once the walk ended, and every batch forked a new
+pool. Here the workers stay up from the first batch to the end of the run, a
+job may be pinned to the worker that holds what it needs, and each worker keeps
+a `WorkerMemory` that stateful jobs read and write (the loader keeps parse
+trees there, as it keeps its own).
+
+One job per worker is in flight at a time: the worker is always waiting in
+`recv` when it is sent one, so neither side can block on a full pipe. A job
+whose worker raised, or died, comes back as missing and the caller runs it
+itself; so does every job pinned to a dead worker. Workers ignore SIGINT: on
+Ctrl-C the parent ends them and re-raises `KeyboardInterrupt`.
+"""
+from __future__ import annotations
+
+import gc
+import signal
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+
+Memory = Dict[str, Any]  # what a worker's stateful jobs keep, by their own keys
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    job: Optional[int] = None  # index of the item in flight
+
+
+@dataclass
+class Ran:
+    """What `Workers.run` got back: results by item index, and the worker each ran on."""
+
+    results: Dict[int, Any] = field(default_factory=dict)
+    worker: Dict[int, int] = field(default_factory=dict)  # index -> the pid of the worker that ran it
+
+
+def _serve(conn: Connection) -> None:
+    """A worker's loop: (func, item, stateful) in, (ok, result) out, until None or the parent is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from amplint import progress
+
+    progress.detach()
+    memory: Memory = {}
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        func, item, stateful = message
+        try:
+            reply = (True, func(item, memory) if stateful else func(item))
+            conn.send(reply)  # pickled before a byte is written: an unpicklable result raises here
+        except Exception:
+            try:
+                conn.send((False, None))
+            except (OSError, ValueError):
+                return
+
+
+class Workers:
+    """`count` worker processes, started at once and known by their pids.
+
+    `close` (or leaving a `with`) ends them; so does losing the last reference, or the interpreter's exit.
+    """
+
+    def __init__(self, count: int, context: Any, preload: Sequence[str] = ()) -> None:
+        import importlib
+
+        if context.get_start_method() == "fork":
+            for name in preload:  # the children start warm
+                importlib.import_module(name)
+        elif context.get_start_method() == "forkserver":
+            context.set_forkserver_preload(list(preload))
+        self._workers: Dict[int, _Worker] = {}
+        self._finalizer = weakref.finalize(self, _end, self._workers, True)
+        self._start(count, context)
+
+    def _start(self, count: int, context: Any) -> None:
+        from amplint.interrupts import deferred_interrupt
+
+        frozen = context.get_start_method() == "fork"
+        if frozen:  # forked children share the parent's pages until their collector writes to them
+            gc.freeze()
+        try:
+            with deferred_interrupt():  # no child may get Ctrl-C before it ignores it
+                for _ in range(count):
+                    parent, child = context.Pipe()
+                    process = context.Process(target=_serve, args=(child,), daemon=True)
+                    process.start()
+                    child.close()  # only the worker holds its end: its death reads as EOF here
+                    self._workers[process.pid] = _Worker(process, parent)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if frozen:
+                gc.unfreeze()
+
+    @property
+    def alive(self) -> List[int]:
+        """The pids of the workers still up."""
+        return sorted(self._workers)
+
+    def run(
+        self,
+        func: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        weights: Optional[Sequence[int]] = None,
+        pins: Optional[Sequence[Optional[int]]] = None,
+        stateful: bool = False,
+        done: Optional[Callable[[int, Any], None]] = None,
+    ) -> Ran:
+        """Run `func` on each item in the workers: largest weight first, a pinned item only on its worker (a pid).
+
+        `stateful` calls `func(item, memory)` with the worker's memory. Items
+        that did not come back (the worker raised or died, or the pin names a
+        worker that is gone) are not in the result. `done(index, result)` is
+        called as each result arrives.
+        """
+        ran = Ran()
+        shared: Deque[int] = deque()
+        pinned: Dict[int, Deque[int]] = {pid: deque() for pid in self._workers}
+        for index in sorted(range(len(items)), key=lambda index: -(weights[index] if weights else 0)):
+            pin = pins[index] if pins is not None else None
+            if pin is None:
+                shared.append(index)
+            elif pin in pinned:
+                pinned[pin].append(index)
+        try:
+            self._dispatch(func, items, stateful, shared, pinned, ran, done)
+        except BaseException:
+            self.close(now=True)
+            raise
+        return ran
+
+    def _dispatch(
+        self, func: Callable[..., Any], items: Sequence[Any], stateful: bool, shared: Deque[int],
+        pinned: Dict[int, Deque[int]], ran: Ran, done: Optional[Callable[[int, Any], None]],
+    ) -> None:
+        while True:
+            self._fill(func, items, stateful, shared, pinned)
+            busy = {worker.conn: pid for pid, worker in self._workers.items() if worker.job is not None}
+            if not busy:
+                return
+            for conn in wait(list(busy)):
+                pid = busy[conn]
+                worker = self._workers[pid]
+                try:
+                    ok, result = conn.recv()
+                except (EOFError, OSError):  # the worker died: what was pinned to it runs in the caller
+                    self._drop(pid)
+                    pinned.pop(pid, None)
+                    continue
+                index, worker.job = worker.job, None
+                assert index is not None
+                if ok:
+                    ran.results[index] = result
+                    ran.worker[index] = pid
+                    if done is not None:
+                        done(index, result)
+
+    def _fill(
+        self, func: Callable[..., Any], items: Sequence[Any], stateful: bool, shared: Deque[int],
+        pinned: Dict[int, Deque[int]],
+    ) -> None:
+        """Give each idle worker its next item: one pinned to it first, else the largest one left."""
+        for pid in list(self._workers):
+            while pid in self._workers and self._workers[pid].job is None:
+                queue = pinned.get(pid) or shared
+                if not queue:
+                    break
+                index = queue.popleft()
+                self._send(pid, (func, items[index], stateful), index)
+
+    def _send(self, pid: int, message: Tuple[Any, Any, bool], index: int) -> None:
+        """Hand one item to a worker; one that cannot be sent is left to the caller."""
+        worker = self._workers[pid]
+        try:
+            worker.conn.send(message)  # pickled first: an item that cannot be pickled raises before a byte goes
+        except Exception:
+            if not worker.process.is_alive():
+                self._drop(pid)
+            return
+        worker.job = index
+
+    def _drop(self, pid: int) -> None:
+        worker = self._workers.pop(pid)
+        worker.conn.close()
+        worker.process.join(timeout=5)
+
+    def close(self, now: bool = False) -> None:
+        """End every worker: ask them to stop, or with `now` (an error, Ctrl-C) terminate them."""
+        self._finalizer.detach()
+        _end(self._workers, now)
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(now=exc[0] is not None)
+
+
+def _end(workers: Dict[int, _Worker], now: bool) -> None:
+    """Stop the workers and forget them (a `weakref.finalize` callback: it must not hold the pool)."""
+    ending = list(workers.values())
+    workers.clear()
+    for worker in ending:
+        try:
+            if now:
+                worker.process.terminate()
+            else:
+                worker.conn.send(None)
+        except (OSError, ValueError):
+            pass
+    for worker in ending:
+        worker.process.join(timeout=5)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join(timeout=5)
+        worker.conn.close()

@@ -1,0 +1,131 @@
+"""Workers kept for a run (`amplint.workers`): pins, the memory stateful jobs share, and what is left to the caller.
+
+Nothing here times anything. Each test starts real worker processes.
+"""
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
+
+import pytest
+
+from amplint import parallel
+from amplint.config import Config
+from amplint.project.run import run_project
+from amplint.workers import Workers
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+FORK = "fork" in multiprocessing.get_all_start_methods()
+
+
+def _context() -> Any:
+    return multiprocessing.get_context("fork" if FORK else None)
+
+
+# --- work functions (module level: they are pickled by name) --------------------------------
+
+
+def double(item: int) -> int:
+    return 2 * item
+
+
+def remember(item: int, memory: Optional[dict]) -> Tuple[int, List[int]]:
+    """The worker's pid and every item this worker saw so far, this one included."""
+    assert memory is not None
+    seen = memory.setdefault("seen", [])
+    seen.append(item)
+    return os.getpid(), list(seen)
+
+
+def dies_on_three(item: int) -> Tuple[int, int]:
+    if item == 3:
+        os._exit(3)
+    return os.getpid(), item
+
+
+def gives_a_lambda(item: int) -> Any:
+    return (lambda: item) if item == 1 else item
+
+
+# --- the pool itself ------------------------------------------------------------------------
+
+
+def test_results_are_keyed_by_index_with_the_pid_that_ran_each() -> None:
+    with Workers(2, _context()) as pool:
+        ran = pool.run(double, [5, 6, 7], weights=[1, 3, 2])
+        assert ran.results == {0: 10, 1: 12, 2: 14}
+        assert set(ran.worker) == {0, 1, 2} and set(ran.worker.values()) <= set(pool.alive)
+        assert len(pool.alive) == 2
+
+
+def test_a_pinned_job_runs_on_its_worker_and_reads_the_memory_earlier_jobs_left_there() -> None:
+    with Workers(2, _context()) as pool:
+        first = pool.run(remember, [1, 2, 3, 4], stateful=True)
+        holder = {item: pid for item, (pid, _) in zip([1, 2, 3, 4], (first.results[i] for i in range(4)))}
+        pins = [holder[1], holder[2], holder[3], holder[4]]
+        second = pool.run(remember, [10, 20, 30, 40], pins=pins, stateful=True)
+        for index, (item, pin) in enumerate(zip([1, 2, 3, 4], pins)):
+            pid, seen = second.results[index]
+            assert pid == pin == second.worker[index]
+            assert item in seen and seen[-1] == (index + 1) * 10  # the earlier batch's item is still there
+
+
+def test_a_dead_worker_loses_its_item_and_its_pins_and_the_other_goes_on() -> None:
+    with Workers(2, _context()) as pool:
+        survivor = pool.alive[0]
+        victim = pool.alive[1]
+        # The victim gets item 3 (and dies); item 4 is pinned to it; the rest go to the survivor.
+        ran = pool.run(dies_on_three, [0, 3, 4, 5, 6], pins=[survivor, victim, victim, None, None])
+        assert set(ran.results) == {0, 3, 4}
+        assert all(ran.worker[index] == survivor for index in ran.results)
+        assert pool.alive == [survivor]
+        assert pool.run(double, [1, 2]).results == {0: 2, 1: 4}
+
+
+def test_an_item_or_a_result_that_cannot_be_pickled_is_left_to_the_caller() -> None:
+    with Workers(1, _context()) as pool:
+        ran = pool.run(double, [1, lambda: 0, 3])
+        assert ran.results == {0: 2, 2: 6}
+        ran = pool.run(gives_a_lambda, [0, 1, 2])
+        assert ran.results == {0: 0, 2: 2}
+        assert len(pool.alive) == 1  # neither ended the worker
+
+
+def test_a_pin_naming_no_worker_is_left_to_the_caller() -> None:
+    with Workers(1, _context()) as pool:
+        assert pool.run(double, [1, 2], pins=[None, -1]).results == {0: 2}
+
+
+def test_close_ends_the_workers_and_so_does_dropping_the_pool() -> None:
+    pool = Workers(2, _context())
+    processes = [worker.process for worker in pool._workers.values()]
+    pool.close()
+    assert pool.alive == [] and not any(process.is_alive() for process in processes)
+    pool = Workers(1, _context())
+    processes = [worker.process for worker in pool._workers.values()]
+    del pool
+    gc.collect()
+    assert not any(process.is_alive() for process in processes)
+
+
+def test_a_stateful_job_run_here_gets_no_memory(forced: None) -> None:
+    with pytest.raises(AssertionError):  # `remember` insists on a memory: run here, it has None
+        parallel.run_map(remember, [1], jobs=1, stateful=True)
+
+
+# --- the loader's pool: a findings job reads the tree its worker kept
+
+
+def test_a_pooled_project_run_parses_each_file_as_often_as_jobs_1(forced: None) -> None:
+    alone = run_project([str(FIXTURES)], Config(jobs=1), use_cache=False)
+    pooled = run_project([str(FIXTURES)], Config(jobs=2), use_cache=False)
+    # Files entered by the walk were parsed in a worker for their summaries; their findings come from the
+    # tree that worker kept, not from a second parse.
+    assert sorted(pooled.stats.parsed) == sorted(alone.stats.parsed)
+    assert pooled.stats.ahead
+    assert [(r.path, [f.to_json() for f in r.findings], r.error) for r in pooled.results] == [
+        (r.path, [f.to_json() for f in r.findings], r.error) for r in alone.results]
