@@ -114,9 +114,10 @@ def run_map(
     (largest first, so one big file does not start last). `units`: files per
     item, for the progress bar (default 1). `context`: a multiprocessing
     context to use instead of the default choice. `pool`: workers kept for
-    the run (`start_workers`) to use instead of starting some; `pins` (the pid
-    of a worker, or None, per item) and `stateful` are `Workers.run`'s. An
-    item run here with `stateful` is called `func(item, None)`.
+    the run (`start_workers`), used for every batch sent with it (the caller
+    has judged that it pays) instead of starting some; `pins` (the pid of a
+    worker, or None, per item) and `stateful` are `Workers.run`'s. An item
+    run here with `stateful` is called `func(item, None)`.
     """
     from amplint import progress
 
@@ -126,7 +127,7 @@ def run_map(
     report.phase(label, sum(steps))
     if size is None and weights is not None:
         size = sum(weights)
-    workers = pool_size(len(items), jobs, size, min_size)
+    workers = len(pool.alive) if pool is not None else pool_size(len(items), jobs, size, min_size)
     if workers < 1:
         return [_here(func, item, report, step, stateful) for item, step in zip(items, steps)]
     done: Dict[int, R] = {}
@@ -162,8 +163,10 @@ def _pooled(
     pins: Optional[Sequence[Optional[int]]] = None,
     stateful: bool = False,
 ) -> None:
-    """Fill `done` with the results the pool delivered (`pool`, else `workers` started for these items);
-    items it failed on are left out."""
+    """Fill `done` with the results the pool delivered: `pool`, else `workers` started for these items.
+
+    Items it failed on are left out.
+    """
     from amplint.workers import Workers
 
     def arrived(index: int, result: R) -> None:

@@ -5,7 +5,7 @@ did: in project mode a file parsed in a worker for its summary had to be parsed
 again for its entry findings once the walk ended, and every batch forked a new
 pool. Here the workers stay up from the first batch to the end of the run, a
 job may be pinned to the worker that holds what it needs, and each worker keeps
-a `WorkerMemory` that stateful jobs read and write (the loader keeps parse
+a `Memory` that stateful jobs read and write (the loader keeps parse
 trees there, as it keeps its own).
 
 One job per worker is in flight at a time: the worker is always waiting in
@@ -20,7 +20,7 @@ import gc
 import signal
 import weakref
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
@@ -32,14 +32,6 @@ class _Worker:
     process: Any
     conn: Connection
     job: Optional[int] = None  # index of the item in flight
-
-
-@dataclass
-class Ran:
-    """What `Workers.run` got back: results by item index, and the worker each ran on."""
-
-    results: Dict[int, Any] = field(default_factory=dict)
-    worker: Dict[int, int] = field(default_factory=dict)  # index -> the pid of the worker that ran it
 
 
 def _serve(conn: Connection) -> None:
@@ -120,15 +112,15 @@ class Workers:
         pins: Optional[Sequence[Optional[int]]] = None,
         stateful: bool = False,
         done: Optional[Callable[[int, Any], None]] = None,
-    ) -> Ran:
+    ) -> Dict[int, Any]:
         """Run `func` on each item in the workers: largest weight first, a pinned item only on its worker (a pid).
 
-        `stateful` calls `func(item, memory)` with the worker's memory. Items
-        that did not come back (the worker raised or died, or the pin names a
-        worker that is gone) are not in the result. `done(index, result)` is
-        called as each result arrives.
+        Returns the results by item index. `stateful` calls `func(item,
+        memory)` with the worker's memory. Items that did not come back (the
+        worker raised or died, or the pin names a worker that is gone) are not
+        in the result. `done(index, result)` is called as each result arrives.
         """
-        ran = Ran()
+        results: Dict[int, Any] = {}
         shared: Deque[int] = deque()
         pinned: Dict[int, Deque[int]] = {pid: deque() for pid in self._workers}
         for index in sorted(range(len(items)), key=lambda index: -(weights[index] if weights else 0)):
@@ -138,15 +130,15 @@ class Workers:
             elif pin in pinned:
                 pinned[pin].append(index)
         try:
-            self._dispatch(func, items, stateful, shared, pinned, ran, done)
+            self._dispatch(func, items, stateful, shared, pinned, results, done)
         except BaseException:
             self.close(now=True)
             raise
-        return ran
+        return results
 
     def _dispatch(
         self, func: Callable[..., Any], items: Sequence[Any], stateful: bool, shared: Deque[int],
-        pinned: Dict[int, Deque[int]], ran: Ran, done: Optional[Callable[[int, Any], None]],
+        pinned: Dict[int, Deque[int]], results: Dict[int, Any], done: Optional[Callable[[int, Any], None]],
     ) -> None:
         while True:
             self._fill(func, items, stateful, shared, pinned)
@@ -165,8 +157,7 @@ class Workers:
                 index, worker.job = worker.job, None
                 assert index is not None
                 if ok:
-                    ran.results[index] = result
-                    ran.worker[index] = pid
+                    results[index] = result
                     if done is not None:
                         done(index, result)
 

@@ -33,6 +33,11 @@ def double(item: int) -> int:
     return 2 * item
 
 
+def whose(item: int) -> Tuple[int, int]:
+    """The worker's pid, and the item doubled."""
+    return os.getpid(), 2 * item
+
+
 def remember(item: int, memory: Optional[dict]) -> Tuple[int, List[int]]:
     """The worker's pid and every item this worker saw so far, this one included."""
     assert memory is not None
@@ -54,23 +59,23 @@ def gives_a_lambda(item: int) -> Any:
 # --- the pool itself ------------------------------------------------------------------------
 
 
-def test_results_are_keyed_by_index_with_the_pid_that_ran_each() -> None:
+def test_results_are_keyed_by_index_and_come_from_the_workers() -> None:
     with Workers(2, _context()) as pool:
-        ran = pool.run(double, [5, 6, 7], weights=[1, 3, 2])
-        assert ran.results == {0: 10, 1: 12, 2: 14}
-        assert set(ran.worker) == {0, 1, 2} and set(ran.worker.values()) <= set(pool.alive)
+        assert pool.run(double, [5, 6, 7], weights=[1, 3, 2]) == {0: 10, 1: 12, 2: 14}
+        ran = pool.run(whose, [5, 6, 7])
+        assert {index: doubled for index, (_, doubled) in ran.items()} == {0: 10, 1: 12, 2: 14}
+        assert {pid for pid, _ in ran.values()} <= set(pool.alive) and os.getpid() not in pool.alive
         assert len(pool.alive) == 2
 
 
 def test_a_pinned_job_runs_on_its_worker_and_reads_the_memory_earlier_jobs_left_there() -> None:
     with Workers(2, _context()) as pool:
         first = pool.run(remember, [1, 2, 3, 4], stateful=True)
-        holder = {item: pid for item, (pid, _) in zip([1, 2, 3, 4], (first.results[i] for i in range(4)))}
-        pins = [holder[1], holder[2], holder[3], holder[4]]
+        pins = [first[index][0] for index in range(4)]
         second = pool.run(remember, [10, 20, 30, 40], pins=pins, stateful=True)
         for index, (item, pin) in enumerate(zip([1, 2, 3, 4], pins)):
-            pid, seen = second.results[index]
-            assert pid == pin == second.worker[index]
+            pid, seen = second[index]
+            assert pid == pin
             assert item in seen and seen[-1] == (index + 1) * 10  # the earlier batch's item is still there
 
 
@@ -80,24 +85,22 @@ def test_a_dead_worker_loses_its_item_and_its_pins_and_the_other_goes_on() -> No
         victim = pool.alive[1]
         # The victim gets item 3 (and dies); item 4 is pinned to it; the rest go to the survivor.
         ran = pool.run(dies_on_three, [0, 3, 4, 5, 6], pins=[survivor, victim, victim, None, None])
-        assert set(ran.results) == {0, 3, 4}
-        assert all(ran.worker[index] == survivor for index in ran.results)
+        assert set(ran) == {0, 3, 4}
+        assert all(pid == survivor for pid, _ in ran.values())
         assert pool.alive == [survivor]
-        assert pool.run(double, [1, 2]).results == {0: 2, 1: 4}
+        assert pool.run(double, [1, 2]) == {0: 2, 1: 4}
 
 
 def test_an_item_or_a_result_that_cannot_be_pickled_is_left_to_the_caller() -> None:
     with Workers(1, _context()) as pool:
-        ran = pool.run(double, [1, lambda: 0, 3])
-        assert ran.results == {0: 2, 2: 6}
-        ran = pool.run(gives_a_lambda, [0, 1, 2])
-        assert ran.results == {0: 0, 2: 2}
+        assert pool.run(double, [1, lambda: 0, 3]) == {0: 2, 2: 6}
+        assert pool.run(gives_a_lambda, [0, 1, 2]) == {0: 0, 2: 2}
         assert len(pool.alive) == 1  # neither ended the worker
 
 
 def test_a_pin_naming_no_worker_is_left_to_the_caller() -> None:
     with Workers(1, _context()) as pool:
-        assert pool.run(double, [1, 2], pins=[None, -1]).results == {0: 2}
+        assert pool.run(double, [1, 2], pins=[None, -1]) == {0: 2}
 
 
 def test_close_ends_the_workers_and_so_does_dropping_the_pool() -> None:
@@ -129,3 +132,15 @@ def test_a_pooled_project_run_parses_each_file_as_often_as_jobs_1(forced: None) 
     assert pooled.stats.ahead
     assert [(r.path, [f.to_json() for f in r.findings], r.error) for r in pooled.results] == [
         (r.path, [f.to_json() for f in r.findings], r.error) for r in alone.results]
+
+
+def test_a_findings_batch_too_small_to_pay_still_goes_to_the_workers_that_hold_the_trees(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # No forced pool: the region files pay for one, but the findings requests that follow the walk are too
+    # few to pay for a parse. They cost their workers no parse, though: sent there, each reads the tree its
+    # worker kept instead of being parsed again here.
+    monkeypatch.delenv(parallel.FORCE_ENV, raising=False)
+    alone = run_project([str(FIXTURES)], Config(jobs=1), use_cache=False)
+    pooled = run_project([str(FIXTURES)], Config(jobs=2), use_cache=False)
+    assert sorted(pooled.stats.parsed) == sorted(alone.stats.parsed)
+    assert pooled.entries == alone.entries

@@ -375,21 +375,25 @@ class Loader:
         """`_parse_job` for each request in the run's pool; None (and nothing done) when a pool would not pay.
 
         A findings request goes to the worker that kept the file's tree, if
-        one did. Nothing is recorded here but which worker keeps which tree:
-        the caller `_commit`s each result it uses.
+        one did, however small the batch: it costs that worker no parse.
+        Nothing is recorded here but which worker keeps which tree: the caller
+        `_commit`s each result it uses.
         """
         from amplint import parallel, progress
 
         progress.current().phase("parsing", len(requests))  # `_parse` advances it when there is no pool
         sizes = [_size(path) for path, _ in requests]
-        if parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
+        pins = None if summaries else [self._holders.get(path) for path, _ in requests]
+        held = self._pool is not None and any(pin in self._pool.alive for pin in pins or ())
+        if not held and parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
         if self._pool is None:
             self._pool = parallel.start_workers(self.config.jobs)
+            if self._pool is None:
+                return None  # no pool can start here: `summary` and `findings` parse in this process
         # The workers share the budget this process has for its own trees: peak memory is bounded alike.
-        budget = KEEP_SOURCE_BYTES // max(1, len(self._pool.alive) if self._pool is not None else 1)
+        budget = KEEP_SOURCE_BYTES // max(1, len(self._pool.alive))
         jobs = [(path, self.config, entries, summaries, budget) for path, entries in requests]
-        pins = None if summaries else [self._holders.get(path) for path, _ in requests]
         done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=self._pool, pins=pins,
                                 stateful=True)
         outcomes: List[_Parsed] = []
