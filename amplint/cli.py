@@ -321,11 +321,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    from amplint.collection import batch_collection
     from amplint.output import tolerate_unencodable
 
     tolerate_unencodable()  # a line the console cannot encode is escaped, never a crash
     try:
-        return int(args.handler(args))
+        with batch_collection():
+            return int(args.handler(args))
     except BrokenPipeError:  # e.g. `amplint check | head`: stop quietly, like other CLI tools
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -12,13 +12,12 @@ a visitor with hooks on those types must use `node.visit`.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 from libcst._nodes import op, whitespace
 
 Hook = Optional[Callable[[cst.CSTNode], object]]
-NodeHooks = Tuple[Hook, Hook, Dict[str, Tuple[Hook, Hook]]]  # visit, leave, and (visit, leave) per field
 
 
 def _node_types(module: ModuleType) -> Tuple[type, ...]:
@@ -80,26 +79,33 @@ class _Orders:
                      for name in names)
 
 
+Plan = Tuple[Hook, Hook, Tuple[Tuple[str, bool, Hook, Hook], ...]]  # visit, leave, (field, optional, hooks)
+
+
 class _Hooks:
-    """A visitor's bound hook methods per node type (None where it has none)."""
+    """A visitor's bound hook methods per node type (None where it has none), with the type's fields.
+
+    A plan holds, per node type, what `_walk` needs: `visit_X`, `leave_X`, and
+    for each child field in LibCST's order its name, whether LibCST visits it
+    only when set, and its `visit_X_field` / `leave_X_field` hooks.
+    """
 
     def __init__(self, visitor: cst.CSTVisitor) -> None:
         self._visitor = visitor
-        self._cache: Dict[type, NodeHooks] = {}
+        self._cache: Dict[type, Plan] = {}
         hooked = [t.__name__ for t in SKIPPED if self._hook(f"visit_{t.__name__}") or self._hook(f"leave_{t.__name__}")]
         if hooked:
             raise TypeError(f"{type(visitor).__name__} hooks {', '.join(sorted(hooked))}, which walk() skips")
 
-    def of(self, node_type: Type[cst.CSTNode], fields: Tuple[str, ...]) -> "NodeHooks":
-        hooks = self._cache.get(node_type)
-        if hooks is None:
-            name = node_type.__name__
-            attributes = {field: (self._hook(f"visit_{name}_{field}"), self._hook(f"leave_{name}_{field}"))
-                          for field in (f.lstrip(OPTIONAL) for f in fields)}
-            attributes = {field: pair for field, pair in attributes.items() if pair != (None, None)}
-            hooks = (self._hook(f"visit_{name}"), self._hook(f"leave_{name}"), attributes)
-            self._cache[node_type] = hooks
-        return hooks
+    def plan(self, node: cst.CSTNode, orders: "_Orders") -> Plan:
+        found = self._cache.get(type(node))
+        if found is None:
+            name = type(node).__name__
+            named = ((field.lstrip(OPTIONAL), field.startswith(OPTIONAL)) for field in orders.of(node))
+            fields = tuple((field, optional, self._hook(f"visit_{name}_{field}"), self._hook(f"leave_{name}_{field}"))
+                           for field, optional in named)
+            found = self._cache[type(node)] = (self._hook(f"visit_{name}"), self._hook(f"leave_{name}"), fields)
+        return found
 
     def _hook(self, name: str) -> Hook:
         """The visitor's own method `name`; None for CSTVisitor's no-op stubs (one per node type)."""
@@ -134,44 +140,57 @@ def type_test(*classes: type) -> Callable[[object], bool]:
     return test
 
 
-_IS_NODE = type_test(cst.CSTNode)  # asked for every child of every node the walk passes
+# What a field's value is, per type of value: asked for every child of every node the walk passes.
+_OTHER, _SKIPPED_NODE, _NODE, _SEQUENCE = range(4)
+
+
+class _Kinds(Dict[type, int]):
+    """The kind of each type of field value, answered once per type (see `type_test`)."""
+
+    def __missing__(self, value_type: type) -> int:
+        if issubclass(value_type, cst.CSTNode):
+            kind = _SKIPPED_NODE if value_type in SKIPPED else _NODE
+        else:
+            kind = _SEQUENCE if issubclass(value_type, (tuple, list)) else _OTHER
+        self[value_type] = kind
+        return kind
+
+
+KINDS = _Kinds()  # like ORDERS: a fact about LibCST's classes and Python's, the same for every caller
 
 
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`node.children` in LibCST's order, without rebuilding `node`; whitespace and operators left out."""
+    kinds = KINDS
     for field in ORDERS.of(node):
         value = getattr(node, field.lstrip(OPTIONAL))
-        if _IS_NODE(value):
-            if type(value) not in SKIPPED:
-                yield value
-        elif isinstance(value, (tuple, list)):
+        kind = kinds[type(value)]
+        if kind == _NODE:
+            yield value
+        elif kind == _SEQUENCE:
             for item in value:
-                if _IS_NODE(item) and type(item) not in SKIPPED:
+                if kinds[type(item)] == _NODE:
                     yield item
 
 
 def _walk(node: cst.CSTNode, hooks: _Hooks, orders: _Orders) -> None:
-    fields = orders.of(node)
-    visit, leave, attributes = hooks.of(type(node), fields)
+    visit, leave, fields = hooks.plan(node, orders)
     if visit is None or visit(node) is not False:
-        for field in fields:
-            if field[0] == OPTIONAL:
-                field = field[1:]
-                optional = getattr(node, field)
-                if not _IS_NODE(optional) and not isinstance(optional, (tuple, list)):
-                    continue
-            pair = attributes.get(field) if attributes else None
-            if pair is not None and pair[0] is not None:
-                pair[0](node)
+        kinds = KINDS
+        for field, optional, before, after in fields:
             value = getattr(node, field)
-            if _IS_NODE(value):
-                if type(value) not in SKIPPED:
-                    _walk(value, hooks, orders)
-            elif isinstance(value, (tuple, list)):
+            kind = kinds[type(value)]
+            if optional and kind == _OTHER:
+                continue
+            if before is not None:
+                before(node)
+            if kind == _NODE:
+                _walk(value, hooks, orders)
+            elif kind == _SEQUENCE:
                 for item in value:
-                    if _IS_NODE(item) and type(item) not in SKIPPED:
+                    if kinds[type(item)] == _NODE:
                         _walk(item, hooks, orders)
-            if pair is not None and pair[1] is not None:
-                pair[1](node)
+            if after is not None:
+                after(node)
     if leave is not None:
         leave(node)

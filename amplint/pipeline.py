@@ -125,9 +125,10 @@ def _parse_and_analyze(
     import libcst as cst
 
     from amplint.analysis import analyze_module
+    from amplint.cstparse import parse_module
 
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except cst.ParserSyntaxError as exc:  # CPython accepted it (`python_parse`), LibCST does not
         retried = _analyze_retabbed(text, path, config, noqa, entries, project, imports)
         if retried is not None:  # tabs and spaces mixed as CPython allows: analysed with tabs expanded
@@ -145,13 +146,14 @@ def _analyze_retabbed(
     import libcst as cst
 
     from amplint.analysis import analyze_module
+    from amplint.cstparse import parse_module
     from amplint.tabs import retabbed
 
     retab = retabbed(text)
     if retab is None:
         return None
     try:
-        module = cst.parse_module(retab.text)
+        module = parse_module(retab.text)
     except cst.ParserSyntaxError:
         return None
     analysis = analyze_module(module, analysis_options(config, project or bool(entries), text), entries, imports)

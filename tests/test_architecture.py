@@ -21,7 +21,7 @@ LAYERS = [
     ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.names", "amplint.positions",
               "amplint.cstwalk", "amplint.screen", "amplint.noqa", "amplint.selection", "amplint.deep",
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.autocast_names", "amplint.densitynames",
-              "amplint.workers", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
+              "amplint.workers", "amplint.collection", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
               "amplint.fix", "amplint.fix.safety")),
     ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes")),
     ("rules", ("amplint.rulebase", "amplint.rules", "amplint.analysis", "amplint.fix.fixability",

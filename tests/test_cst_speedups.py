@@ -1,9 +1,9 @@
-"""`amplint.positions` and `amplint.cstwalk` against LibCST's own PositionProvider and `visit`.
+"""`amplint.positions`, `amplint.cstwalk` and `amplint.cstparse` against LibCST's own machinery.
 
-Both replace LibCST machinery for speed (issue 8), so each is checked to give
-exactly what LibCST gives: every node's CodeRange, and every hook call in
-the same order, on the fixtures, on tricky hand-written sources and on
-hypothesmith's grammar-generated programs.
+Each replaces LibCST machinery for speed (issues 8 and 12), so each is checked
+to give exactly what LibCST gives: every node's CodeRange, every hook call in
+the same order, and the same tree from the parser, on the fixtures, on tricky
+hand-written sources and on hypothesmith's grammar-generated programs.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from amplint import cstparse
 from amplint.cstwalk import SKIPPED, children, type_test, walk
 from amplint.names import collect_imports, import_table
 from amplint.positions import positions
@@ -200,7 +201,32 @@ def test_positions_and_walk_equal_libcst_on_generated_programs(source: str) -> N
             return
         _assert_same_positions(source)
         expected, found = _logs(source)
+        _assert_same_tree(source)
     assert found == expected
+
+
+# --- the parser without per-node checks -------------------------------------------------------
+
+def _assert_same_tree(text: str) -> None:
+    fast = cstparse.parse_module(text)
+    checked = cst.parse_module(text)
+    assert fast.deep_equals(checked) and fast.code == checked.code  # LibCST round-trips some blank lines badly
+
+
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_parse_without_node_checks_gives_libcsts_tree(name: str, text: str) -> None:
+    _assert_same_tree(text)
+
+
+def test_node_checks_are_on_again_after_a_parse_that_fails() -> None:
+    assert cstparse._SWITCHABLE  # the installed LibCST has one hook for every node: the fast path is taken
+    with pytest.raises(cst.ParserSyntaxError):
+        cstparse.parse_module("def f(:\n")
+    cstparse.parse_module("x = 1\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")  # a hand-built node is checked as before
+    with pytest.raises(cst.CSTValidationError):
+        cstparse.parse_module("(a)\n").body[0].body[0].value.with_changes(rpar=[])  # and an edit of a parsed tree
 
 
 @pytest.mark.parametrize("name,text", sorted(TRICKY.items()), ids=sorted(TRICKY))

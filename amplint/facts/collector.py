@@ -17,7 +17,7 @@ framework regions (Accelerate's `accelerator.autocast()` and prepared models).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import libcst as cst
 
@@ -33,7 +33,7 @@ from amplint.facts.model import (
 )
 from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
 from amplint.facts.nodes import accelerator_binding, call_text, framework_call, record_params, trainer_model
-from amplint.facts.mathenv import Bindings, Env, class_bindings, scope_env
+from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
 from amplint.facts.returns import ReturnIndex, given_ref, unpacked
 from amplint.facts.samemodule import ParallelMarks, prepared_arguments, same_module, without_module_hop
 from amplint.facts.sites import SiteRecognizer, wide_result
@@ -80,11 +80,12 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         self.attr_dtypes: Dict[Tuple[str, str], Optional[Precision]] = {}
         self.framework_calls: List[FrameworkCall] = []
         self.math_envs: Dict[int, Env] = {}  # id(scope node) -> bindings the math recognizers follow
-        self.class_bindings: Dict[int, Callable[[], Bindings]] = {}  # id(class node) -> its `self.` bindings
+        self.bodies = Statements()  # the bindings of function bodies and classes, read once for every reader
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
-        self.returns = ReturnIndex(module, imports, self._dist_class, self._line, options.builds_distributions)
+        self.returns = ReturnIndex(module, imports, self._dist_class, self._line, self.bodies,
+                                   options.builds_distributions)
         self.requested: List[Requested] = []  # the constructors `options.requests` names
 
     # --- helpers -----------------------------------------------------------
@@ -535,8 +536,8 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
         key = id(self.scope.node)
         if key not in self.math_envs:  # a class's attribute bindings are read once for all its methods
-            attributes = self.class_bindings.setdefault(id(owner), class_bindings(owner))
-            self.math_envs[key] = scope_env(self.scope.node, self.imports, attributes)
+            attributes = class_bindings(owner, self.bodies)
+            self.math_envs[key] = scope_env(self.scope.node, self.imports, attributes, self.bodies)
         return self.math_envs[key]
 
     def inside_site(self, node: cst.CSTNode) -> bool:

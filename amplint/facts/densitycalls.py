@@ -23,7 +23,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.densitynames import DENSITY_KIND, from_library, is_density_name
-from amplint.facts.mathenv import Env, self_attribute, statements_of
+from amplint.facts.mathenv import Env, Statements
 from amplint.names import ImportTable, dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,6 +49,7 @@ class SiteContext(Protocol):
     scope: "Scope"
     options: "AnalysisOptions"
     positions: Mapping[cst.CSTNode, CodeRange]
+    bodies: Statements
 
     def math_env(self) -> Env: ...
 
@@ -120,7 +121,7 @@ def _own_method(name: str, ctx: "SiteContext") -> Optional[List[cst.BaseExpressi
         return None  # `self.m = LowerBound(...)`: a module held in an attribute, not a method
     classes = _classes(ctx.module)
     methods = [m for c in classes for m in c.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name]
-    if any(_assigns_attribute(c, name) for c in classes):
+    if any(name in ctx.bodies.attributes(c) for c in classes):
         return None  # held in an attribute by a base class of this file
     if not methods:
         return [] if cls.bases else None  # inherited from a base in another file: trust the name
@@ -130,10 +131,6 @@ def _own_method(name: str, ctx: "SiteContext") -> Optional[List[cst.BaseExpressi
 def _classes(module: cst.Module) -> List[cst.ClassDef]:
     return [s for s in module.body if isinstance(s, cst.ClassDef)]
 
-
-def _assigns_attribute(cls: cst.ClassDef, name: str) -> bool:
-    return any(self_attribute(t.target) == name for m in cls.body.body if isinstance(m, cst.FunctionDef)
-               for node in statements_of(m.body) if isinstance(node, cst.Assign) for t in node.targets)
 
 
 def _constructed(root: str, ctx: "SiteContext") -> Optional[List[cst.BaseExpression]]:

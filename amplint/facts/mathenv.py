@@ -6,7 +6,7 @@ name's bindings agree on it.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -27,16 +27,17 @@ class Env:
     """
 
     def __init__(self, imports: ImportTable, function: Optional[cst.FunctionDef] = None,
-                 attributes: Callable[[], Bindings] = dict) -> None:
+                 attributes: Callable[[], Bindings] = dict, statements: Optional["Statements"] = None) -> None:
         self.imports = imports
         self._function = function
         self._local: Optional[Bindings] = None
         self._attributes = attributes
+        self._statements = statements or Statements()
         self.memo: Dict[tuple, bool] = {}  # `probmath._has` answers for this function's nodes
 
     def _bindings(self) -> Bindings:
         if self._local is None:
-            self._local = _bindings(self._function) if self._function is not None else {}
+            self._local = _bindings(self._function, self._statements) if self._function is not None else {}
         return self._local
 
     def values(self, name: str) -> Sequence[cst.BaseExpression]:
@@ -50,30 +51,53 @@ class Env:
 
 
 def function_env(function: cst.FunctionDef, imports: ImportTable,
-                 class_node: Optional[cst.ClassDef] = None) -> Env:
+                 class_node: Optional[cst.ClassDef] = None, statements: Optional["Statements"] = None) -> Env:
     """An `Env` over one function: its assignments and parameter defaults, and its class's `self.` attributes.
 
     Flow-insensitive on purpose: every assignment of a name counts, so a
     branch never hides a binding (a floor literal needs all of them to agree).
     """
-    return Env(imports, function, class_bindings(class_node))
+    statements = statements or Statements()
+    return Env(imports, function, class_bindings(class_node, statements), statements)
 
 
-def class_bindings(class_node: Optional[cst.ClassDef]) -> Callable[[], Bindings]:
-    """The class's `self.` attribute bindings, read once on first use (every method of the class shares them)."""
-    found: List[Bindings] = []
-
-    def read() -> Bindings:
-        if not found:
-            found.append(_attribute_bindings(class_node) if class_node is not None else {})
-        return found[0]
-
-    return read
+def class_bindings(class_node: Optional[cst.ClassDef], statements: "Statements") -> Callable[[], Bindings]:
+    """The class's `self.` attribute bindings, read on first use (every method of the class shares them)."""
+    if class_node is None:
+        return dict
+    return lambda: statements.attributes(class_node)
 
 
-def scope_env(node: Optional[cst.CSTNode], imports: ImportTable, attributes: Callable[[], Bindings]) -> Env:
+def scope_env(node: Optional[cst.CSTNode], imports: ImportTable, attributes: Callable[[], Bindings],
+              statements: "Statements") -> Env:
     """An `Env` for a scope: a function's own bindings; the module scope binds nothing the recogniser follows."""
-    return Env(imports, node if isinstance(node, cst.FunctionDef) else None, attributes)
+    return Env(imports, node if isinstance(node, cst.FunctionDef) else None, attributes, statements)
+
+
+class Statements:
+    """`statements_of` and a class's `self.` bindings per node of one tree, each computed once.
+
+    The collector, the return index and the density-call recognizer all read
+    the same function bodies; on the real-code corpus 2,003 reads covered 810
+    bodies (a class's attributes were read again for each method and call).
+    Entries keep their node, so an id reused by a later node is never mistaken.
+    """
+
+    def __init__(self) -> None:
+        self._bodies: Dict[int, Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]] = {}
+        self._classes: Dict[int, Tuple[cst.ClassDef, Bindings]] = {}
+
+    def of(self, node: cst.CSTNode) -> Tuple[cst.CSTNode, ...]:
+        entry = self._bodies.get(id(node))
+        if entry is None or entry[0] is not node:
+            entry = self._bodies[id(node)] = (node, tuple(statements_of(node)))
+        return entry[1]
+
+    def attributes(self, class_node: cst.ClassDef) -> Bindings:
+        entry = self._classes.get(id(class_node))
+        if entry is None or entry[0] is not class_node:
+            entry = self._classes[id(class_node)] = (class_node, _attribute_bindings(class_node, self))
+        return entry[1]
 
 
 def _is_param(function: cst.FunctionDef, name: str) -> bool:
@@ -87,12 +111,12 @@ def _params(function: cst.FunctionDef) -> Iterator[cst.Param]:
     yield from params.kwonly_params
 
 
-def _bindings(function: cst.FunctionDef) -> dict:
+def _bindings(function: cst.FunctionDef, statements: Statements) -> dict:
     found: dict = {}
     for param in _params(function):
         if param.default is not None:
             found.setdefault(param.name.value, []).append(param.default)
-    for node in statements_of(function.body):
+    for node in statements.of(function.body):
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
@@ -113,14 +137,14 @@ _AUG_TO_BINARY = {
 }
 
 
-def _attribute_bindings(class_node: cst.ClassDef) -> dict:
+def _attribute_bindings(class_node: cst.ClassDef, statements: Statements) -> dict:
     """`self.attr = value` in any method; a parameter assigned as is stands for its default."""
     found: dict = {}
     for method in class_node.body.body:
         if not isinstance(method, cst.FunctionDef):
             continue
         defaults = {p.name.value: p.default for p in _params(method)}
-        for node in statements_of(method.body):
+        for node in statements.of(method.body):
             if not isinstance(node, cst.Assign):
                 continue
             for target in node.targets:

@@ -24,7 +24,7 @@ from libcst.metadata import CodePosition
 from amplint import dtypes
 from amplint.facts.distrefs import PICKED, split_components
 from amplint.facts.entry import CallReturn, Constructor, DistArgument, ReturnedDist
-from amplint.facts.mathenv import Env, function_env, self_attribute, statements_of
+from amplint.facts.mathenv import Env, Statements, function_env, self_attribute
 from amplint.facts.model import DistRef, Scope
 from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable
@@ -45,8 +45,9 @@ class ReturnIndex:
 
     def __init__(self, module: cst.Module, imports: ImportTable,
                  dist_class: Callable[[cst.BaseExpression], Optional[str]],
-                 line_of: Callable[[cst.CSTNode], int], builds: bool = True) -> None:
+                 line_of: Callable[[cst.CSTNode], int], statements: Statements, builds: bool = True) -> None:
         self.module = module
+        self.statements = statements
         self.builds = builds  # False: no function of this file can construct a distribution (the text says so)
         self.imports = imports
         self.dist_class = dist_class
@@ -148,9 +149,9 @@ class ReturnIndex:
         if key not in self._returns:
             self._returns[key] = {}  # a recursive function ends here
             function, cls = self._table()[key]
-            env = function_env(function, self.imports, cls)
+            env = function_env(function, self.imports, cls, self.statements)
             found: Dict[Optional[int], Returned] = {}
-            for value in _return_values(function):
+            for value in _return_values(function, self.statements):
                 elements = value.elements if isinstance(value, cst.Tuple) else None
                 pairs = [(i, e.value) for i, e in enumerate(elements)] if elements is not None else [(None, value)]
                 for index, expr in pairs:
@@ -194,8 +195,8 @@ class ReturnIndex:
         return dtypes.is_wide(node, self.imports, wide_name)
 
 
-def _return_values(function: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
-    for node in statements_of(function.body):
+def _return_values(function: cst.FunctionDef, statements: Statements) -> Iterator[cst.BaseExpression]:
+    for node in statements.of(function.body):
         if isinstance(node, cst.Return) and node.value is not None:
             yield node.value
 

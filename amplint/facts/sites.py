@@ -31,6 +31,7 @@ from amplint.screen import SITE_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.model import AnalysisOptions
+    from amplint.facts.mathenv import Statements
     from amplint.facts.probmath import Env
     from amplint.names import ImportTable
 
@@ -42,6 +43,7 @@ class SiteContext(Protocol):
     imports: "ImportTable"
     options: "AnalysisOptions"
     scope: Scope
+    bodies: "Statements"  # function bodies' and classes' bindings, read once per tree
 
     def dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
         """A distribution constructor call, or a local name bound to one."""

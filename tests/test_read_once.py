@@ -1,0 +1,78 @@
+"""Facts read once per run or per tree: the collector's thresholds and the per-tree statement memo.
+
+Both exist for speed only (issue 12), so each is checked to change no answer:
+the memo gives what a fresh read gives, and the thresholds are the caller's
+again after a command, however it ended.
+"""
+from __future__ import annotations
+
+import gc
+
+import libcst as cst
+import pytest
+
+from amplint import cli
+from amplint.collection import BATCH_THRESHOLDS, batch_collection
+from amplint.facts.mathenv import Statements, _attribute_bindings, statements_of
+
+SOURCE = """\
+class Head:
+    def __init__(self, scale=None, floor=1e-6):
+        self.scale = scale
+        self.floor = floor
+        for name in ("a", "b"):
+            self.last = name
+
+    def forward(self, x):
+        y = x * 2
+        def inner():
+            z = 1  # a nested scope: not the method's
+        return [w for w in y if w]
+"""
+
+
+def _tree():
+    module = cst.parse_module(SOURCE)
+    head = module.body[0]
+    return head, [m for m in head.body.body if isinstance(m, cst.FunctionDef)]
+
+
+def test_statements_memo_gives_what_a_fresh_read_gives_and_reads_once() -> None:
+    head, (init, forward) = _tree()
+    memo = Statements()
+    first = memo.of(forward.body)
+    assert first == tuple(statements_of(forward.body))
+    assert [cst.Module([]).code_for_node(n).strip() for n in first] == [
+        "y = x * 2", "return [w for w in y if w]", "for w in y if w"]
+    assert memo.of(forward.body) is first  # the second read is the first's answer
+    assert memo.attributes(head) is memo.attributes(head)
+    assert {k: [cst.Module([]).code_for_node(v) for v in vs] for k, vs in memo.attributes(head).items()} == {
+        "scale": ["None"], "floor": ["1e-6"], "last": ["name"]}  # a parameter stands for its default
+    assert memo.attributes(head).keys() == _attribute_bindings(head, Statements()).keys()
+
+
+def test_statements_memo_never_answers_for_a_node_that_reused_an_id() -> None:
+    memo = Statements()
+    _, (init, _forward) = _tree()
+    memo.of(init.body)
+    key = id(init.body)
+    other = cst.parse_module("def g():\n    q = 1\n").body[0].body
+    memo._bodies[id(other)] = memo._bodies.pop(key)  # as if `other` were made where `init.body` was
+    assert [type(n).__name__ for n in memo.of(other)] == ["Assign"]
+
+
+def test_batch_thresholds_hold_inside_and_the_callers_come_back_after_an_error() -> None:
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError):
+        with batch_collection():
+            assert gc.get_threshold() == BATCH_THRESHOLDS
+            raise RuntimeError("a command that fails")
+    assert gc.get_threshold() == before
+
+
+def test_a_command_runs_with_the_batch_thresholds(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    seen = []
+    monkeypatch.setattr(cli, "run_config", lambda args: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    assert cli.main(["config"]) == 0
+    assert seen == [BATCH_THRESHOLDS] and gc.get_threshold() == before
