@@ -35,9 +35,17 @@ class ImportTable:
 
     bindings: Dict[str, Set[str]] = field(default_factory=dict)
     star_modules: List[str] = field(default_factory=list)
+    # `qualnames_of` answers: the collector asks the same few names for every call of a file.
+    _answers: Dict[str, FrozenSet[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def bind(self, local: str, qualified: str) -> None:
         self.bindings.setdefault(local, set()).add(qualified)
+        self._answers.clear()
+
+    def star(self, module: str) -> None:
+        """`from module import *`: a name bound nowhere else may come from `module`."""
+        self.star_modules.append(module)
+        self._answers.clear()
 
     def qualnames(self, node: cst.BaseExpression) -> FrozenSet[str]:
         """All qualified names `node` may refer to (empty for non-name expressions)."""
@@ -46,11 +54,14 @@ class ImportTable:
 
     def qualnames_of(self, dotted: str) -> FrozenSet[str]:
         """`qualnames` for a dotted name given as text (`torch.autocast`)."""
-        head, *rest = dotted.split(".")
-        found = self.bindings.get(head)
-        bases = set(found) if found else {head, *(f"{module}.{head}" for module in self.star_modules)}
-        suffix = "".join(f".{part}" for part in rest)
-        return frozenset(base + suffix for base in bases)
+        answer = self._answers.get(dotted)
+        if answer is None:
+            head, *rest = dotted.split(".")
+            found = self.bindings.get(head)
+            bases = set(found) if found else {head, *(f"{module}.{head}" for module in self.star_modules)}
+            suffix = "".join(f".{part}" for part in rest)
+            answer = self._answers[dotted] = frozenset(base + suffix for base in bases)
+        return answer
 
     def matches(self, node: cst.BaseExpression, wanted: Iterable[str]) -> bool:
         wanted_set = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
@@ -123,7 +134,7 @@ def import_table(tree: ast.Module) -> ImportTable:
 def _bind_from(table: ImportTable, stmt: ast.ImportFrom) -> None:
     module = "." * stmt.level + (stmt.module or "")
     if any(alias.name == "*" for alias in stmt.names):
-        table.star_modules.append(module)
+        table.star(module)
         return
     for alias in stmt.names:
         local = alias.asname or alias.name
