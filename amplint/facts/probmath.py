@@ -457,6 +457,8 @@ def _first_leaf(node: cst.BaseExpression) -> cst.BaseExpression:
 def _gaussian_terms(terms: List[cst.BaseExpression], env: Env) -> bool:
     """A squared tensor term beside a log term (a tensor log or the log(2*pi) constant) in one sum."""
     squares = [t for t in terms if _has(t, env, _is_square_of_tensor)]
+    if not squares:  # most sums: their logs need no search
+        return False
     logs = [t for t in terms if _has(t, env, _is_log_term)]
     return any(square is not log for square in squares for log in logs)
 

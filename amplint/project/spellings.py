@@ -108,16 +108,29 @@ def _self_alias(statement: ast.stmt, imports: ImportTable) -> Iterator[Tuple[str
 
 
 def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ...]:
-    """Self-held autocast aliases and autocast-entering decorators defined in one file."""
+    """Self-held autocast aliases and autocast-entering decorators defined in one file.
+
+    Only a function with an autocast `with` within its lines can be such a
+    decorator: a `with` starts a line of its own, so the lines say which
+    functions hold it without walking each function again.
+    """
     found: Dict[str, Spelling] = {}
+    functions: List[ast.FunctionDef] = []
+    entering: List[int] = []  # the lines of the autocast `with`s
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            autocast = _wrapping_decorator(node, imports)  # type: ignore[arg-type]
-            if autocast is not None:
-                found.setdefault(node.name, Spelling(node.name, autocast, node.lineno))
+            functions.append(node)  # type: ignore[arg-type]
+        elif isinstance(node, ast.With):
+            if _entered_autocast(node, imports) is not None:
+                entering.append(node.lineno)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             for name, autocast in _self_alias(node, imports):
                 found.setdefault(name, Spelling(name, autocast, node.lineno))
+    for function in functions:  # a function's name never has the `self.` of an alias
+        if any(function.lineno < line <= (function.end_lineno or function.lineno) for line in entering):
+            autocast = _wrapping_decorator(function, imports)
+            if autocast is not None:
+                found.setdefault(function.name, Spelling(function.name, autocast, function.lineno))
     return tuple(sorted(found.values(), key=lambda s: (s.line, s.name)))
 
 
