@@ -37,6 +37,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -75,13 +76,17 @@ def load1() -> float:
 
 
 def timed(command: Sequence[str], env: Dict[str, str], limit: float) -> Run:
-    """(wall s, CPU s of the children, exit code, load) of one run, output discarded; exit -9 past `limit` s."""
+    """(wall s, CPU s of the children, exit code, load) of one run, output discarded; exit -9 past `limit` s.
+
+    The run starts in a neutral directory: `python -m` puts its working directory first on `sys.path`,
+    so from the repository's root it would import the working tree's `amplint` whatever `--ref` says.
+    """
     load = load1()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
         code = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=limit).returncode
+                              timeout=limit, cwd=tempfile.gettempdir()).returncode
     except subprocess.TimeoutExpired:
         code = -9
     wall = time.perf_counter() - start

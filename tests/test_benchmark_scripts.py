@@ -1,0 +1,57 @@
+"""The benchmark scripts run the amplint they name (`--ref`), not the one in the directory they start from.
+
+`python -m amplint` puts its working directory first on `sys.path`, so a
+comparison started from the repository's root imported the working tree's
+package for the `--ref` case too, and compared a tree with itself.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import instructions  # noqa: E402
+import project_speed  # noqa: E402
+
+
+def _fake_amplint(tmp_path: Path) -> Path:
+    package = tmp_path / "ref" / "amplint"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("print('the ref')\n")
+    return package.parent
+
+
+def test_project_speed_runs_the_ref_from_the_repository_root(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    probe = [sys.executable, "-c", "import amplint, sys; sys.exit(42 if 'ref' in amplint.__file__ else 0)"]
+    assert project_speed.timed(probe, project_speed.amplint_env(str(_fake_amplint(tmp_path))), 60)[2] == 42
+    assert project_speed.timed(probe, project_speed.amplint_env(None), 60)[2] == 0  # the installed one
+
+
+def test_instruction_counts_run_the_ref_from_the_repository_root(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    ref = _fake_amplint(tmp_path)
+    runs = instructions.cases("fixtures/check", [str(ref)], None)
+    assert [label for label, _, _ in runs] == ["amplint (working tree)", f"amplint ({ref})"]
+    assert runs[0][1][-1] == str(ROOT / "fixtures" / "check")  # absolute: the runs start elsewhere
+    # A shell stands in for valgrind: it drops the three valgrind options and runs the command (in the scratch dir).
+    shell = ("sh", "-c", 'shift 3; exec "$@"', "sh")
+    count, stdout, error = instructions.counted(runs[1][1], runs[1][2], counter=shell)
+    assert (count, stdout, error) == (None, b"the ref\n", ["no output"])
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instruction_counts_are_counts_and_the_table_compares_outputs() -> None:
+    env = dict(os.environ)
+    small = instructions.counted([sys.executable, "-c", "print(1)"], env)
+    large = instructions.counted([sys.executable, "-c", "print(sum(range(3_000_000)) and 1)"], env)
+    assert small[0] and large[0] and large[0] > small[0] + 50_000_000  # ~30 instructions an addition at least
+    text = instructions.table("x", ["a", "b"], [small, large])
+    assert "| a | " in text and "| b | " in text and "| yes |" in text  # same output: `1`
