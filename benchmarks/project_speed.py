@@ -124,6 +124,11 @@ def _model(root: str) -> Dict[str, float]:
     from amplint.project import loader
     from amplint.project.run import run_project
 
+    try:  # the collector's settings `amplint check` runs a command with
+        from amplint.collection import batch_collection
+    except ImportError:  # an amplint from before them
+        from contextlib import nullcontext as batch_collection
+
     cost: Dict[object, float] = {}
     analyze = loader._analyze
 
@@ -154,13 +159,14 @@ def _model(root: str) -> Dict[str, float]:
 
     loader._analyze = timed_analyze
     parallel.run_map = timed_map
-    start = time.process_time()
-    run_project([root], dataclasses.replace(Config(), jobs=1))
-    serial = time.process_time() - start
-    parallel.run_map = recorded
-    start = time.process_time()
-    run_project([root], dataclasses.replace(Config(), jobs=2))
-    parent = time.process_time() - start
+    with batch_collection():
+        start = time.process_time()
+        run_project([root], dataclasses.replace(Config(), jobs=1))
+        serial = time.process_time() - start
+        parallel.run_map = recorded
+        start = time.process_time()
+        run_project([root], dataclasses.replace(Config(), jobs=2))
+        parent = time.process_time() - start
     spans = 0.0
     work = 0.0
     for name, items, weights, pins in batches:

@@ -15,9 +15,12 @@ import pytest
 
 from conftest import ROOT
 
+_PATH = list(sys.path)
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import instructions  # noqa: E402
 import project_speed  # noqa: E402
+
+sys.path[:] = _PATH  # benchmarks/profile.py must not hide the standard library's `profile` from later imports
 
 
 def _fake_amplint(tmp_path: Path) -> Path:
