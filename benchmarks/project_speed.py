@@ -106,13 +106,18 @@ def amplint_env(ref: Optional[str]) -> Dict[str, str]:
 
 
 def _item_key(name: str, item: object) -> object:
-    """What identifies a unit of pool work across the two runs: a file (and whether it had entries), or a chunk."""
+    """What identifies a unit of pool work across the two runs: a file (and whether it had entries), or a chunk.
+
+    A chunk's key names its job: the text pass and the spellings pass cut the same file list into the same
+    chunks, and with the paths alone each took the other's cost (the model counted 13.5 CPU s of pool work
+    in an 11.1 s run).
+    """
     if name == "_parse_job":
         path, _, entries = item[:3]  # type: ignore[index]
         return path, bool(entries)
     if name == "_scan_job":
-        return tuple(item[0])  # type: ignore[index]
-    return tuple(item) if isinstance(item, list) else repr(item)
+        return name, tuple(item[0])  # type: ignore[index]
+    return name, (tuple(item) if isinstance(item, list) else repr(item))
 
 
 def _model(root: str) -> Dict[str, float]:
