@@ -132,7 +132,6 @@ def _classes(module: cst.Module) -> List[cst.ClassDef]:
     return [s for s in module.body if isinstance(s, cst.ClassDef)]
 
 
-
 def _constructed(root: str, ctx: "SiteContext") -> Optional[List[cst.BaseExpression]]:
     """`posterior = DiagonalGaussianDistribution(z)` in this function: the constructor's tensor arguments."""
     values = ctx.math_env().values(root)
