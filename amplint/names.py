@@ -36,7 +36,7 @@ class ImportTable:
     bindings: Dict[str, Set[str]] = field(default_factory=dict)
     star_modules: List[str] = field(default_factory=list)
     # `qualnames_of` answers: the collector asks the same few names for every call of a file.
-    _answers: Dict[str, FrozenSet[str]] = field(default_factory=dict, repr=False, compare=False)
+    _answers: Dict[str, FrozenSet[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def bind(self, local: str, qualified: str) -> None:
         self.bindings.setdefault(local, set()).add(qualified)

@@ -33,12 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-HERE = Path(__file__).resolve().parent
-RUFF = HERE / ".work" / "toolenv" / "bin" / "ruff"
+from project_speed import RUFF, amplint_env
+
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 Case = Tuple[str, List[str], Dict[str, str]]  # label, command, environment
-Count = Tuple[Optional[int], bytes, str]  # instructions (None: failed), stdout, why it failed
+Count = Tuple[Optional[int], bytes, str]  # instructions (None: failed), stdout, why it failed ("" if it did not)
 
 
 def counted(command: Sequence[str], env: Dict[str, str], counter: Sequence[str] = ("valgrind",)) -> Count:
@@ -47,9 +47,11 @@ def counted(command: Sequence[str], env: Dict[str, str], counter: Sequence[str] 
         wrapped = [*counter, "--tool=cachegrind", "--cache-sim=no",
                    f"--cachegrind-out-file={Path(scratch) / 'out'}", *command]
         done = subprocess.run(wrapped, env=env, capture_output=True, cwd=scratch)  # not the repository: see `cases`
-    found = _REFS.findall(done.stderr.decode("utf-8", "replace"))
+    stderr = done.stderr.decode("utf-8", "replace")
+    found = _REFS.findall(stderr)
     if not found:
-        return None, done.stdout, done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        last = stderr.strip().splitlines()[-1:]
+        return None, done.stdout, last[0] if last else "no output"
     return int(found[-1].replace(",", "")), done.stdout, ""
 
 
@@ -57,15 +59,13 @@ def cases(root: str, refs: Sequence[str], ruff: Optional[Path]) -> List[Case]:
     """What to count. Each runs in a scratch directory, since `python -m` puts its working directory first
     on `sys.path`: from the repository's root a `--ref` would still import the working tree's `amplint`."""
     root = str(Path(root).resolve())
-    base = dict(os.environ, PYTHONHASHSEED="0", AMPLINT_NO_CACHE="1")
     amplint = [sys.executable, "-m", "amplint", "check", "-j", "1", "--format", "json", root]
-    found: List[Case] = [("amplint (working tree)", amplint, base)]
+    found: List[Case] = [("amplint (working tree)", amplint, dict(amplint_env(None), PYTHONHASHSEED="0"))]
     for ref in refs:
-        env = dict(base, PYTHONPATH=os.pathsep.join(p for p in (ref, base.get("PYTHONPATH")) if p))
-        found.append((f"amplint ({ref})", amplint, env))
+        found.append((f"amplint ({ref})", amplint, dict(amplint_env(ref), PYTHONHASHSEED="0")))
     if ruff is not None:
         command = [str(ruff), "check", "--select", "ALL", "--no-cache", "--quiet", root]
-        found.append(("`ruff check --select ALL --no-cache`", command, base))
+        found.append(("`ruff check --select ALL --no-cache`", command, dict(os.environ)))
     return found
 
 
@@ -75,7 +75,7 @@ def table(root: str, labels: Sequence[str], counts: Sequence[Count]) -> str:
              "| case | instructions | ÷ working tree | JSON output as the working tree's |", "|---|---:|---:|---|"]
     for index, (label, (count, stdout, error)) in enumerate(zip(labels, counts)):
         if count is None:
-            lines.append(f"| {label} | failed: {error[0]} | | |")
+            lines.append(f"| {label} | failed: {error} | | |")
             continue
         ratio = f"{count / tree:.3f}" if tree else ""
         same = "" if label.startswith("`ruff") else ("yes" if stdout == counts[0][1] else "**no**")

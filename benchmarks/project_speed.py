@@ -96,9 +96,10 @@ def timed(command: Sequence[str], env: Dict[str, str], limit: float) -> Run:
 
 
 def amplint_env(ref: Optional[str]) -> Dict[str, str]:
+    """A cold run's environment; `ref` first on `PYTHONPATH` (no empty entry: that would mean the directory)."""
     env = dict(os.environ, AMPLINT_NO_CACHE="1")
     if ref:
-        env["PYTHONPATH"] = ref + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(path for path in (ref, env.get("PYTHONPATH")) if path)
     return env
 
 

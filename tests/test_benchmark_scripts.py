@@ -47,7 +47,7 @@ def test_instruction_counts_run_the_ref_from_the_repository_root(tmp_path: Path,
     # A shell stands in for valgrind: it drops the three valgrind options and runs the command (in the scratch dir).
     shell = ("sh", "-c", 'shift 3; exec "$@"', "sh")
     count, stdout, error = instructions.counted(runs[1][1], runs[1][2], counter=shell)
-    assert (count, stdout, error) == (None, b"the ref\n", ["no output"])
+    assert (count, stdout, error) == (None, b"the ref\n", "no output")
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")

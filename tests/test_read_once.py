@@ -70,7 +70,7 @@ def test_batch_thresholds_hold_inside_and_the_callers_come_back_after_an_error()
     assert gc.get_threshold() == before
 
 
-def test_a_command_runs_with_the_batch_thresholds(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_a_command_runs_with_the_batch_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = []
     monkeypatch.setattr(cli, "run_config", lambda args: seen.append(gc.get_threshold()) or 0)
     before = gc.get_threshold()
