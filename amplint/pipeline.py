@@ -83,6 +83,7 @@ def analyze_source(
     entries: Sequence["EntryContext"] = (),
     project: bool = False,
     parse: "Optional[Callable[..., Union[SourceAnalysis, FileError]]]" = None,
+    imports: "Optional[ImportTable]" = None,
 ) -> Union[SourceAnalysis, FileError]:
     """Parse once, analyze, keep the findings `config` selects.
 
@@ -94,9 +95,13 @@ def analyze_source(
     `project=True` analyzes in project mode (framework regions, call records)
     and skips the text prefilter: the project pass chose the file.
     `parse` stands in for `_parse_and_analyze` (the engine passes its own name for it).
+    `imports`: the file's import table, when the caller has read CPython's tree of it (project mode's
+    `summary_from_tree`): CPython accepted the file, and it is not read again.
     """
     parse = parse or _parse_and_analyze
-    imports = _screened(text, config, alone=not entries and not project)
+    alone = not entries and not project
+    if imports is None or alone:
+        imports = _screened(text, config, alone=alone)
     if imports is None:
         return SourceAnalysis(path, text)
     if isinstance(imports, str):

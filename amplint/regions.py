@@ -7,13 +7,15 @@ dtype, enabled, ...)` but `torch.cuda.amp.autocast(enabled, dtype, ...)`, so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, TypeVar
 
 import libcst as cst
 
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES, Style
 from amplint.model import Precision, RegionInfo
 from amplint.names import ImportTable
+
+Value = TypeVar("Value")
 
 
 FLOAT16_NAMES = frozenset({"torch.float16", "torch.half"})
@@ -57,7 +59,12 @@ def autocast_style(func: cst.BaseExpression, table: ImportTable, extra: FrozenSe
     `aliases` are a project's own spellings: `self.amp_cm` matches as written, a
     decorator's function name by the last part of what it resolves to.
     """
-    names = table.qualnames(func)
+    return style_of(table.qualnames(func), extra, aliases)
+
+
+def style_of(names: FrozenSet[str], extra: FrozenSet[str], aliases: Tuple[Tuple[str, str], ...] = ()
+             ) -> Optional[Style]:
+    """`autocast_style` for the qualified names a callee may stand for (CPython's tree reads them too)."""
     styles = {AUTOCAST_NAMES[n] for n in names if n in AUTOCAST_NAMES}
     for alias, wrapped in aliases:
         if alias in names or ("." not in alias and any(n.rsplit(".", 1)[-1] == alias for n in names)):
@@ -100,38 +107,48 @@ def _literal_string(node: cst.BaseExpression) -> Optional[str]:
 
 def _bind(style: Style, args: Sequence[cst.Arg]) -> Dict[str, cst.BaseExpression]:
     """Map parameter names to argument expressions for this autocast style."""
-    bound: Dict[str, cst.BaseExpression] = {}
+    return bind_arguments(style, [(None if a.keyword is None else a.keyword.value, a.star, a.value) for a in args])
+
+
+def bind_arguments(style: Style, args: Sequence[Tuple[Optional[str], str, Value]]) -> Dict[str, Value]:
+    """Parameter names to the values given as (keyword or None, star, value), in the order written."""
+    bound: Dict[str, Value] = {}
     names = _POSITIONAL[style]
     position = 0
-    for arg in args:
-        if arg.star:
+    for keyword, star, value in args:
+        if star:
             continue
-        if arg.keyword is not None:
-            bound[arg.keyword.value] = arg.value
+        if keyword is not None:
+            bound[keyword] = value
         else:
             if position < len(names):
-                bound[names[position]] = arg.value
+                bound[names[position]] = value
             position += 1
     return bound
 
 
-def _device(style: Style, bound: Dict[str, cst.BaseExpression], module: cst.Module) -> Tuple[Optional[str], str]:
-    if style is Style.CUDA:
-        return "cuda", '"cuda"'
-    if style is Style.CPU:
-        return "cpu", '"cpu"'
-    node = bound.get("device_type")
-    if node is None:
-        return None, ""
-    literal = _literal_string(node)
-    code = module.code_for_node(node)
-    return (literal.split(":")[0] if literal is not None else None), code
+def fixed_device(style: Style) -> Optional[Tuple[str, str]]:
+    """The device a spelling names itself (`torch.cuda.amp.autocast`), with its text; None for the generic one."""
+    return {Style.CUDA: ("cuda", '"cuda"'), Style.CPU: ("cpu", '"cpu"')}.get(style)
 
 
-def _precision(style: Style, device: Optional[str], dtype: Optional[cst.BaseExpression],
-               table: ImportTable) -> Precision:
-    if dtype is not None and not (isinstance(dtype, cst.Name) and dtype.value == "None"):
-        names = table.qualnames(dtype)
+def spec_of(style: Style, bound: Dict[str, Value], literal: Callable[[Value], Optional[str]],
+            code: Callable[[Value], str], dtype: Optional[FrozenSet[str]], disabled: bool) -> RegionSpec:
+    """A region's meaning from its bound arguments, read through `literal` (a string's value) and `code` (an
+    argument as written), with the qualified names its `dtype=` may stand for (None: no dtype given)."""
+    place = fixed_device(style)
+    if place is None:
+        node = bound.get("device_type")
+        text = None if node is None else literal(node)
+        place = (None, "") if node is None else (text.split(":")[0] if text is not None else None, code(node))
+    device, device_code = place
+    return RegionSpec(precision_of(style, device, dtype), not disabled, device, device_code)
+
+
+def precision_of(style: Style, device: Optional[str], dtype: Optional[FrozenSet[str]]) -> Precision:
+    """What a region computes in, from the qualified names its `dtype=` may stand for (None: no dtype given)."""
+    if dtype is not None:
+        names = dtype
         if names & FLOAT16_NAMES:
             return Precision.FLOAT16
         if names & BFLOAT16_NAMES:
@@ -148,9 +165,29 @@ def _precision(style: Style, device: Optional[str], dtype: Optional[cst.BaseExpr
     return Precision.FLOAT16 if device in FLOAT16_DEFAULT_DEVICES else Precision.BFLOAT16
 
 
-def _enabled(node: Optional[cst.BaseExpression]) -> bool:
-    """Only a literal False disables; anything not literal may be enabled."""
-    return not (isinstance(node, cst.Name) and node.value == "False")
+def dtype_kinds(names: FrozenSet[str]) -> Optional[Set[Precision]]:
+    """The dtype a literal names (from its qualified names), as a set to join with others; None: not a dtype."""
+    if names & FLOAT16_NAMES:
+        return {Precision.FLOAT16}
+    if names & BFLOAT16_NAMES:
+        return {Precision.BFLOAT16}
+    if names & WIDE_FLOAT_NAMES:
+        return {Precision.OTHER}
+    return None
+
+
+def precision_of_kinds(found: Iterable[Optional[Set[Precision]]]) -> Optional[Precision]:
+    """What `dtype=self.<attr>` computes in, from the kinds of every value assigned to it; None when unknown."""
+    kinds: Set[Precision] = set()
+    for each in found:
+        if each is None:
+            return None
+        kinds |= each
+    if not kinds:
+        return None
+    if Precision.FLOAT16 in kinds:
+        return Precision.FLOAT16 if kinds == {Precision.FLOAT16} else Precision.MAYBE_FLOAT16
+    return Precision.BFLOAT16 if Precision.BFLOAT16 in kinds else Precision.OTHER
 
 
 def bound_argument(factory: AutocastFactory, call_args: Iterable[cst.Arg], name: str) -> Optional[cst.BaseExpression]:
@@ -163,6 +200,9 @@ def region_spec(
 ) -> RegionSpec:
     args: List[cst.Arg] = list(factory.bound_args) + list(call_args)
     bound = _bind(factory.style, args)
-    device, device_code = _device(factory.style, bound, module)
-    precision = _precision(factory.style, device, bound.get("dtype"), table)
-    return RegionSpec(precision, _enabled(bound.get("enabled")), device, device_code)
+    dtype, enabled = bound.get("dtype"), bound.get("enabled")
+    given = dtype is not None and not (isinstance(dtype, cst.Name) and dtype.value == "None")
+    # Only a literal False disables; anything not literal may be enabled.
+    disabled = isinstance(enabled, cst.Name) and enabled.value == "False"
+    return spec_of(factory.style, bound, _literal_string, module.code_for_node,
+                   table.qualnames(dtype) if given else None, disabled)  # type: ignore[arg-type]

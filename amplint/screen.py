@@ -50,14 +50,18 @@ def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: I
     for node in ast.walk(tree):
         if not region and _spells(node, words):
             region = True
-        elif not site and isinstance(node, ast.Call) and (_is_site(node.func, imports) or _is_log(node, imports)):
+        elif not site and counts_as_site(node, imports):
             site = True
-        elif not site and isinstance(node, ast.Constant) and isinstance(node.value, float) and (
-                0 < node.value < FLOAT16_SUBNORMAL):
-            site = True  # a floor float16 cannot hold
         if region and site:
             return True
     return False
+
+
+def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
+    """The site half for one node: a probability call or a log, or a floor float16 cannot hold (`1e-10`)."""
+    if isinstance(node, ast.Call):
+        return _is_site(node.func, imports) or _is_log(node, imports)
+    return isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < FLOAT16_SUBNORMAL
 
 
 def _spells(node: ast.AST, words: AbstractSet[str]) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, Set, Tuple
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 LEAVES = ("mu", "sigma", "x", "logits", "h", "w", "log_sigma", "rate", "y")
@@ -375,3 +376,17 @@ def programs(draw: Callable, functions: int = 2, statements: int = 3, classes: b
     if draw(st.integers(0, 9)) == 0:
         text = text.replace("\n", "\r\n")
     return text
+
+
+# --- any Python program: hypothesmith's grammar, for what must hold of every module -------------------
+
+try:
+    import hypothesmith
+except ImportError:  # pragma: no cover - the dev extra installs it
+    hypothesmith = None
+GRAMMAR = st.deferred(lambda: hypothesmith.from_grammar()) if hypothesmith is not None else st.just("")
+NO_HYPOTHESMITH = "hypothesmith is not installed (pip install -e '.[dev]')"
+# The settings of every test that compares two readings of a generated program: reproducible and unhurried.
+GRAMMAR_SETTINGS = settings(
+    max_examples=150, derandomize=True, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])

@@ -14,8 +14,7 @@ from typing import Dict, List, Tuple
 import libcst as cst
 import libcst._nodes.base as cst_base
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import given
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from amplint import cstparse
@@ -23,6 +22,7 @@ from amplint.cstwalk import SKIPPED, children, type_test, walk
 from amplint.names import collect_imports, import_table
 from amplint.positions import positions
 from conftest import ROOT
+from progen import GRAMMAR, GRAMMAR_SETTINGS, NO_HYPOTHESMITH, hypothesmith
 
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))
 
@@ -181,16 +181,8 @@ def test_import_table_reads_imports_and_aliases_in_source_order() -> None:
 
 # --- generated programs ---------------------------------------------------------------------------
 
-try:
-    import hypothesmith
-except ImportError:  # pragma: no cover - the dev extra installs it
-    hypothesmith = None
-GRAMMAR = st.deferred(lambda: hypothesmith.from_grammar()) if hypothesmith is not None else st.just("")
-
-
-@pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed (pip install -e '.[dev]')")
-@settings(max_examples=150, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@pytest.mark.skipif(hypothesmith is None, reason=NO_HYPOTHESMITH)
+@GRAMMAR_SETTINGS
 @given(source=GRAMMAR)
 def test_positions_and_walk_equal_libcst_on_generated_programs(source: str) -> None:
     with warnings.catch_warnings():

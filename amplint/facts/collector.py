@@ -48,6 +48,7 @@ POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 
 SELF_NAMES = ("self", "cls")  # a method's own receiver
 
+
 class Collector(ParallelMarks, cst.CSTVisitor):
     """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
 
@@ -193,16 +194,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         return accelerator_binding(value, self._line(value), self.module)
 
     def _lookup(self, name: str, table: str) -> object:
-        """`name` in the scope chain's `table`; a local parameter or assignment without it hides outer ones."""
-        scope: Optional[Scope] = self.scope
-        while scope is not None:
-            found = getattr(scope, table).get(name)
-            if found is not None:
-                return found
-            if name in scope.params or name in scope.assigned:
-                return None
-            scope = scope.parent
-        return None
+        return self.scope.find(name, table)
 
     # --- scopes --------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -220,21 +212,10 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         self.containers.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        name = node.name.value
-        parent = self.scope
         container = self.containers[-1] if self.containers else "module"
-        if container == "class":
-            key = display = f"{self.class_stack[-1]}.{name}"
-            class_name: Optional[str] = self.class_stack[-1]
-        elif container == "function":
-            key = f"{parent.key}.<locals>.{name}"
-            display = f"{parent.display}.{name}"
-            class_name = parent.class_name
-            parent.nested[name] = key
-        else:
-            key = display = name
-            class_name = None
-        scope = Scope(key, display, class_name, parent, node=node)
+        scope = self.scope.child(node.name.value, container, self.class_stack[-1] if container == "class" else None,
+                                 node)
+        key = scope.key
         if self.options.project:
             record_params(scope, node.params, container == "class")
         for decorator in node.decorators:

@@ -197,6 +197,37 @@ class Scope:
     accelerators: Dict[str, AccelBinding] = field(default_factory=dict)
     prepared: Dict[str, AccelBinding] = field(default_factory=dict)  # models returned by accelerator.prepare
 
+    def child(self, name: str, container: str, enclosing_class: Optional[str],
+              node: "Optional[cst.CSTNode]" = None) -> "Scope":
+        """The scope of a `def name` written here: in a class body (`container` "class", the class being
+        `enclosing_class`), in this function ("function"), or at the top level ("module")."""
+        class_name: Optional[str]
+        if container == "class":
+            key = display = f"{enclosing_class}.{name}"
+            class_name = enclosing_class
+        elif container == "function":
+            key = f"{self.key}.<locals>.{name}"
+            display = f"{self.display}.{name}"
+            class_name = self.class_name
+            self.nested[name] = key
+        else:
+            key = display = name
+            class_name = None
+        return Scope(key, display, class_name, self, node=node)
+
+    def find(self, name: str, table: str) -> object:
+        """`name` in `table` (`instances`, ...) here or further out; a parameter or assignment without it hides
+        outer ones."""
+        scope: Optional[Scope] = self
+        while scope is not None:
+            found = getattr(scope, table).get(name)
+            if found is not None:
+                return found
+            if name in scope.params or name in scope.assigned:
+                return None
+            scope = scope.parent
+        return None
+
     def binds_locally(self, name: str) -> bool:
         """Is `name` a parameter or an assigned name of this function or an enclosing one (not the module)?"""
         each: Optional[Scope] = self

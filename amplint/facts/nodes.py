@@ -14,7 +14,7 @@ from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import AccelBinding, Scope
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
-from amplint.regions import BFLOAT16_NAMES, FLOAT16_NAMES, WIDE_FLOAT_NAMES, RegionSpec
+from amplint.regions import RegionSpec, dtype_kinds, precision_of_kinds
 
 
 def names_in(node: cst.CSTNode) -> Iterator[str]:
@@ -117,14 +117,7 @@ def _dtype_kinds(node: cst.BaseExpression, imports: ImportTable) -> Optional[Set
     if isinstance(node, cst.IfExp):
         body, orelse = _dtype_kinds(node.body, imports), _dtype_kinds(node.orelse, imports)
         return None if body is None or orelse is None else body | orelse
-    names = imports.qualnames(node)
-    if names & FLOAT16_NAMES:
-        return {Precision.FLOAT16}
-    if names & BFLOAT16_NAMES:
-        return {Precision.BFLOAT16}
-    if names & WIDE_FLOAT_NAMES:
-        return {Precision.OTHER}
-    return None
+    return dtype_kinds(imports.qualnames(node))
 
 
 def attribute_dtype(cls: cst.ClassDef, attr: str, imports: ImportTable) -> Optional[Precision]:
@@ -135,17 +128,7 @@ def attribute_dtype(cls: cst.ClassDef, attr: str, imports: ImportTable) -> Optio
     """
     visitor = _AttributeAssignments(attr)
     walk(cls, visitor)
-    kinds: Set[Precision] = set()
-    for value in visitor.values:
-        found = _dtype_kinds(value, imports)
-        if found is None:
-            return None
-        kinds |= found
-    if not kinds:
-        return None
-    if Precision.FLOAT16 in kinds:
-        return Precision.FLOAT16 if kinds == {Precision.FLOAT16} else Precision.MAYBE_FLOAT16
-    return Precision.BFLOAT16 if Precision.BFLOAT16 in kinds else Precision.OTHER
+    return precision_of_kinds(_dtype_kinds(value, imports) for value in visitor.values)
 
 
 def trainer_model(node: cst.Call) -> Optional[cst.BaseExpression]:

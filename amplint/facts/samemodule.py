@@ -13,7 +13,7 @@ Accelerate may have wrapped in one) also give the module back as `.module`:
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -127,9 +127,20 @@ class ParallelMarks:
         key = self._mark_key(parts)
         return key is not None and key in self.parallel_marks
 
-    def _mark_parallel(self, target: cst.BaseExpression, parallel: bool) -> None:
+    # The host's tree: LibCST's here, CPython's in `facts.astcalls` (which overrides these three).
+    def _dotted(self, node: Any) -> Optional[str]:
+        return dotted_name(node)
+
+    def _same_module(self, node: Any) -> Tuple[Any, bool]:
+        return same_module(node, self.imports)
+
+    def _module_of(self, node: Any) -> Any:
+        """`x` of `x.module`, else None."""
+        return node.value if isinstance(node, cst.Attribute) and node.attr.value == "module" else None
+
+    def _mark_parallel(self, target: Any, parallel: bool) -> None:
         """After `target = value` bound an instance: whether `value` was a parallel wrapper."""
-        text = dotted_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        text = self._dotted(target)
         parts = text.split(".") if text is not None else []
         key: Optional[Tuple[str, ...]] = None
         if len(parts) == 1:  # a name of this function (or of the module)
@@ -141,16 +152,15 @@ class ParallelMarks:
         elif key is not None:
             self.parallel_marks.discard(key)
 
-    def _unwrapped(self, value: cst.BaseExpression) -> cst.BaseExpression:
+    def _unwrapped(self, value: Any) -> Any:
         """`value` through calls that return the same module, and through `.module` of a parallel wrapper."""
         for _ in range(MAX_HOPS):
-            value = same_module(value, self.imports)[0]
-            if not (isinstance(value, cst.Attribute) and value.attr.value == "module"):
+            value = self._same_module(value)[0]
+            inner = self._module_of(value)
+            if inner is None:
                 return value
-            inner = value.value
-            text = dotted_name(inner) if isinstance(inner, (cst.Name, cst.Attribute)) else None
-            wrapper = same_module(inner, self.imports)[1] or (
-                text is not None and self._holds_parallel(text.split(".")))
+            text = self._dotted(inner)
+            wrapper = self._same_module(inner)[1] or (text is not None and self._holds_parallel(text.split(".")))
             if not wrapper:
                 return value  # `.module` of what is no parallel wrapper: an attribute of its own
             value = inner

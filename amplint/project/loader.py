@@ -36,10 +36,13 @@ LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many imp
 
 # The text pass's result for one file: flags, `single`, class bases named, defs, `self.<attr> =` names.
 _Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]
-# A pooled parse (`_parse_job`): was the file read, and (summary or None, findings) or the error.
-_Parsed = Tuple[bool, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
+# How a file was read for its summary or findings: not at all (an error), with LibCST, or with CPython's
+# `ast` only (`summarize.summary_from_ast`: no site, region or distribution in it).
+NOT_READ, LIBCST, CPYTHON = "", "libcst", "ast"
+# A pooled parse (`_parse_job`): how the file was read, and (summary or None, findings) or the error.
+_Parsed = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
 # What `_parse_job` returns: the above, and the worker process that kept the file's tree (its pid) or None.
-_Job = Tuple[bool, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError], Optional[int]]
+_Job = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError], Optional[int]]
 
 
 @dataclass
@@ -64,6 +67,7 @@ class Stats:
     ahead_unused: List[str] = field(default_factory=list)  # of those, the ones the walk never asked for
     waves: int = 0  # speculative passes of the walk (`project.ahead`)
     shaped: List[str] = field(default_factory=list)  # files read with `ast` only, for their shape (`Loader.shape`)
+    from_ast: List[str] = field(default_factory=list)  # summaries read from CPython's tree, with no LibCST parse
 
 
 class Loader:
@@ -411,9 +415,8 @@ class Loader:
 
     def _commit(self, path: str, parsed: "_Parsed") -> Optional[Tuple[Optional[FileSummary], Tuple[Finding, ...]]]:
         """Record a pooled parse as `_parse` records its own: the parse in the stats, an error as the file's."""
-        read, outcome = parsed
-        if read:
-            self.stats.parsed.append(path)
+        how, outcome = parsed
+        self._count(path, how)
         if isinstance(outcome, FileError):
             self.errors[path] = outcome
             return None
@@ -423,18 +426,23 @@ class Loader:
         from amplint import progress
         from amplint.project.summarize import summarize
 
-        read, outcome = _analyze(path, self.config, entries)
-        if read:
-            self.stats.parsed.append(path)
+        how, outcome = _analyze(path, self.config, entries)
+        self._count(path, how)
+        if how:
             progress.current().advance()
         if isinstance(outcome, FileError):
             self.errors[path] = outcome
             return None
+        if isinstance(outcome, FileSummary):
+            return outcome, ()
         assert outcome.analysis is not None
         summary = summarize(outcome.analysis)
         if worth_keeping(summary):  # entries or covered calls may come
             self._trees.keep(path, outcome.analysis, outcome.text)
         return summary, tuple(outcome.findings)
+
+    def _count(self, path: str, how: str) -> None:
+        {LIBCST: self.stats.parsed, CPYTHON: self.stats.from_ast}.get(how, []).append(path)
 
     # --- findings ------------------------------------------------------------
     def _findings_key(self, path: str, info: _FileInfo, entries: Sequence[EntryContext]) -> str:
@@ -529,7 +537,7 @@ def _size(path: str) -> int:
 
 
 def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], memory: "Optional[Memory]") -> _Job:
-    """`Loader._parse` in a pool worker: (was the file read, (summary, findings) or the error, kept by).
+    """`Loader._parse` in a pool worker: (how the file was read, (summary, findings) or the error, kept by).
 
     The summary is None unless asked for (the entry pass needs only findings).
     A worker keeps the tree of a file parsed for its summary, as the loader
@@ -544,10 +552,12 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
     if trees is not None and not want_summary:
         reused = trees.findings(path, config, entries)
         if reused is not None:
-            return False, (None, tuple(reused)), None
+            return NOT_READ, (None, tuple(reused)), None
     read, outcome = _analyze(path, config, entries)
     if isinstance(outcome, FileError):
         return read, outcome, None
+    if isinstance(outcome, FileSummary):
+        return read, (outcome if want_summary else None, ()), None
     assert outcome.analysis is not None
     if not want_summary:
         return read, (None, tuple(outcome.findings)), None
@@ -558,14 +568,29 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
 
 def _analyze(
     path: str, config: Config, entries: Sequence[EntryContext]
-) -> "Tuple[bool, Union[SourceAnalysis, FileError]]":
-    """Read `path` and analyse it in project mode: (was it read, the analysis or the error)."""
+) -> "Tuple[str, Union[SourceAnalysis, FileSummary, FileError]]":
+    """Read `path` and analyse it in project mode: (how it was read, the analysis, its summary or the error).
+
+    With no entries, a file with no site, region or distribution has no findings of its own: its summary
+    is read from CPython's tree (`summarize.summary_from_ast`), without LibCST.
+    """
+    from amplint.deep import python_parse
+    from amplint.names import import_table
     from amplint.pipeline import analyze_source
+    from amplint.project.summarize import may_summarize, summary_from_tree
 
     source = read_source(path)
     if isinstance(source, FileError):
-        return False, source
-    return True, analyze_source(source.text, path, config, entries=entries, project=True)
+        return NOT_READ, source
+    text, imports = source.text, None
+    if not entries and may_summarize(text, config):
+        tree = python_parse(text)
+        if not isinstance(tree, str):  # else the LibCST path reports CPython's refusal, as it always did
+            imports = import_table(tree)
+            quick = summary_from_tree(tree, text, imports, config)
+            if quick is not None:
+                return CPYTHON, quick
+    return LIBCST, analyze_source(text, path, config, entries=entries, project=True, imports=imports)
 
 
 def cache_directory(paths: Sequence[str], top: str) -> str:

@@ -7,14 +7,19 @@ project results cannot drift apart.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from amplint.project.summary import (
     CallSummary, ClassSummary, FileSummary, FunctionSummary, RegionRef, import_pairs, methods_by_class,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    import ast
+
     from amplint.analysis import ModuleAnalysis
+    from amplint.config import Config
+    from amplint.facts.astcalls import AstFacts
+    from amplint.facts.frameworks import FrameworkCall
     from amplint.facts.model import CallRecord, RegionEntry, Scope
     from amplint.facts.entry import ReturnedDist
     from amplint.names import ImportTable
@@ -45,6 +50,12 @@ def _function(scope: "Scope", imports: "ImportTable",
     from amplint.facts.densitycalls import is_density
     from amplint.facts.signatures import distribution_params, parameter_names  # the parser is loaded
 
+    return _function_summary(scope, returns.get(scope.key, ()), distribution_params(scope.node, imports),
+                             parameter_names(scope.node), is_density(scope.node, imports))
+
+
+def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_params: Tuple[str, ...],
+                      params: Tuple[str, ...], density: bool) -> FunctionSummary:
     exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
     return FunctionSummary(
         key=scope.key,
@@ -55,10 +66,10 @@ def _function(scope: "Scope", imports: "ImportTable",
         exposed=exposed,
         calls=tuple(_call(c) for c in scope.calls if c.callee),
         sites=len(scope.sites),
-        dist_params=distribution_params(scope.node, imports),
-        returns=returns.get(scope.key, ()),
-        params=parameter_names(scope.node),
-        density=is_density(scope.node, imports),
+        dist_params=dist_params,
+        returns=returns,
+        params=params,
+        density=density,
     )
 
 
@@ -67,29 +78,81 @@ def summarize(analysis: "ModuleAnalysis") -> FileSummary:
     returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
     functions: Dict[str, FunctionSummary] = {
         key: _function(scope, analysis.imports, returns) for key, scope in analysis.scopes.items()}
-    methods = methods_by_class((scope.key, scope.class_name) for scope in analysis.scopes.values())
+    return _file_summary(analysis.imports, functions, analysis.scopes, analysis.class_bases, analysis.class_attrs,
+                         analysis.facts.class_items, tuple(analysis.framework_calls))
+
+
+def summarize_ast(facts: "AstFacts", imports: "ImportTable") -> FileSummary:
+    """The summary of a file read from CPython's tree (`facts.astcalls`): no site or distribution."""
+    functions = {key: _function_summary(scope, (), (), facts.params.get(key, ()), False)
+                 for key, scope in facts.scopes.items()}
+    return _file_summary(imports, functions, facts.scopes, facts.class_bases, facts.class_attrs, facts.class_items,
+                         ())
+
+
+def _file_summary(
+    imports: "ImportTable", functions: Dict[str, FunctionSummary], scopes: Dict[str, "Scope"],
+    class_bases: Dict[str, List[str]], class_attrs: Dict[str, Dict[str, Tuple[str, bool]]],
+    class_items: Dict[str, Dict[str, Tuple[str, ...]]], framework_calls: Tuple["FrameworkCall", ...],
+) -> FileSummary:
+    methods = methods_by_class((scope.key, scope.class_name) for scope in scopes.values())
     classes = {
         name: ClassSummary(
             name=name,
             bases=tuple(bases),
             methods=tuple(methods.get(name, ())),
             attrs=tuple(
-                (attr, text, exact) for attr, (text, exact) in sorted(analysis.class_attrs.get(name, {}).items())
+                (attr, text, exact) for attr, (text, exact) in sorted(class_attrs.get(name, {}).items())
             ) + tuple(  # a container's elements: `heads[]`, once per class it holds
-                (f"{attr}[]", text, True) for attr, texts in sorted(analysis.facts.class_items.get(name, {}).items())
+                (f"{attr}[]", text, True) for attr, texts in sorted(class_items.get(name, {}).items())
                 for text in texts),
         )
-        for name, bases in analysis.class_bases.items()
+        for name, bases in class_bases.items()
     }
-    module_scope = analysis.scopes["<module>"]
     instances: Tuple[Tuple[str, str, bool], ...] = tuple(
-        (name, text, exact) for name, (text, exact) in sorted(module_scope.instances.items())
+        (name, text, exact) for name, (text, exact) in sorted(scopes["<module>"].instances.items())
     )
     return FileSummary(
-        imports=import_pairs(analysis.imports.bindings),
-        star_modules=tuple(analysis.imports.star_modules),
+        imports=import_pairs(imports.bindings),
+        star_modules=tuple(imports.star_modules),
         functions=functions,
         classes=classes,
         instances=instances,
-        framework_calls=tuple(analysis.framework_calls),
+        framework_calls=framework_calls,
     )
+
+
+def summary_from_ast(text: str, config: "Config") -> Optional[FileSummary]:
+    """The summary read from CPython's tree when the file holds no site or distribution; else None.
+
+    None also when CPython refuses the file: the LibCST path reports that as it always did.
+    """
+    from amplint.deep import python_parse
+    from amplint.names import import_table
+
+    if not may_summarize(text, config):
+        return None
+    tree = python_parse(text)
+    return None if isinstance(tree, str) else summary_from_tree(tree, text, import_table(tree), config)
+
+
+def may_summarize(text: str, config: "Config") -> bool:
+    """The text test before any tree: no word that only the LibCST collector reads."""
+    from amplint.facts.astcalls import may_read
+
+    return may_read(text, _text_words(config))
+
+
+def summary_from_tree(tree: "ast.Module", text: str, imports: "ImportTable", config: "Config") -> Optional[FileSummary]:
+    """`summary_from_ast` for a tree the caller has (its import table too)."""
+    from amplint.facts.astcalls import ast_facts
+
+    facts = ast_facts(tree, text, imports, frozenset(config.extend_autocast), config.autocast_aliases)
+    return None if facts is None else summarize_ast(facts, imports)
+
+
+def _text_words(config: "Config") -> "frozenset[str]":
+    """Words whose mention anywhere sends a file to LibCST: distributions (as `pipeline.analysis_options` reads
+    them) and accelerators (rule A's regions and prepared models)."""
+    return frozenset(("distributions", "Accelerator") + tuple(
+        name.rsplit(".", 1)[-1] for name in config.extend_distributions))

@@ -1,0 +1,487 @@
+"""A file's scopes and calls from CPython's tree, for a file with nothing else the project walk needs.
+
+Project mode parses many files only for their summaries: region files, and
+files the walk passes through on its way from a region to a probability
+computation, with no site and no distribution of their own. Their summary is
+then their scopes and regions, their calls (with the region each is made in,
+the instance its receiver holds, and whether every argument is already
+float32), their classes' bases and `self.` attributes: what
+`facts.collector.Collector` records in project mode, read here from the tree
+CPython builds about ten times faster than LibCST's.
+
+Autocast regions are read as the collector reads them (`astregions`): `with`
+items, decorators, names bound to an autocast factory or region object, the
+configured and derived spellings, `dtype=self.<attr>`. A call made in a
+float16 region keeps its text, as written (`astsource.SourceText.code`).
+
+`ast_facts` answers None, and the caller parses with LibCST as before, for any
+file that holds more: a call or literal the site screen (`amplint.screen`)
+counts, a distribution word, an accelerator, a framework constructor, a
+function named like a density, a `match` statement, or text whose exact form
+a comment makes unsure. The walk order is LibCST's, so calls are recorded in
+the same order and with the same bindings; `tests/test_ast_summary.py` holds
+the two summaries equal.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
+
+from amplint.densitynames import is_density_name
+from amplint.facts import astnodes as nodes
+from amplint.facts import astregions as regions
+from amplint.facts.astsource import SourceText
+from amplint.facts.containers import ELEMENT
+from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
+from amplint.facts.probmath import LOG_2PI
+from amplint.facts.samemodule import ParallelMarks, without_module_hop
+from amplint.model import Precision
+from amplint.names import ImportTable, ast_dotted
+from amplint.regions import AutocastFactory, RegionSpec
+from amplint.screen import LOG_METHODS, counts_as_site
+
+SELF_NAMES = ("self", "cls")
+FRAMEWORK_SUFFIXES = ("Trainer", "TrainingArguments")  # constructors the collector reads (rules L and H)
+# Written-out log(2*pi) constants: a Gaussian term without any log call (`probmath._is_log_2pi`).
+_LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
+# Before 3.11 CPython could place an f-string's inner expressions wrongly (multi-line and concatenated
+# f-strings): a call inside one sends the file to LibCST there. 3.11 matches LibCST on every case of the tests.
+FSTRING_POSITIONS = sys.version_info >= (3, 11)
+
+
+def _log_of_pi(node: ast.Call) -> bool:
+    """`x.log(2 * pi)`: a log(2*pi) term the site screen does not count (`probmath._is_log_2pi` does)."""
+    if not (isinstance(node.func, ast.Attribute) and node.func.attr in LOG_METHODS and (node.args or node.keywords)):
+        return False
+    return any(getattr(inner, "id", None) == "pi" or getattr(inner, "attr", None) == "pi"
+               for arg in [*node.args, *node.keywords] for inner in ast.walk(arg))
+
+
+class _Bail(Exception):
+    """The file holds something only the LibCST collector reads."""
+
+
+@dataclass
+class AstFacts:
+    """What `project.summarize` reads of a file: the collector's project-mode facts, for a file with no site."""
+
+    scopes: Dict[str, Scope]
+    params: Dict[str, Tuple[str, ...]]  # scope key -> `signatures.parameter_names` of its def
+    class_bases: Dict[str, List[str]] = field(default_factory=dict)
+    class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)
+    class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
+
+
+def may_read(text: str, words: FrozenSet[str]) -> bool:
+    """The text test before any tree: none of `words` (distributions, accelerators)."""
+    return not any(word in text for word in words)
+
+
+def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
+              aliases: Tuple[Tuple[str, str], ...]) -> Optional[AstFacts]:
+    """The project-mode facts of a file with no site, or None when it may hold one (or more than this reads)."""
+    reader = _Reader(text, imports, extend_autocast, aliases)
+    try:
+        reader.module(tree)
+    except (_Bail, regions.Unsure, RecursionError):
+        return None
+    return AstFacts(reader.scopes, reader.params, reader.class_bases, reader.class_attrs, reader.class_items)
+
+
+class _Reader(ParallelMarks):
+    """`Collector`'s project-mode bookkeeping over CPython's tree, in LibCST's order."""
+
+    def __init__(self, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
+                 aliases: Tuple[Tuple[str, str], ...]) -> None:
+        super().__init__()
+        self.text = text
+        self.source = SourceText(text)
+        self.imports = imports
+        self.extend = extend_autocast
+        self.aliases = aliases
+        self.class_nodes: List[ast.ClassDef] = []
+        self.attr_dtypes: Dict[Tuple[str, str], Optional[Precision]] = {}
+        self.scope = Scope(MODULE_KEY, "<module>", None, None)
+        self.scopes: Dict[str, Scope] = {MODULE_KEY: self.scope}
+        self.params: Dict[str, Tuple[str, ...]] = {}
+        self.class_stack: List[str] = []
+        self.containers: List[str] = []
+        self.class_bases: Dict[str, List[str]] = {}
+        self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
+        self.class_items: Dict[str, Dict[str, Tuple[str, ...]]] = {}
+        self.handlers: Dict[type, Callable[[ast.AST], None]] = {
+            ast.FunctionDef: self.function, ast.AsyncFunctionDef: self.function, ast.ClassDef: self.class_def,
+            ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
+            ast.AugAssign: self.aug_assign, ast.For: self.for_, ast.AsyncFor: self.for_, ast.With: self.with_,
+            ast.AsyncWith: self.with_, ast.IfExp: self.if_exp, ast.Dict: self.dict_, ast.Constant: self.constant,
+            ast.JoinedStr: self.f_string,
+        }
+        match = getattr(ast, "Match", None)  # Python 3.10+
+        if match is not None:
+            self.handlers[match] = self.bail
+
+    # --- the walk ----------------------------------------------------------------------------------
+    def module(self, tree: ast.Module) -> None:
+        self.visit_all(tree.body)
+
+    def visit(self, node: Optional[ast.AST]) -> None:
+        if node is None:
+            return
+        handler = self.handlers.get(type(node))
+        if handler is not None:
+            handler(node)
+            return
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
+
+    def visit_all(self, nodes_: "List[ast.AST] | List[ast.expr] | List[ast.stmt]") -> None:
+        for node in nodes_:
+            self.visit(node)
+
+    def bail(self, node: ast.AST) -> None:
+        raise _Bail
+
+    def f_string(self, node: ast.JoinedStr) -> None:
+        if not FSTRING_POSITIONS and any(isinstance(inner, ast.Call) for inner in ast.walk(node)):
+            raise _Bail
+        for child in node.values:
+            self.visit(child)
+
+    def arguments(self, args: ast.arguments) -> None:
+        """Each parameter's annotation, then its default, in the order they are written."""
+        positional = [*args.posonlyargs, *args.args]
+        defaults: List[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        pairs = list(zip(positional, defaults))
+        pairs += [(args.vararg, None)] if args.vararg else []
+        pairs += list(zip(args.kwonlyargs, args.kw_defaults))
+        pairs += [(args.kwarg, None)] if args.kwarg else []
+        for param, default in pairs:
+            self.visit(param.annotation)
+            self.visit(default)
+
+    # --- what the site screen looks for: any of it sends the file to LibCST -------------------------------
+    def constant(self, node: ast.Constant) -> None:
+        if counts_as_site(node, self.imports) or (isinstance(node.value, float) and any(
+                abs(node.value - c) < 1e-3 for c in _LOG_2PI_VALUES)):
+            raise _Bail
+
+    # --- scopes --------------------------------------------------------------------------------------
+    def class_def(self, node: ast.ClassDef) -> None:
+        outer = self.class_stack[-1] + "." if self.containers and self.containers[-1] == "class" else ""
+        name = outer + node.name
+        self.class_stack.append(name)
+        self.class_nodes.append(node)
+        self.containers.append("class")
+        self.class_bases[name] = [ast_dotted(nodes.unstarred(b)) or "" for b in node.bases]
+        self.visit_all(node.decorator_list)
+        self.visit_all(node.bases)
+        self.visit_all(node.keywords)
+        self.visit_all(node.body)
+        self.class_stack.pop()
+        self.class_nodes.pop()
+        self.containers.pop()
+
+    def function(self, node: "ast.FunctionDef | ast.AsyncFunctionDef") -> None:
+        if is_density_name(node.name):
+            raise _Bail  # `FunctionSummary.density` reads its body
+        parent = self.scope
+        container = self.containers[-1] if self.containers else "module"
+        scope = parent.child(node.name, container, self.class_stack[-1] if container == "class" else None)
+        key = scope.key
+        self._record_params(scope, node.args, container == "class")
+        for decorator in node.decorator_list:
+            spec = self._decorator_region(decorator)
+            if spec is not None:
+                scope.regions.append(RegionEntry(spec, self._decorator_line(decorator), None))
+        if key not in self.scopes:
+            self.scopes[key] = scope
+            self.params[key] = nodes.parameter_names(node.args)
+        self.scope = scope
+        self.containers.append("function")
+        self.visit_all(node.decorator_list)
+        self.arguments(node.args)
+        self.visit(node.returns)
+        self.visit_all(node.body)
+        self.scope = parent
+        self.containers.pop()
+
+    def _record_params(self, scope: Scope, args: ast.arguments, method: bool) -> None:
+        for index, param in enumerate(nodes.every_param(args)):
+            scope.params.add(param.arg)
+            if method and index == 0:
+                continue
+            annotation = None if param.annotation is None else nodes.annotation_class(param.annotation, self._source)
+            if annotation is not None:
+                scope.instances[param.arg] = (annotation, False)
+
+    def _source(self, node: ast.expr) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    def lambda_(self, node: ast.Lambda) -> None:
+        self.arguments(node.args)
+        self.visit(node.body)
+
+    # --- expressions in LibCST's order ---------------------------------------------------------------
+    def if_exp(self, node: ast.IfExp) -> None:
+        self.visit(node.body)
+        self.visit(node.test)
+        self.visit(node.orelse)
+
+    def dict_(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values):
+            self.visit(key)
+            self.visit(value)
+
+    # --- bindings ------------------------------------------------------------------------------------
+    def assign(self, node: ast.Assign) -> None:
+        self.visit_all(node.targets)
+        self.visit(node.value)
+        names = [name for target in node.targets for name in nodes.target_names(target)]
+        first = node.targets[0]
+        single = first.id if len(node.targets) == 1 and isinstance(first, ast.Name) else None
+        self._bind(names, single, node.value)
+        for target in node.targets:
+            self._bind_project(target, node.value)
+
+    def ann_assign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.target)
+        self.visit(node.annotation)
+        self.visit(node.value)
+        if node.value is None:
+            return
+        single = node.target.id if isinstance(node.target, ast.Name) else None
+        self._bind(nodes.target_names(node.target), single, node.value)
+        self._bind_project(node.target, node.value)
+        declared = nodes.declared_class(node.annotation, node.value)
+        if declared is not None:
+            self._set(node.target, (declared, False))
+
+    def aug_assign(self, node: ast.AugAssign) -> None:
+        self.visit(node.target)
+        self.visit(node.value)
+        names = nodes.target_names(node.target)
+        wide = all(n in self.scope.wide_names for n in names) and self._wide(node.value)
+        self._bind(names, None, node.value, keep_wide=wide)
+
+    def for_(self, node: "ast.For | ast.AsyncFor") -> None:
+        self._forget(node.target)
+        self.scope.elements.update(nodes.loop_elements(node))
+        self.visit(node.target)
+        self.visit(node.iter)
+        self.visit_all(node.body)
+        self.visit_all(node.orelse)
+
+    def with_(self, node: "ast.With | ast.AsyncWith") -> None:
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._forget(item.optional_vars)
+            self.visit(item.context_expr)
+            self.visit(item.optional_vars)
+        pushed = 0
+        for item in node.items:
+            if self.source.code(item.context_expr) != self._segment(item.context_expr):
+                raise _Bail  # `with (a(), b()):` groups the items: which node holds the parentheses is LibCST's call
+            spec = self._region_from_with_item(item.context_expr)
+            if spec is not None:
+                self.scope.regions.append(RegionEntry(spec, node.lineno, None))
+                pushed += 1
+        self.visit_all(node.body)
+        for _ in range(pushed):
+            self.scope.regions.pop()
+
+    def _bind(self, names: List[str], single: Optional[str], value: ast.expr, keep_wide: bool = False) -> None:
+        """`Collector._bind` for a file with no distribution: which names are wide or hold autocast."""
+        scope = self.scope
+        wide = keep_wide or (single is not None and self._wide(value))
+        autocast = self._autocast_value(value) if single is not None else None
+        for name in names:
+            scope.wide_names.discard(name)
+            scope.factories.pop(name, None)
+            if wide:
+                scope.wide_names.add(name)
+        if single is not None and autocast is not None:
+            scope.factories[single] = autocast
+
+    def _bind_project(self, target: ast.expr, value: ast.expr) -> None:
+        returned = nodes.prepared_arguments(value)
+        if returned is not None:
+            targets = [nodes.unstarred(t) for t in target.elts] if isinstance(target, (ast.Tuple, ast.List)) \
+                else None
+            pairs = list(zip(targets, returned)) if targets is not None else [(target, returned[0])]
+            bound = [(each, self._instance_of(arg), True) for each, arg in pairs]
+        else:
+            bound = [(target, self._instance_of(value), nodes.same_module(value, self.imports)[1])]
+        self._forget(target)
+        for each, instance, parallel in bound:
+            self._set(each, instance)
+            self._mark_parallel(each, parallel and instance is not None)
+        items, attr = nodes.element_classes(value, self.imports), nodes.self_attribute(target)
+        if items and attr is not None and self.scope.class_name is not None:
+            self.class_items.setdefault(self.scope.class_name, {})[attr] = items
+
+    def _forget(self, target: ast.expr) -> None:
+        for name in nodes.target_names(target):
+            self.scope.assigned.add(name)
+            self.scope.instances.pop(name, None)
+
+    def _set(self, target: ast.expr, instance: Optional[Tuple[str, bool]]) -> None:
+        if isinstance(target, ast.Name):
+            if instance is not None:
+                self.scope.instances[target.id] = instance
+            return
+        attr = nodes.self_attribute(target)
+        cls = self.scope.class_name
+        if attr is not None and cls is not None and instance is not None:
+            self.class_attrs.setdefault(cls, {})[attr] = instance
+
+    def _instance_of(self, value: ast.expr) -> Optional[Tuple[str, bool]]:
+        value = self._unwrapped(value)
+        if isinstance(value, ast.Call):
+            callee = ast_dotted(value.func)
+            return None if callee is None else (callee, True)
+        if isinstance(value, ast.Name):
+            return self._lookup(value.id)
+        attr = nodes.self_attribute(value)
+        if attr is not None and self.scope.class_name is not None:
+            return self.class_attrs.get(self.scope.class_name, {}).get(attr)
+        return None
+
+    # `ParallelMarks` over CPython's tree.
+    def _dotted(self, node: ast.expr) -> Optional[str]:
+        return ast_dotted(node)
+
+    def _same_module(self, node: ast.expr) -> Tuple[ast.expr, bool]:
+        return nodes.same_module(node, self.imports)
+
+    def _module_of(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.value if isinstance(node, ast.Attribute) and node.attr == "module" else None
+
+    def _lookup(self, name: str) -> Optional[Tuple[str, bool]]:
+        return self.scope.find(name, "instances")  # type: ignore[return-value]
+
+    def _wide(self, node: ast.expr) -> bool:
+        scope = self.scope
+        return nodes.is_wide(node, self.imports, lambda name: name in scope.wide_names)
+
+    # --- calls ----------------------------------------------------------------------------------------
+    def call(self, node: ast.Call) -> None:
+        if counts_as_site(node, self.imports) or _log_of_pi(node):
+            raise _Bail
+        self._record(node)
+        self.visit(node.func)
+        for arg in nodes.call_args(node):
+            self.visit(arg.value)
+
+    def _record(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name):
+            kind, name = "name", func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in SELF_NAMES:
+            kind, name = "self", func.attr
+        elif isinstance(func, (ast.Attribute, ast.Subscript)):
+            kind, name = "attr", func.attr if isinstance(func, ast.Attribute) else ELEMENT
+        else:
+            return
+        args = [arg.value for arg in nodes.call_args(node)]
+        protected = bool(args) and all(self._wide(a) for a in args)
+        callee = nodes.element_callee(func, self.scope.elements) or ast_dotted(func)
+        if callee is None:
+            return
+        callee = without_module_hop(callee, self._holds_parallel)
+        if callee.rsplit(".", 1)[-1].endswith(FRAMEWORK_SUFFIXES):
+            raise _Bail
+        root = callee.split(".", 1)[0]
+        receiver = None if root in SELF_NAMES else self._lookup(root)
+        state = self.scope.effective()
+        text = self._call_text(node, callee) if state is not None and state.is_float16 else ""
+        self.scope.calls.append(CallRecord(
+            kind, name, self.scope, state, node.lineno, protected,
+            self.source.column(node.lineno, node.col_offset) + 1, callee, text, receiver,
+            self.scope.binds_locally(root)))
+
+    def _call_text(self, node: ast.Call, callee: str) -> str:
+        """`nodes.call_text`: as written, on one line, or `callee(...)` when longer than 40 characters."""
+        code = self.source.code(node)
+        if code is None:
+            raise _Bail
+        text = " ".join(code.split())
+        return text if len(text) <= 40 else f"{callee}(...)"
+
+    def _segment(self, node: ast.expr) -> str:
+        text = self.source.text
+        return text[self.source.offset(node.lineno, node.col_offset):self.source.offset(
+            node.end_lineno or node.lineno, node.end_col_offset or 0)]
+
+    # --- regions (`Collector._region_from_with_item` and its helpers) ------------------------------------
+    def _factory(self, expr: ast.expr) -> Optional[AutocastFactory]:
+        return regions.factory_of(expr, self.imports, self.extend, self.aliases)
+
+    def _spec(self, factory: AutocastFactory, args: List[nodes.Arg]) -> RegionSpec:
+        return regions.region_spec(factory, args, self.imports, self.source.code)
+
+    def _region_from_with_item(self, expr: ast.expr) -> Optional[RegionSpec]:
+        while isinstance(expr, ast.IfExp):
+            expr = expr.body if self._region_expr(expr.body) else expr.orelse
+        if isinstance(expr, ast.Call):
+            factory = self._factory(expr.func)
+            if factory is None and isinstance(expr.func, ast.Name):
+                bound = self.scope.lookup_factory(expr.func.id)
+                factory = bound if isinstance(bound, AutocastFactory) else None
+            if factory is not None:
+                args = nodes.call_args(expr)
+                return self._refined(self._spec(factory, args), factory, args)
+        elif isinstance(expr, ast.Name):
+            bound = self.scope.lookup_factory(expr.id)
+            if isinstance(bound, RegionSpec):
+                return bound
+        return None
+
+    def _region_expr(self, expr: ast.expr) -> bool:
+        return isinstance(expr, ast.Call) and self._factory(expr.func) is not None
+
+    def _autocast_value(self, value: ast.expr) -> "Optional[AutocastFactory | RegionSpec]":
+        if isinstance(value, ast.IfExp):
+            return self._autocast_value(value.body) or self._autocast_value(value.orelse)
+        factory = self._factory(value)
+        if factory is not None:
+            return factory
+        if isinstance(value, ast.Call):
+            called = self._factory(value.func)
+            if called is None and isinstance(value.func, ast.Name):
+                bound = self.scope.lookup_factory(value.func.id)
+                called = bound if isinstance(bound, AutocastFactory) else None
+            if called is not None:
+                return self._spec(called, nodes.call_args(value))
+        return None
+
+    def _refined(self, spec: RegionSpec, factory: AutocastFactory, args: List[nodes.Arg]) -> RegionSpec:
+        if spec.precision is not Precision.MAYBE_FLOAT16 or not self.class_nodes:
+            return spec
+        dtype = regions.bound_argument(factory, args, "dtype")
+        attr = nodes.self_attribute(dtype) if dtype is not None else None
+        if attr is None:
+            return spec
+        key = (self.class_stack[-1], attr)
+        if key not in self.attr_dtypes:
+            self.attr_dtypes[key] = regions.attribute_dtype(self.class_nodes[-1], attr, self.imports)
+        precision = self.attr_dtypes[key]
+        return spec if precision is None else replace(spec, precision=precision)
+
+    def _decorator_region(self, expr: ast.expr) -> Optional[RegionSpec]:
+        if isinstance(expr, ast.Call):
+            factory = self._factory(expr.func)
+            if factory is None:
+                return None
+            args = nodes.call_args(expr)
+            return self._refined(self._spec(factory, args), factory, args)
+        factory = self._factory(expr)
+        return None if factory is None else self._spec(factory, [])
+
+    def _decorator_line(self, expr: ast.expr) -> int:
+        """The line of the decorator's `@` (LibCST's position of the decorator)."""
+        before = self.source.text[self.source.offset(expr.lineno, 0):self.source.offset(expr.lineno, expr.col_offset)]
+        if not before.strip().endswith("@"):
+            raise _Bail
+        return expr.lineno

@@ -1,0 +1,123 @@
+"""Positions and text of CPython's tree nodes as LibCST reports them.
+
+Two differences matter to the project summary. CPython counts a column in
+UTF-8 bytes, LibCST in characters. And CPython leaves the parentheses written
+around an expression out of its extent, where LibCST keeps them on the node:
+`(model(x))` is the code of the call to LibCST, `model(x)` to CPython. `code`
+puts them back, from the source text alone: a `(` before the node and a `)`
+after it are its own unless the `(` opens a call's arguments (a callee ends
+right before it) or nothing closes it there (a tuple, a call's first argument).
+Where comments sit between, it answers None and the caller lets LibCST read
+the file.
+"""
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from typing import List, Optional
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_SPACE = " \t\f\r\n\\"
+
+
+class SourceText:
+    """The text a tree was parsed from, with its line starts."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.ascii = text.isascii()
+        self._starts: Optional[List[int]] = None
+
+    def _line_starts(self) -> List[int]:
+        if self._starts is None:
+            self._starts = [0] + [match.end() for match in _LINE_END.finditer(self.text)]
+        return self._starts
+
+    def _line(self, lineno: int) -> str:
+        starts = self._line_starts()
+        end = starts[lineno] if lineno < len(starts) else len(self.text)
+        return self.text[starts[lineno - 1]:end]
+
+    def column(self, lineno: int, col_offset: int) -> int:
+        """LibCST's column (characters) of CPython's `col_offset` (UTF-8 bytes) on line `lineno`."""
+        if self.ascii:
+            return col_offset
+        return len(self._line(lineno).encode("utf-8")[:col_offset].decode("utf-8", "replace"))
+
+    def offset(self, lineno: int, col_offset: int) -> int:
+        return self._line_starts()[lineno - 1] + self.column(lineno, col_offset)
+
+    def code(self, node: ast.expr) -> Optional[str]:
+        """The node's text with the parentheses LibCST keeps on it; None when a comment makes that unsure."""
+        text = self.text
+        start = self.offset(node.lineno, node.col_offset)
+        end = self.offset(node.end_lineno or node.lineno, node.end_col_offset or 0)
+        opens: List[int] = []
+        index = start - 1
+        while True:
+            found = self._back(index)
+            if found is None:
+                return None
+            if found >= 0 and text[found] == "(":
+                opens.append(found)
+                index = found - 1
+                continue
+            break
+        if not opens:
+            return text[start:end]
+        closes: List[int] = []
+        index = end
+        while len(closes) < len(opens):
+            found = self._forward(index)
+            if found is None:
+                return None
+            if found < len(text) and text[found] == ")":
+                closes.append(found)
+                index = found + 1
+                continue
+            break
+        own = len(closes)
+        if own == len(opens):
+            callee = self._ends_callee(opens[-1] - 1)
+            if callee is None:
+                return None
+            own -= callee  # `f((x))`: the outer pair is the call's
+        return text[start:end] if own == 0 else text[opens[own - 1]:closes[own - 1] + 1]
+
+    def _back(self, index: int) -> Optional[int]:
+        """The last index at or before `index` that is not white space; None past a line with a comment."""
+        text = self.text
+        while index >= 0 and text[index] in _SPACE:
+            if text[index] in "\r\n":
+                line_start = max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
+                if "#" in text[line_start:index]:
+                    return None
+            index -= 1
+        return index
+
+    def _forward(self, index: int) -> Optional[int]:
+        text = self.text
+        while index < len(text) and text[index] in _SPACE:
+            index += 1
+        if index < len(text) and text[index] == "#":
+            return None
+        return index
+
+    def _ends_callee(self, index: int) -> Optional[bool]:
+        """Does an expression that can be called end at or before `index` (white space skipped)?"""
+        found = self._back(index)
+        if found is None:
+            return None
+        if found < 0:
+            return False
+        char = self.text[found]
+        if char in ")]\"'":
+            return True
+        if not (char.isalnum() or char == "_"):
+            return False
+        start = found
+        while start > 0 and (self.text[start - 1].isalnum() or self.text[start - 1] == "_"):
+            start -= 1
+        word = self.text[start:found + 1]
+        return not keyword.iskeyword(word) or word in ("None", "True", "False")

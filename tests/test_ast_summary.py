@@ -1,0 +1,427 @@
+"""Project summaries read from CPython's tree (`facts.astcalls`) must equal the LibCST collector's.
+
+A file with no site, region or distribution is summarized without LibCST
+(`summarize.summary_from_ast`). Each summary read that way is compared here
+with the one the LibCST analysis gives for the same text: on every fixture, on
+a module written to hit each difference between the two trees (argument order,
+columns in characters, string annotations, parallel wrappers, containers), and
+on hypothesmith's generated programs. Every file the reader may not summarize
+must send the caller to LibCST (None).
+"""
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from hypothesis import given
+
+from amplint.config import Config
+from amplint.cstwalk import walk
+from amplint.facts.astcalls import FSTRING_POSITIONS
+from amplint.facts.astsource import SourceText
+from amplint.files import read_source
+from amplint.pipeline import analyze_source
+from amplint.positions import positions
+from amplint.project.run import run_project
+from amplint.project.summarize import summarize, summary_from_ast
+from amplint.project.summary import FileSummary
+from progen import GRAMMAR, GRAMMAR_SETTINGS, NO_HYPOTHESMITH, hypothesmith
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+ROUTING = '''\
+"""A module the walk passes through: calls, instances, classes, and nothing the screens look for."""
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from .heads import Head, Tail
+from . import blocks
+
+GLOBAL_NET = blocks.Net().to("cpu")
+ANNOTATED: nn.Module = build_from_config({"k": 1})
+a = b = Head()
+registry = {make_key(): Head(), **extra()}
+
+
+def configure(cfg, scale=default_scale(), *rest, flag: "Head" = pick(), opt: Optional[Tail] = None,
+              both: "Head" "Tail" = None, union: Tail | None = None, **kw):
+    choice = Head() if cfg.use_head(1) else Tail(2)
+    wrapped = DDP(Head(), device_ids=[0])
+    wrapped.module.run(cfg)
+    compiled = torch.compile(Tail())
+    compiled(cfg)
+    moved = Head().to(cfg.device).eval()
+    moved.forward(cfg)
+    model, opt2 = self_accelerator.prepare(Head(), Tail())
+    model, opt2 = my_accelerator.prepare(Head(), Tail())
+    model(x=1, *rest)
+    call(f(a=1), *rest, **kw)
+    (paren(1)).method(2)
+    chain = (
+        builder(1)
+        .step(2)
+        .done()
+    )
+    label = f"{fmt(cfg):>{width(3)}}"
+    é = accent(1); ü(é)
+    table = {key(1): value(2) for _ in range(3)}
+    if (walrus := find(cfg)) is not None:
+        walrus.use()
+    lam = lambda z=inner_default(): z.go()
+    x = torch.randn(3)
+    x += 1
+    y = x.float() * 2
+    protected(x, y, torch.zeros(2, dtype=torch.float32), z.to(torch.float64), 1.5, -2, None, True)
+    unprotected(x, y, h)
+    cast_all(*[v.float() for v in items], **{k: v.double() for k, v in pairs})
+    for item in range(3):
+        item.step()
+    with opened(cfg) as handle, other() as (h1, h2):
+        handle.read(h1)
+    return choice.forward(cfg)
+
+
+class Model(nn.Module):
+    shared = Tail()
+
+    @decorate(arg())
+    def __init__(self, width: int, head: Head, *, tail: "Tail" = None):
+        super().__init__()
+        self.head = head
+        self.tail = Tail(width)
+        self.ddp = DDP(Head())
+        self.heads = nn.ModuleDict({"a": Head(), "b": Tail()})
+        self.layers = nn.ModuleList([Head() for _ in range(2)])
+        self.seq = nn.Sequential(Head(), Tail(), nn.ReLU())
+        self.pair = [Head(), Tail()]
+        self.declared: Head = make_head(width)
+        self.exact: Head = Tail()
+
+    def forward(self, x):
+        for name, head in self.heads.items():
+            head(x)
+        for layer in self.layers:
+            layer(x)
+        for each in self.heads.values():
+            each(x)
+        self.heads["a"](x)
+        self.ddp.module(x)
+        self.ddp.module.inner.run(x)
+        self.seq(x)
+        self.tail.forward(x.float())
+        cls.build(x)
+        return self.head(x)
+
+    class Inner(Head):
+        def run(self, y):
+            def nested(z):
+                return z.go(y)
+            return nested(y)
+
+    async def stream(self, x):
+        async for chunk in self.source(x):
+            await chunk.send(x)
+        async with self.lock(x) as held:
+            held.release()
+
+
+def configure(cfg):  # a second definition: the first scope keeps the key
+    return second_body(cfg)
+
+
+def outer():
+    class Local(Head):
+        def method(self):
+            return self.head.run()
+    return Local().method()
+'''
+
+
+REGIONS = '''\
+import functools
+import torch
+from torch.cuda.amp import autocast
+from contextlib import nullcontext
+
+amp = functools.partial(torch.autocast, "cuda", dtype=torch.float16)
+ctx = torch.autocast("cpu", dtype=torch.float16) if FLAG else nullcontext()
+
+
+def train(model, x, y, crit, use_amp):
+    with torch.autocast("cuda"):
+        out = model(x)
+        loss = crit(model(x), y)
+        wrapped = (model(x))
+        both = print((model(x)), y)
+        long = model.some_rather_long_method_name(x, y, extra_argument=1)
+        multi = model(
+            x,  # the input
+            y,
+        )
+        with torch.autocast("cuda", enabled=False):
+            off = model(x)
+        with autocast(enabled=use_amp), open("f") as fh:
+            fh.write(model(x))
+    with amp():
+        model(x)
+    with ctx:
+        model.step(x)
+    with torch.autocast("cuda") if use_amp else nullcontext():
+        model.other(x)
+    with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
+        model.bf(x)
+    with torch.autocast(("cuda")):
+        model.grouped(x)
+    region = torch.autocast("mps")
+    with region:
+        model.mps(x)
+
+
+@torch.autocast("cuda")
+def decorated(model, x):
+    return model(x)
+
+
+@autocast()
+def decorated_cuda(model, x):
+    def inner(z):
+        return model(z)
+    return inner(x)
+
+
+class Trainer2:
+    amp_dtype = torch.float16 if HALF else torch.bfloat16
+
+    def __init__(self):
+        self.dtype = torch.float16
+
+    def step(self, model, x):
+        with torch.autocast("cuda", dtype=self.amp_dtype):
+            return model(x)
+
+    def step2(self, model, x):
+        with torch.autocast("cuda", dtype=self.dtype):
+            return model(x)
+
+    def step3(self, model, x):
+        with torch.autocast(self.device, dtype=self.unknown):
+            return model(x)
+'''
+
+
+def _both(text: str, config: Config = Config()):
+    quick = summary_from_ast(text, config)
+    full = analyze_source(text, "module.py", config, project=True)
+    return quick, summarize(full.analysis)
+
+
+def _read_alike(text: str, config: Config = Config()) -> FileSummary:
+    """The summary from CPython's tree, which must exist and equal LibCST's."""
+    quick, expected = _both(text, config)
+    assert quick is not None
+    assert quick == expected
+    return quick
+
+
+def test_the_routing_module_reads_the_same_from_either_tree() -> None:
+    quick = _read_alike(ROUTING)
+    calls = {c.callee: c for f in quick.functions.values() for c in f.calls}
+    # Spot checks that the comparison covers what it is meant to: each would differ if the reader erred.
+    assert calls["accent"].column == 9 and calls["ü"].column == 20  # characters, not UTF-8 bytes (10, 22)
+    assert calls["protected"].protected and not calls["unprotected"].protected and calls["cast_all"].protected
+    assert calls["wrapped.run"].receiver == ("Head", True)  # through DDP's `.module`
+    assert calls["self.heads[]"].callee == "self.heads[]"
+    assert quick.classes["Model"].attrs[:3] == (("ddp", "Head", True), ("declared", "Head", False),
+                                                ("exact", "Tail", True))
+    assert "self.ddp" in [c.callee for c in quick.functions["Model.forward"].calls]  # `.module` of the wrapper
+    assert ("shared", "Tail", True) in quick.instances  # a class body binds in the module's scope
+    assert dict(quick.functions["configure"].nested) == {}
+    assert quick.functions["Model.Inner.run"].nested == (("nested", "Model.Inner.run.<locals>.nested"),)
+
+
+F_STRINGS = [
+    'x = "abc" f"{f(1)}"\n',
+    'x = f"a" f"{g(2)}" "b" f"{h(3)}"\n',
+    'x = f"""\nline {f(1)}\n  more {g(2)}\n"""\n',
+    'x = f"{f(1)!r:>{w(2)}}"\n',
+    'x = f"{f(1)=}"\n',
+    'x = (f"a{f(1)}"\n     f"b{g(2)}")\n',
+    'x = f"{f(1)}" if c else f"{{}}{g(2)}"\n',
+    'x = f"é{f(1)}"\n',
+    'x = f"""{\nf(1)\n}"""\n',
+]
+
+
+@pytest.mark.parametrize("text", F_STRINGS)
+def test_calls_inside_f_strings_have_libcst_positions(text: str) -> None:
+    quick, expected = _both(text)
+    if not FSTRING_POSITIONS:
+        assert quick is None  # CPython before 3.11 may misplace them: LibCST reads the file
+        return
+    assert quick == expected
+    assert all(call.line > 0 for f in quick.functions.values() for call in f.calls)
+
+
+def test_regions_read_the_same_from_either_tree() -> None:
+    quick = _read_alike(REGIONS)
+    calls = {(c.line, c.callee): c for f in quick.functions.values() for c in f.calls}
+    # Spot checks that the comparison covers regions: each would differ if the reader erred.
+    assert calls[(12, "model")].text == "model(x)" and calls[(13, "model")].text == "model(x)"
+    assert calls[(14, "model")].text == "(model(x))" and calls[(15, "model")].text == "(model(x))"
+    assert calls[(15, "print")].text == "print((model(x)), y)"
+    assert calls[(16, "model.some_rather_long_method_name")].text == "model.some_rather_long_method_name(...)"
+    assert calls[(17, "model")].text == "model( x, # the input y, )"
+    assert calls[(22, "model")].region is not None and not calls[(22, "model")].region.info.enabled
+    assert calls[(32, "model.bf")].text == "" and calls[(32, "model.bf")].region.info.device_code == "DEVICE"
+    assert calls[(34, "model.grouped")].region.info.device_code == '("cuda")'
+    assert calls[(37, "model.mps")].region.info.device == "mps"
+    assert calls[(64, "model")].region.info.precision.value == "float16"  # `self.dtype` as the class assigns it
+
+
+CODE_CASES = [
+    "x = (foo(1))\n",
+    "y = ((a.b)\n  .c(2))\n",
+    "w = g((h(4)), k( (m(5)) ))\n",
+    "print((f(1)), y)\n",
+    "t = (f(1), g(2))\n",
+    "u = (f(1),)\n",
+    "if (f(1)):\n    pass\n",
+    "v = not (f(1))\n",
+    "z = (f(x) for x in y)\n",
+    "z = sum(f(x) for x in y)\n",
+    "r = [(f(1)) for _ in y]\n",
+    "q = {k: (f(1))}\n",
+    "lam = lambda: (f(1))\n",
+    "s = x[(f(1))]\n",
+    "c = (f)(g(1))\n",
+    "d = (f(1))(2)\n",
+    "e = a if (f(1)) else (g(2))\n",
+    "o = (\n    f(1)\n)\n",
+    "n = (  f(1)  )\n",
+    "m = print \\\n    (f(1))\n",
+    "é = (ü(1))\n",
+]
+
+
+@pytest.mark.parametrize("text", CODE_CASES)
+def test_the_text_of_a_call_is_libcsts_code_for_it(text: str) -> None:
+    module = cst.parse_module(text)
+    found = positions(module, frozenset({cst.Call}))
+    expected = {}
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            start = found[node].start
+            expected[(start.line, start.column)] = module.code_for_node(node)
+
+    walk(module, Calls())
+    source = SourceText(text)
+    read = {(n.lineno, source.column(n.lineno, n.col_offset)): source.code(n)
+            for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)}
+    assert read == expected
+
+
+def test_a_comment_between_a_call_and_its_parentheses_leaves_its_text_unsure() -> None:
+    text = "x = (  # why\n    f(1))\ny = g(  # why\n    h(2))\n"
+    source = SourceText(text)
+    codes = {n.func.id: source.code(n) for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)}
+    assert codes == {"f": None, "g": "g(  # why\n    h(2))", "h": None}
+
+
+def test_a_comment_beside_a_float16_call_sends_the_file_to_libcst() -> None:
+    text = "import torch\nwith torch.autocast('cuda'):\n    y = f(  # why\n        model(x))\n"
+    assert summary_from_ast(text, Config()) is None
+    assert summary_from_ast(text.replace("  # why", ""), Config()) is not None
+
+
+@pytest.mark.parametrize("path", sorted(p for p in FIXTURES.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_fixture_reads_the_same_or_goes_to_libcst(path: Path) -> None:
+    source = read_source(str(path))
+    quick = summary_from_ast(source.text, Config())
+    if quick is None:
+        return
+    full = analyze_source(source.text, str(path), Config(), project=True)
+    assert quick == summarize(full.analysis)
+
+
+def test_most_plain_fixture_modules_take_the_ast_path() -> None:
+    """The fixture comparison above must compare something: count the files it applies to."""
+    read = [p for p in FIXTURES.rglob("*.py") if summary_from_ast(read_source(str(p)).text, Config()) is not None]
+    assert len(read) >= 8  # the routing modules of the project fixtures; the corpora add hundreds
+
+
+@pytest.mark.parametrize("text", [
+    "d = make()\nd.log_prob(x)\n",
+    "import torch\ny = torch.log(p)\n",
+    "y = p.log()\n",
+    "y = p + 1e-10\n",
+    "y = sq(z) - 0.9189385332\n",
+    "y = sq(z) - t.log(2 * math.pi)\n",
+    "import torch.distributions as D\nf(x)\n",
+    "from accelerate import Accelerator\nacc = Accelerator()\n",
+    "trainer = pl.Trainer(max_epochs=1)\n",
+    "def gaussian_nll(x):\n    return x\n",
+    "match x:\n    case 1:\n        f(x)\n",
+    "def broken(:\n",
+])
+def test_what_only_libcst_reads_sends_the_file_there(text: str) -> None:
+    assert summary_from_ast(text, Config()) is None
+
+
+def test_configured_and_derived_spellings_open_regions_as_in_libcst() -> None:
+    configured = Config(extend_autocast=("mylib.amp_ctx",))
+    quick = _read_alike("import mylib\nwith mylib.amp_ctx():\n    f(x)\n", configured)
+    assert quick.functions["<module>"].calls[-1].region is not None
+    aliased = Config(autocast_aliases=(("self.amp_cm", "torch.autocast"),))
+    quick = _read_alike("class A:\n    def f(self):\n        with self.amp_cm():\n            g()\n", aliased)
+    assert quick.functions["A.f"].calls[-1].text == "g()"
+    assert summary_from_ast("h = MyDist(1)\n", Config(extend_distributions=("pkg.MyDist",))) is None
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "train.py").write_text(
+        "import torch\nfrom pkg.route import step\n\n\ndef train(x):\n"
+        "    with torch.autocast('cpu', dtype=torch.float16):\n        return step(x)\n")
+    (package / "route.py").write_text(
+        "from pkg.losses import gaussian\n\n\ndef step(x):\n    h = prepare(x)\n    return gaussian(h)\n")
+    (package / "losses.py").write_text(
+        "import torch\n\n\ndef gaussian(h):\n    d = torch.distributions.Normal(h, h.exp())\n"
+        "    return d.log_prob(h)\n")
+    return package
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_project_run_reads_the_routing_file_without_libcst(tmp_path: Path, jobs: int, forced: None) -> None:
+    package = _project(tmp_path)
+    run = run_project([str(tmp_path)], Config(jobs=jobs), use_cache=False)
+    route = str(package / "route.py")
+    assert route in run.stats.from_ast and route not in run.stats.parsed
+    findings = [(r.path, f.line, f.column, f.code) for r in run.results for f in r.findings]
+    assert findings == [(str(package / "losses.py"), 6, 12, "AMP001")]
+    chain = next(f.chain for r in run.results for f in r.findings)
+    assert "step" in " ".join(chain)
+
+
+# --- generated programs ---------------------------------------------------------------------------
+
+@pytest.mark.skipif(hypothesmith is None, reason=NO_HYPOTHESMITH)
+@GRAMMAR_SETTINGS
+@given(source=GRAMMAR)
+def test_generated_programs_read_the_same_from_either_tree(source: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quick = summary_from_ast(source, Config())
+        if quick is None:
+            return
+        full = analyze_source(source, "generated.py", Config(), project=True)
+    if not hasattr(full, "analysis") or full.analysis is None:
+        return  # LibCST refuses what CPython accepts: nothing to compare
+    assert quick == summarize(full.analysis)
