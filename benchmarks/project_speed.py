@@ -136,7 +136,8 @@ def _model(root: str) -> Dict[str, float]:
         from contextlib import nullcontext as batch_collection
 
     cost: Dict[object, float] = {}
-    analyze = loader._analyze
+    reader = "analyze_file" if hasattr(loader, "analyze_file") else "_analyze"  # its name before `project.reading`
+    analyze = getattr(loader, reader)
 
     def timed_analyze(path, config, entries):  # type: ignore[no-untyped-def]
         start = time.process_time()
@@ -163,7 +164,7 @@ def _model(root: str) -> Dict[str, float]:
             batches.append((func.__name__, items, kwargs.get("weights"), kwargs.get("pins") or [None] * len(items)))
         return run_map(func, items, **kwargs)
 
-    loader._analyze = timed_analyze
+    setattr(loader, reader, timed_analyze)
     parallel.run_map = timed_map
     with batch_collection():
         start = time.process_time()

@@ -20,12 +20,12 @@ from amplint.pipeline import will_parse
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, digest
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
+from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
 from amplint.project.modules import ModuleIndex
 from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.shape import FileShape, Shape
-    from amplint.source_analysis import SourceAnalysis
     from amplint.workers import Memory, Workers
 
 SCAN_CHUNK = 64  # files per unit of work of the text pass
@@ -36,9 +36,6 @@ LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many imp
 
 # The text pass's result for one file: flags, `single`, class bases named, defs, `self.<attr> =` names.
 _Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]
-# How a file was read for its summary or findings: not at all (an error), with LibCST, or with CPython's
-# `ast` only (`summarize.summary_from_ast`: no site, region or distribution in it).
-NOT_READ, LIBCST, CPYTHON = "", "libcst", "ast"
 # A pooled parse (`_parse_job`): how the file was read, and (summary or None, findings) or the error.
 _Parsed = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
 # What `_parse_job` returns: the above, and the worker process that kept the file's tree (its pid) or None.
@@ -426,7 +423,7 @@ class Loader:
         from amplint import progress
         from amplint.project.summarize import summarize
 
-        how, outcome = _analyze(path, self.config, entries)
+        how, outcome = analyze_file(path, self.config, entries)
         self._count(path, how)
         if how:
             progress.current().advance()
@@ -553,7 +550,7 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
         reused = trees.findings(path, config, entries)
         if reused is not None:
             return NOT_READ, (None, tuple(reused)), None
-    read, outcome = _analyze(path, config, entries)
+    read, outcome = analyze_file(path, config, entries)
     if isinstance(outcome, FileError):
         return read, outcome, None
     if isinstance(outcome, FileSummary):
@@ -564,33 +561,6 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
     summary = summarize(outcome.analysis)
     kept = trees is not None and worth_keeping(summary) and trees.keep(path, outcome.analysis, outcome.text)
     return read, (summary, tuple(outcome.findings)), os.getpid() if kept else None
-
-
-def _analyze(
-    path: str, config: Config, entries: Sequence[EntryContext]
-) -> "Tuple[str, Union[SourceAnalysis, FileSummary, FileError]]":
-    """Read `path` and analyse it in project mode: (how it was read, the analysis, its summary or the error).
-
-    With no entries, a file with no site, region or distribution has no findings of its own: its summary
-    is read from CPython's tree (`summarize.summary_from_ast`), without LibCST.
-    """
-    from amplint.deep import python_parse
-    from amplint.names import import_table
-    from amplint.pipeline import analyze_source
-    from amplint.project.summarize import may_summarize, summary_from_tree
-
-    source = read_source(path)
-    if isinstance(source, FileError):
-        return NOT_READ, source
-    text, imports = source.text, None
-    if not entries and may_summarize(text, config):
-        tree = python_parse(text)
-        if not isinstance(tree, str):  # else the LibCST path reports CPython's refusal, as it always did
-            imports = import_table(tree)
-            quick = summary_from_tree(tree, text, imports, config)
-            if quick is not None:
-                return CPYTHON, quick
-    return LIBCST, analyze_source(text, path, config, entries=entries, project=True, imports=imports)
 
 
 def cache_directory(paths: Sequence[str], top: str) -> str:

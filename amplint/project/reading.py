@@ -1,0 +1,47 @@
+"""One project file read for its summary or findings: from CPython's tree when that says all, else with LibCST.
+
+A file with no site and no distribution has no findings of its own, and its
+summary is what `facts.astcalls` reads from CPython's tree
+(`summarize.summary_from_tree`); any other file goes through the pipeline,
+which parses it with LibCST.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence, Tuple, Union
+
+from amplint.config import Config
+from amplint.files import read_source
+from amplint.model import FileError
+from amplint.project.summary import EntryContext, FileSummary
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.source_analysis import SourceAnalysis
+
+# How a file was read: not at all (an error), with LibCST, or with CPython's `ast` only.
+NOT_READ, LIBCST, CPYTHON = "", "libcst", "ast"
+
+
+def analyze_file(
+    path: str, config: Config, entries: Sequence[EntryContext]
+) -> "Tuple[str, Union[SourceAnalysis, FileSummary, FileError]]":
+    """Read `path` and analyse it in project mode: (how it was read, the analysis, its summary or the error).
+
+    With no entries, the summary of a file with no site or distribution, with no findings of its own.
+    """
+    from amplint.deep import python_parse
+    from amplint.names import import_table
+    from amplint.pipeline import analyze_source
+    from amplint.project.summarize import may_summarize, summary_from_tree
+
+    source = read_source(path)
+    if isinstance(source, FileError):
+        return NOT_READ, source
+    text, imports = source.text, None
+    if not entries and may_summarize(text, config):
+        tree = python_parse(text)
+        if not isinstance(tree, str):  # else the LibCST path reports CPython's refusal, as it always did
+            imports = import_table(tree)
+            quick = summary_from_tree(tree, text, imports, config)
+            if quick is not None:
+                return CPYTHON, quick
+    return LIBCST, analyze_source(text, path, config, entries=entries, project=True, imports=imports)
