@@ -108,6 +108,12 @@ def ast_dotted(node: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def ast_qualnames(node: ast.expr, table: ImportTable) -> FrozenSet[str]:
+    """`ImportTable.qualnames` for a node of CPython's tree: empty for an expression that is no dotted name."""
+    dotted = ast_dotted(node)
+    return frozenset() if dotted is None else table.qualnames_of(dotted)
+
+
 def import_table(tree: ast.Module) -> ImportTable:
     """The file's imports and plain-assignment aliases, from CPython's tree.
 

@@ -96,7 +96,7 @@ def analyze_source(
     and skips the text prefilter: the project pass chose the file.
     `parse` stands in for `_parse_and_analyze` (the engine passes its own name for it).
     `imports`: the file's import table, when the caller has read CPython's tree of it (project mode's
-    `summary_from_tree`): CPython accepted the file, and it is not read again.
+    `summarize.read_summary`): CPython accepted the file, and it is not read again.
     """
     parse = parse or _parse_and_analyze
     alone = not entries and not project

@@ -148,12 +148,11 @@ def spec_of(style: Style, bound: Dict[str, Value], literal: Callable[[Value], Op
 def precision_of(style: Style, device: Optional[str], dtype: Optional[FrozenSet[str]]) -> Precision:
     """What a region computes in, from the qualified names its `dtype=` may stand for (None: no dtype given)."""
     if dtype is not None:
-        names = dtype
-        if names & FLOAT16_NAMES:
+        if dtype & FLOAT16_NAMES:
             return Precision.FLOAT16
-        if names & BFLOAT16_NAMES:
+        if dtype & BFLOAT16_NAMES:
             return Precision.BFLOAT16
-        if names & WIDE_FLOAT_NAMES:
+        if dtype & WIDE_FLOAT_NAMES:
             return Precision.OTHER
         return Precision.MAYBE_FLOAT16
     if style is Style.CUDA:

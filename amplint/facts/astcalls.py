@@ -74,11 +74,6 @@ class AstFacts:
     class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
 
 
-def may_read(text: str, words: FrozenSet[str]) -> bool:
-    """The text test before any tree: none of `words` (distributions, accelerators)."""
-    return not any(word in text for word in words)
-
-
 def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
               aliases: Tuple[Tuple[str, str], ...]) -> Optional[AstFacts]:
     """The project-mode facts of a file with no site, or None when it may hold one (or more than this reads)."""
@@ -96,7 +91,6 @@ class _Reader(ParallelMarks):
     def __init__(self, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
                  aliases: Tuple[Tuple[str, str], ...]) -> None:
         super().__init__()
-        self.text = text
         self.source = SourceText(text)
         self.imports = imports
         self.extend = extend_autocast
@@ -212,12 +206,10 @@ class _Reader(ParallelMarks):
             scope.params.add(param.arg)
             if method and index == 0:
                 continue
-            annotation = None if param.annotation is None else nodes.annotation_class(param.annotation, self._source)
+            annotation = None if param.annotation is None else nodes.annotation_class(param.annotation,
+                                                                                      self.source.segment)
             if annotation is not None:
                 scope.instances[param.arg] = (annotation, False)
-
-    def _source(self, node: ast.expr) -> str:
-        return ast.get_source_segment(self.text, node) or ""
 
     def lambda_(self, node: ast.Lambda) -> None:
         self.arguments(node.args)
@@ -281,7 +273,7 @@ class _Reader(ParallelMarks):
             self.visit(item.optional_vars)
         pushed = 0
         for item in node.items:
-            if self.source.code(item.context_expr) != self._segment(item.context_expr):
+            if self.source.code(item.context_expr) != self.source.segment(item.context_expr):
                 raise _Bail  # `with (a(), b()):` groups the items: which node holds the parentheses is LibCST's call
             spec = self._region_from_with_item(item.context_expr)
             if spec is not None:
@@ -409,11 +401,6 @@ class _Reader(ParallelMarks):
         text = " ".join(code.split())
         return text if len(text) <= 40 else f"{callee}(...)"
 
-    def _segment(self, node: ast.expr) -> str:
-        text = self.source.text
-        return text[self.source.offset(node.lineno, node.col_offset):self.source.offset(
-            node.end_lineno or node.lineno, node.end_col_offset or 0)]
-
     # --- regions (`Collector._region_from_with_item` and its helpers) ------------------------------------
     def _factory(self, expr: ast.expr) -> Optional[AutocastFactory]:
         return regions.factory_of(expr, self.imports, self.extend, self.aliases)
@@ -425,10 +412,7 @@ class _Reader(ParallelMarks):
         while isinstance(expr, ast.IfExp):
             expr = expr.body if self._region_expr(expr.body) else expr.orelse
         if isinstance(expr, ast.Call):
-            factory = self._factory(expr.func)
-            if factory is None and isinstance(expr.func, ast.Name):
-                bound = self.scope.lookup_factory(expr.func.id)
-                factory = bound if isinstance(bound, AutocastFactory) else None
+            factory = self._called_factory(expr)
             if factory is not None:
                 args = nodes.call_args(expr)
                 return self._refined(self._spec(factory, args), factory, args)
@@ -437,6 +421,14 @@ class _Reader(ParallelMarks):
             if isinstance(bound, RegionSpec):
                 return bound
         return None
+
+    def _called_factory(self, call: ast.Call) -> Optional[AutocastFactory]:
+        """The autocast factory `call` calls: an autocast spelling, or a name bound to a factory here."""
+        factory = self._factory(call.func)
+        if factory is None and isinstance(call.func, ast.Name):
+            bound = self.scope.lookup_factory(call.func.id)
+            factory = bound if isinstance(bound, AutocastFactory) else None
+        return factory
 
     def _region_expr(self, expr: ast.expr) -> bool:
         return isinstance(expr, ast.Call) and self._factory(expr.func) is not None
@@ -448,10 +440,7 @@ class _Reader(ParallelMarks):
         if factory is not None:
             return factory
         if isinstance(value, ast.Call):
-            called = self._factory(value.func)
-            if called is None and isinstance(value.func, ast.Name):
-                bound = self.scope.lookup_factory(value.func.id)
-                called = bound if isinstance(bound, AutocastFactory) else None
+            called = self._called_factory(value)
             if called is not None:
                 return self._spec(called, nodes.call_args(value))
         return None

@@ -17,9 +17,9 @@ from amplint.dtypes import (
     ARITHMETIC_METHODS, CAST_METHODS, DTYPE_CAST_METHODS, ELEMENTWISE_FUNCTIONS, ELEMENTWISE_METHODS,
     FACTORY_FUNCTIONS, LIKE_FACTORIES, WIDE_DTYPES,
 )
-from amplint.facts.containers import CONTAINERS, ELEMENT
+from amplint.facts.containers import CONTAINERS, ELEMENT, constructed_classes
 from amplint.facts.samemodule import COMPILERS, MAX_HOPS, MODULE_KEYWORDS, PARALLEL_WRAPPERS, SAME_MODULE_METHODS
-from amplint.names import ImportTable, ast_dotted
+from amplint.names import ImportTable, ast_dotted, ast_qualnames
 
 
 class Arg(NamedTuple):
@@ -41,8 +41,7 @@ def call_args(call: ast.Call) -> List[Arg]:
 
 
 def matches(table: ImportTable, node: ast.expr, wanted: Iterable[str]) -> bool:
-    dotted = ast_dotted(node)
-    return dotted is not None and bool(table.qualnames_of(dotted) & frozenset(wanted))
+    return bool(ast_qualnames(node, table) & frozenset(wanted))
 
 
 def self_attribute(node: ast.expr) -> Optional[str]:
@@ -208,12 +207,7 @@ def element_classes(value: ast.expr, imports: ImportTable) -> Tuple[str, ...]:
 
 
 def _constructed(values: Sequence[ast.expr]) -> Tuple[str, ...]:
-    found: List[str] = []
-    for value in values:
-        callee = ast_dotted(value.func) if isinstance(value, ast.Call) else None
-        if callee is not None and callee.rsplit(".", 1)[-1][:1].isupper() and callee not in found:
-            found.append(callee)
-    return tuple(found)
+    return constructed_classes(ast_dotted(value.func) if isinstance(value, ast.Call) else None for value in values)
 
 
 def loop_elements(node: "ast.For | ast.AsyncFor") -> Dict[str, str]:

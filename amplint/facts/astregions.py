@@ -9,12 +9,12 @@ the text of an argument as written (`source`).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from amplint.autocast_names import PARTIAL_NAMES, Style
 from amplint.facts.astnodes import Arg, call_args, matches, self_attribute
 from amplint.model import Precision
-from amplint.names import ImportTable, ast_dotted
+from amplint.names import ImportTable, ast_qualnames
 from amplint.regions import (
     AutocastFactory, RegionSpec, bind_arguments, dtype_kinds, precision_of_kinds, spec_of, style_of,
 )
@@ -22,14 +22,13 @@ from amplint.regions import (
 Source = Callable[[ast.expr], Optional[str]]  # an expression's text as LibCST writes it; None when unsure
 
 
-def qualnames(node: ast.expr, table: ImportTable) -> FrozenSet[str]:
-    dotted = ast_dotted(node)
-    return frozenset() if dotted is None else table.qualnames_of(dotted)
+class Unsure(Exception):
+    """An argument's text could not be told exactly: the file goes to LibCST."""
 
 
 def autocast_style(func: ast.expr, table: ImportTable, extra: FrozenSet[str],
                    aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[Style]:
-    return style_of(qualnames(func, table), extra, aliases)
+    return style_of(ast_qualnames(func, table), extra, aliases)
 
 
 def factory_of(expr: ast.expr, table: ImportTable, extra: FrozenSet[str],
@@ -49,25 +48,17 @@ def factory_of(expr: ast.expr, table: ImportTable, extra: FrozenSet[str],
     return None
 
 
-def _bind(style: Style, args: Sequence[Arg]) -> Dict[str, ast.expr]:
-    return bind_arguments(style, args)
-
-
-class Unsure(Exception):
-    """An argument's text could not be told exactly: the file goes to LibCST."""
-
-
 def bound_argument(factory: AutocastFactory, args: Sequence[Arg], name: str) -> Optional[ast.expr]:
-    return _bind(factory.style, list(factory.bound_args) + list(args)).get(name)  # type: ignore[arg-type]
+    return bind_arguments(factory.style, list(factory.bound_args) + list(args)).get(name)  # type: ignore[arg-type]
 
 
 def region_spec(factory: AutocastFactory, args: Sequence[Arg], table: ImportTable, source: Source) -> RegionSpec:
-    bound = _bind(factory.style, list(factory.bound_args) + list(args))  # type: ignore[arg-type]
+    bound = bind_arguments(factory.style, list(factory.bound_args) + list(args))  # type: ignore[arg-type]
     dtype, enabled = bound.get("dtype"), bound.get("enabled")
     given = dtype is not None and not (isinstance(dtype, ast.Constant) and dtype.value is None)
     disabled = isinstance(enabled, ast.Constant) and enabled.value is False
     return spec_of(factory.style, bound, _literal_string, lambda node: _code(node, source),
-                   qualnames(dtype, table) if given else None, disabled)  # type: ignore[arg-type]
+                   ast_qualnames(dtype, table) if given else None, disabled)  # type: ignore[arg-type]
 
 
 def _literal_string(node: ast.expr) -> Optional[str]:
@@ -110,4 +101,4 @@ def _dtype_kinds(node: ast.expr, imports: ImportTable) -> Optional[Set[Precision
     if isinstance(node, ast.IfExp):
         body, orelse = _dtype_kinds(node.body, imports), _dtype_kinds(node.orelse, imports)
         return None if body is None or orelse is None else body | orelse
-    return dtype_kinds(qualnames(node, imports))
+    return dtype_kinds(ast_qualnames(node, imports))

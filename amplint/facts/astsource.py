@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _SPACE = " \t\f\r\n\\"
@@ -48,11 +48,19 @@ class SourceText:
     def offset(self, lineno: int, col_offset: int) -> int:
         return self._line_starts()[lineno - 1] + self.column(lineno, col_offset)
 
+    def _span(self, node: ast.expr) -> Tuple[int, int]:
+        return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno or node.lineno,
+                                                                      node.end_col_offset or 0)
+
+    def segment(self, node: ast.expr) -> str:
+        """The node's text as CPython delimits it (no parentheses around it)."""
+        start, end = self._span(node)
+        return self.text[start:end]
+
     def code(self, node: ast.expr) -> Optional[str]:
         """The node's text with the parentheses LibCST keeps on it; None when a comment makes that unsure."""
         text = self.text
-        start = self.offset(node.lineno, node.col_offset)
-        end = self.offset(node.end_lineno or node.lineno, node.end_col_offset or 0)
+        start, end = self._span(node)
         opens: List[int] = []
         index = start - 1
         while True:

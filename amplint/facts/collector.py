@@ -129,10 +129,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         while isinstance(expr, cst.IfExp):  # `with (autocast() if amp else nullcontext()):`
             expr = expr.body if self._region_expr(expr.body) else expr.orelse
         if isinstance(expr, cst.Call):
-            factory = self._factory(expr.func)
-            if factory is None and isinstance(expr.func, cst.Name):
-                bound = self.scope.lookup_factory(expr.func.value)
-                factory = bound if isinstance(bound, AutocastFactory) else None
+            factory = self._called_factory(expr)
             if factory is not None:
                 return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
         elif isinstance(expr, cst.Name):
@@ -140,6 +137,14 @@ class Collector(ParallelMarks, cst.CSTVisitor):
             if isinstance(bound, RegionSpec):
                 return bound
         return None
+
+    def _called_factory(self, call: cst.Call) -> Optional[AutocastFactory]:
+        """The autocast factory `call` calls: an autocast spelling, or a name bound to a factory here."""
+        factory = self._factory(call.func)
+        if factory is None and isinstance(call.func, cst.Name):
+            bound = self.scope.lookup_factory(call.func.value)
+            factory = bound if isinstance(bound, AutocastFactory) else None
+        return factory
 
     def _region_expr(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Call) and self._factory(expr.func) is not None
@@ -152,10 +157,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
         if factory is not None:
             return factory
         if isinstance(value, cst.Call):
-            called = self._factory(value.func)
-            if called is None and isinstance(value.func, cst.Name):
-                bound = self.scope.lookup_factory(value.func.value)
-                called = bound if isinstance(bound, AutocastFactory) else None
+            called = self._called_factory(value)
             if called is not None:
                 return region_spec(called, value.args, self.imports, self.module)
         return None

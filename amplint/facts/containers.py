@@ -9,7 +9,7 @@ project walk resolves to each element's `forward`.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import libcst as cst
 
@@ -41,9 +41,13 @@ def element_classes(value: cst.BaseExpression, imports: ImportTable) -> Tuple[st
 
 
 def _constructed(values: List[cst.BaseExpression]) -> Tuple[str, ...]:
+    return constructed_classes(dotted_name(value.func) if isinstance(value, cst.Call) else None for value in values)
+
+
+def constructed_classes(callees: Iterable[Optional[str]]) -> Tuple[str, ...]:
+    """The capitalised callees (classes constructed), in order, each once; None for an element that is no call."""
     found: List[str] = []
-    for value in values:
-        callee = dotted_name(value.func) if isinstance(value, cst.Call) else None
+    for callee in callees:
         if callee is not None and callee.rsplit(".", 1)[-1][:1].isupper() and callee not in found:
             found.append(callee)
     return tuple(found)

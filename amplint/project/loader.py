@@ -20,8 +20,8 @@ from amplint.pipeline import will_parse
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, digest
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
-from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
 from amplint.project.modules import ModuleIndex
+from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
 from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -439,7 +439,10 @@ class Loader:
         return summary, tuple(outcome.findings)
 
     def _count(self, path: str, how: str) -> None:
-        {LIBCST: self.stats.parsed, CPYTHON: self.stats.from_ast}.get(how, []).append(path)
+        if how == LIBCST:
+            self.stats.parsed.append(path)
+        elif how == CPYTHON:
+            self.stats.from_ast.append(path)
 
     # --- findings ------------------------------------------------------------
     def _findings_key(self, path: str, info: _FileInfo, entries: Sequence[EntryContext]) -> str:
@@ -550,17 +553,17 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
         reused = trees.findings(path, config, entries)
         if reused is not None:
             return NOT_READ, (None, tuple(reused)), None
-    read, outcome = analyze_file(path, config, entries)
+    how, outcome = analyze_file(path, config, entries)
     if isinstance(outcome, FileError):
-        return read, outcome, None
+        return how, outcome, None
     if isinstance(outcome, FileSummary):
-        return read, (outcome if want_summary else None, ()), None
+        return how, (outcome if want_summary else None, ()), None
     assert outcome.analysis is not None
     if not want_summary:
-        return read, (None, tuple(outcome.findings)), None
+        return how, (None, tuple(outcome.findings)), None
     summary = summarize(outcome.analysis)
     kept = trees is not None and worth_keeping(summary) and trees.keep(path, outcome.analysis, outcome.text)
-    return read, (summary, tuple(outcome.findings)), os.getpid() if kept else None
+    return how, (summary, tuple(outcome.findings)), os.getpid() if kept else None
 
 
 def cache_directory(paths: Sequence[str], top: str) -> str:

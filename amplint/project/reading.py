@@ -2,7 +2,7 @@
 
 A file with no site and no distribution has no findings of its own, and its
 summary is what `facts.astcalls` reads from CPython's tree
-(`summarize.summary_from_tree`); any other file goes through the pipeline,
+(`summarize.read_summary`); any other file goes through the pipeline,
 which parses it with LibCST.
 """
 from __future__ import annotations
@@ -28,20 +28,13 @@ def analyze_file(
 
     With no entries, the summary of a file with no site or distribution, with no findings of its own.
     """
-    from amplint.deep import python_parse
-    from amplint.names import import_table
     from amplint.pipeline import analyze_source
-    from amplint.project.summarize import may_summarize, summary_from_tree
+    from amplint.project.summarize import read_summary
 
     source = read_source(path)
     if isinstance(source, FileError):
         return NOT_READ, source
-    text, imports = source.text, None
-    if not entries and may_summarize(text, config):
-        tree = python_parse(text)
-        if not isinstance(tree, str):  # else the LibCST path reports CPython's refusal, as it always did
-            imports = import_table(tree)
-            quick = summary_from_tree(tree, text, imports, config)
-            if quick is not None:
-                return CPYTHON, quick
-    return LIBCST, analyze_source(text, path, config, entries=entries, project=True, imports=imports)
+    quick, imports = read_summary(source.text, config) if not entries else (None, None)
+    if quick is not None:
+        return CPYTHON, quick
+    return LIBCST, analyze_source(source.text, path, config, entries=entries, project=True, imports=imports)

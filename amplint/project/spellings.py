@@ -27,7 +27,7 @@ from amplint.config import Config
 from amplint.deep import python_parse
 from amplint.files import read_source
 from amplint.model import FileError
-from amplint.names import ImportTable, ast_dotted, import_table
+from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
 CHUNK = 64  # files per unit of work in a pool
@@ -48,14 +48,9 @@ def _autocast_of(node: ast.expr, imports: ImportTable) -> Optional[str]:
     """The qualified autocast a factory expression stands for: a name, a partial, a branch of a conditional."""
     if isinstance(node, ast.IfExp):
         return _autocast_of(node.body, imports) or _autocast_of(node.orelse, imports)
-    if isinstance(node, ast.Call) and _qualnames(node.func, imports) & PARTIAL_NAMES and node.args:
+    if isinstance(node, ast.Call) and ast_qualnames(node.func, imports) & PARTIAL_NAMES and node.args:
         return _autocast_of(node.args[0], imports)
-    return next((name for name in sorted(_qualnames(node, imports)) if name in AUTOCAST_NAMES), None)
-
-
-def _qualnames(node: ast.expr, imports: ImportTable) -> frozenset:
-    dotted = ast_dotted(node)
-    return frozenset() if dotted is None else imports.qualnames_of(dotted)
+    return next((name for name in sorted(ast_qualnames(node, imports)) if name in AUTOCAST_NAMES), None)
 
 
 def _entered_autocast(node: ast.With, imports: ImportTable) -> Optional[str]:

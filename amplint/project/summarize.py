@@ -14,8 +14,6 @@ from amplint.project.summary import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    import ast
-
     from amplint.analysis import ModuleAnalysis
     from amplint.config import Config
     from amplint.facts.astcalls import AstFacts
@@ -127,28 +125,24 @@ def summary_from_ast(text: str, config: "Config") -> Optional[FileSummary]:
 
     None also when CPython refuses the file: the LibCST path reports that as it always did.
     """
+    return read_summary(text, config)[0]
+
+
+def read_summary(text: str, config: "Config") -> "Tuple[Optional[FileSummary], Optional[ImportTable]]":
+    """(the summary, None) when CPython's tree says all; else (None, the import table when CPython's tree was
+    read), so that the LibCST path does not parse the file with CPython again."""
     from amplint.deep import python_parse
+    from amplint.facts.astcalls import ast_facts
     from amplint.names import import_table
 
-    if not may_summarize(text, config):
-        return None
+    if any(word in text for word in _text_words(config)):
+        return None, None
     tree = python_parse(text)
-    return None if isinstance(tree, str) else summary_from_tree(tree, text, import_table(tree), config)
-
-
-def may_summarize(text: str, config: "Config") -> bool:
-    """The text test before any tree: no word that only the LibCST collector reads."""
-    from amplint.facts.astcalls import may_read
-
-    return may_read(text, _text_words(config))
-
-
-def summary_from_tree(tree: "ast.Module", text: str, imports: "ImportTable", config: "Config") -> Optional[FileSummary]:
-    """`summary_from_ast` for a tree the caller has (its import table too)."""
-    from amplint.facts.astcalls import ast_facts
-
+    if isinstance(tree, str):  # the LibCST path reports CPython's refusal, as it always did
+        return None, None
+    imports = import_table(tree)
     facts = ast_facts(tree, text, imports, frozenset(config.extend_autocast), config.autocast_aliases)
-    return None if facts is None else summarize_ast(facts, imports)
+    return (None, imports) if facts is None else (summarize_ast(facts, imports), None)
 
 
 def _text_words(config: "Config") -> "frozenset[str]":
