@@ -5,7 +5,8 @@ On the shared 2-core machine the CPU seconds of one command moved by up to
 number of instructions a run executes does not depend on what else runs, so
 the runs here go side by side, one per core, and still count exactly.
 Each case runs under `valgrind --tool=cachegrind --cache-sim=no` (about 40x
-slower than a plain run) with `PYTHONHASHSEED=0` and `AMPLINT_NO_CACHE=1`:
+slower than a plain run) with `PYTHONHASHSEED=0`, `AMPLINT_NO_CACHE=1` and
+amplint's bytecode compiled beforehand (`project_speed.amplint_env`):
 the working tree's amplint, each `--ref` (a source tree put first on
 `PYTHONPATH`: an export with `rules/` in `amplint/rules/`, as for
 `project_speed.py`, runs its own rules; a plain worktree, the installed
@@ -33,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from project_speed import RUFF, amplint_env
+from project_speed import RUFF, amplint_env, compile_bytecode
 
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
@@ -95,6 +96,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ruff = None if args.no_ruff or not RUFF.exists() else RUFF
     for root in args.roots:
         runs = cases(root, args.ref, ruff)
+        for label, _, env in runs:
+            if label.startswith("amplint"):
+                compile_bytecode(env)
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             counts = list(pool.map(lambda case: counted(case[1], case[2]), runs))
         print(table(root, [label for label, _, _ in runs], counts), end="\n\n")

@@ -87,13 +87,16 @@ def test_ctrl_c_during_a_pooled_fix(tmp_path: Path, delay: float) -> None:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
         pytest.fail("amplint --fix hung after Ctrl-C")
-    if process.returncode in (0, 1):  # finished before the signal: nothing to check about Ctrl-C
-        pytest.skip(f"the run finished within {delay} s of starting its pool")
-    assert process.returncode == 130, (process.returncode, err)
-    assert err == "amplint: interrupted\n", err
     assert sorted(p.name for p in tree.iterdir() if not p.name.endswith(".py")) == []  # no temporary files
     for name, text in texts.items():
         assert (tree / name).read_text() in (text, _fixed(text)), name  # whole: old or new
+    # Finished before the signal: an exit code of its own, or killed by it while the interpreter shut down
+    # (Python gives SIGINT its default action back then; a shell reports 130 for that too), after the last line.
+    if process.returncode in (0, 1) or (
+            process.returncode == -signal.SIGINT and err == "" and out.startswith("Fixed ")):
+        pytest.skip(f"the run finished within {delay} s of starting its pool")
+    assert process.returncode == 130, (process.returncode, out, err)
+    assert err == "amplint: interrupted\n", err
 
 
 def test_ctrl_c_in_the_write_phase_finishes_the_current_file_only(

@@ -18,9 +18,10 @@ parses what is still missing in this process. Either way every summary the
 walk uses is the one a serial run builds, and a file parsed ahead but never
 asked for leaves no trace: the output is the same with any `--jobs`.
 
-Each pass starts from a fresh resolver (`make_pass`), because the resolver
-memoizes answers that a speculative pass got wrong. On a warm cache the
-first pass wants nothing, so the walk runs once, as without this module.
+Each pass (`make_pass`) keeps only the resolver's sure answers, those no
+None of speculation went into (`amplint.project.memo`): the others may be
+wrong once more is known. On a warm cache the first pass wants nothing, so
+the walk runs once, as without this module.
 """
 from __future__ import annotations
 

@@ -96,6 +96,7 @@ class Loader:
         self._ahead: Dict[str, _Parsed] = {}
         self._speculating = False
         self._wanted: Dict[str, None] = {}  # asked for while speculating and not known: parse them ahead
+        self.misses = 0  # summaries answered None for speculation (`amplint.project.memo`)
         self._config_key = repr(config)
         self._options_key = repr((config.extend_autocast, config.extend_distributions, config.autocast_aliases))
 
@@ -269,6 +270,7 @@ class Loader:
         if path in self._summaries:
             return self._summaries[path]
         if path in self._wanted:
+            self.misses += 1
             return None
         self._summaries[path] = None  # a re-entrant request (import cycle) sees "not yet"
         info = self.info.get(path)
@@ -286,6 +288,7 @@ class Loader:
         if self._speculating:
             del self._summaries[path]
             self._wanted[path] = None
+            self.misses += 1
             return None
         analyzed = self._parse(path, ())
         if analyzed is None:

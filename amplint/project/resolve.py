@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.facts import frameworks
+from amplint.project.memo import Doubts, Memo
 from amplint.project.shape import FileShape, Shape
 from amplint.project.summary import MODULE_KEY, CallSummary, FileSummary, FunctionSummary
 
@@ -94,23 +95,35 @@ Symbol = Union[_Func, _Method, _Instance, ClassRef, _Module]
 
 
 class Resolver:
-    """Memoized resolution over the loader's summaries (one per run: no global state)."""
+    """Memoized resolution over the loader's summaries (one per run: no global state).
+
+    One resolver serves every pass of the walk: call `new_pass` before each, and
+    answers that a speculative pass may have got wrong are forgotten (`amplint.project.memo`).
+    """
 
     def __init__(self, loader: "Loader", built: Callable[[], FrozenSet[str]] = frozenset) -> None:
         self.loader = loader
         self._built = built  # names of the classes the project's config files build (read on first use)
         self._built_names: Optional[FrozenSet[str]] = None
-        self._typed: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Target, ...]] = {}
         self.modules = loader.modules
-        self._mro: Dict[ClassRef, List[ClassRef]] = {}
-        self._external: Dict[ClassRef, FrozenSet[str]] = {}
-        self._subclasses: Dict[ClassRef, List[ClassRef]] = {}
+        self._doubts = Doubts(lambda: loader.misses)
+        memo = self._doubts.memo
+        self._typed: Memo[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Target, ...]] = memo()
+        self._mro: Memo[ClassRef, List[ClassRef]] = memo()
+        self._external: Memo[ClassRef, FrozenSet[str]] = memo()
+        self._subclasses: Memo[ClassRef, List[ClassRef]] = memo()
         # Class expressions and method owners, resolved once per run: the subclass search asks for the
         # same (file, base) pairs once per class it expands, which was quadratic on large projects.
-        self._class_of: Dict[Tuple[str, str], Tuple[ClassRef, ...]] = {}
-        self._defining: Dict[Tuple[ClassRef, str], Optional[ClassRef]] = {}
-        self._children: Dict[str, Dict[ClassRef, Tuple[ClassRef, ...]]] = {}  # by a base's short name
-        self._lookups: Dict[Tuple[str, Tuple[str, ...], int, bool], Tuple[Symbol, ...]] = {}
+        self._class_of: Memo[Tuple[str, str], Tuple[ClassRef, ...]] = memo()
+        self._defining: Memo[Tuple[ClassRef, str], Optional[ClassRef]] = memo()
+        self._children: Memo[str, Dict[ClassRef, Tuple[ClassRef, ...]]] = memo()  # by a base's short name
+        self._lookups: Memo[Tuple[str, Tuple[str, ...], int, bool], Tuple[Symbol, ...]] = memo()
+        # By the call's identity: summaries, and the calls in them, live as long as the run.
+        self._calls: Memo[Tuple[str, str, int, Optional[ClassRef], bool], Tuple[Target, ...]] = memo()
+
+    def new_pass(self) -> None:
+        """Start another pass of the walk: keep the sure answers, forget the rest (`amplint.project.memo`)."""
+        self._doubts.new_pass()
 
     # --- symbols -----------------------------------------------------------
     def _summary(self, path: str) -> Optional[FileSummary]:
@@ -149,10 +162,7 @@ class Resolver:
         path, exponentially in `MAX_IMPORT_HOPS`.
         """
         key = (path, tuple(parts), hops, for_call)
-        found = self._lookups.get(key)
-        if found is None:
-            found = self._lookups[key] = tuple(self._lookup(path, parts, hops, for_call))
-        return list(found)
+        return list(self._lookups.get(key, lambda: tuple(self._lookup(path, parts, hops, for_call))))
 
     def _lookup(self, path: str, parts: Sequence[str], hops: int, for_call: bool) -> List[Symbol]:
         summary = self._shape(path)
@@ -212,12 +222,8 @@ class Resolver:
         """The project classes a class expression (`Net`, `models.Net`) in `path` names (memoized from the top)."""
         if hops:
             return [s for s in self.lookup(path, text.split("."), hops) if isinstance(s, ClassRef)]
-        key = (path, text)
-        found = self._class_of.get(key)
-        if found is None:
-            found = self._class_of[key] = tuple(
-                s for s in self.lookup(path, text.split(".")) if isinstance(s, ClassRef))
-        return list(found)
+        return list(self._class_of.get((path, text), lambda: tuple(
+            s for s in self.lookup(path, text.split(".")) if isinstance(s, ClassRef))))
 
     # --- classes -----------------------------------------------------------
     def class_summary(self, cls: ClassRef):  # -> Optional[ClassSummary or ClassShape]: bases and methods
@@ -231,10 +237,7 @@ class Resolver:
 
     def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]:
         """The first class on the MRO that defines `name`, loading base files only as far as needed (memoized)."""
-        key = (cls, name)
-        if key not in self._defining:
-            self._defining[key] = self._search_defining(cls, name)
-        return self._defining[key]
+        return self._defining.get((cls, name), lambda: self._search_defining(cls, name))
 
     def _search_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]:
         seen: Set[ClassRef] = set()
@@ -252,19 +255,20 @@ class Resolver:
 
     def mro(self, cls: ClassRef) -> List[ClassRef]:
         """The class, then its project bases depth-first, left to right (no duplicates)."""
-        if cls in self._mro:
-            return self._mro[cls]
-        self._mro[cls] = [cls]  # a cycle in broken code ends here
+        return self._mro.get(cls, lambda: self._search_mro(cls))
+
+    def _search_mro(self, cls: ClassRef) -> List[ClassRef]:
+        self._mro.guard(cls, [cls])  # a cycle in broken code ends here
         order: List[ClassRef] = [cls]
         for ref in self._bases(cls):
             order.extend(c for c in self.mro(ref) if c not in order)
-        self._mro[cls] = order
         return order
 
     def external_bases(self, cls: ClassRef) -> FrozenSet[str]:
         """Qualified names of the non-project bases anywhere on the MRO (`torch.nn.Module`, ...)."""
-        if cls in self._external:
-            return self._external[cls]
+        return self._external.get(cls, lambda: self._search_external(cls))
+
+    def _search_external(self, cls: ClassRef) -> FrozenSet[str]:
         names: Set[str] = set()
         for ref in self.mro(cls):
             info = self.class_summary(ref)
@@ -277,16 +281,16 @@ class Resolver:
                 head, _, tail = base.partition(".")
                 quals = summary.imported(head) or (head,)
                 names.update(f"{q}.{tail}" if tail else q for q in quals)
-        self._external[cls] = frozenset(names)
-        return self._external[cls]
+        return frozenset(names)
 
     def is_module(self, cls: ClassRef) -> bool:
         return bool(self.external_bases(cls) & frameworks.MODULE_BASES)
 
     def subclasses(self, cls: ClassRef) -> List[ClassRef]:
         """Project subclasses of `cls`, transitively, found through the text index then checked."""
-        if cls in self._subclasses:
-            return self._subclasses[cls]
+        return self._subclasses.get(cls, lambda: self._search_subclasses(cls))
+
+    def _search_subclasses(self, cls: ClassRef) -> List[ClassRef]:
         found: List[ClassRef] = []
         members: Set[ClassRef] = {cls}  # found, and the class itself
         frontier = [cls]
@@ -298,8 +302,7 @@ class Resolver:
                     found.append(ref)
                     members.add(ref)
                     frontier.append(ref)
-        self._subclasses[cls] = sorted(found)
-        return self._subclasses[cls]
+        return sorted(found)
 
     def _subclass_lines(self, short: str) -> Dict[ClassRef, Tuple[ClassRef, ...]]:
         """Per project class, the classes whose class line names it as a base by `short` (file, then name order).
@@ -307,21 +310,21 @@ class Resolver:
         Built once per short name and run: the files with such a line come from the
         text index, and each base is resolved once (`class_of`).
         """
-        index = self._children.get(short)
-        if index is None:
-            building: Dict[ClassRef, List[ClassRef]] = {}
-            for path in self.loader.subclass_files(short):
-                summary = self._shape(path)
-                for name in sorted(summary.classes) if summary is not None else ():
-                    ref = ClassRef(path, name)
-                    parents: List[ClassRef] = []
-                    for base in summary.classes[name].bases:  # type: ignore[union-attr]
-                        if base.rsplit(".", 1)[-1] == short:
-                            parents.extend(p for p in self.class_of(path, base) if p not in parents)
-                    for parent in parents:
-                        building.setdefault(parent, []).append(ref)
-            index = self._children[short] = {parent: tuple(refs) for parent, refs in building.items()}
-        return index
+        return self._children.get(short, lambda: self._index_subclass_lines(short))
+
+    def _index_subclass_lines(self, short: str) -> Dict[ClassRef, Tuple[ClassRef, ...]]:
+        building: Dict[ClassRef, List[ClassRef]] = {}
+        for path in self.loader.subclass_files(short):
+            summary = self._shape(path)
+            for name in sorted(summary.classes) if summary is not None else ():
+                ref = ClassRef(path, name)
+                parents: List[ClassRef] = []
+                for base in summary.classes[name].bases:  # type: ignore[union-attr]
+                    if base.rsplit(".", 1)[-1] == short:
+                        parents.extend(p for p in self.class_of(path, base) if p not in parents)
+                for parent in parents:
+                    building.setdefault(parent, []).append(ref)
+        return {parent: tuple(refs) for parent, refs in building.items()}
 
     def classes_deriving(self, external: FrozenSet[str], short_names: Sequence[str]) -> List[ClassRef]:
         """Project classes with one of `external` on their MRO (e.g. every LightningModule), sorted."""
@@ -398,6 +401,13 @@ class Resolver:
         receiver: Optional[ClassRef], exact: bool,
     ) -> List[Target]:
         """The project functions a call may run; [] when it is not resolved (never a guess)."""
+        key = (path, function.key, id(call), receiver, exact)
+        return list(self._calls.get(key, lambda: tuple(self._call_targets(path, function, call, receiver, exact))))
+
+    def _call_targets(
+        self, path: str, function: FunctionSummary, call: CallSummary,
+        receiver: Optional[ClassRef], exact: bool,
+    ) -> List[Target]:
         parts = call.callee.split(".")
         root = parts[0]
         if root in ("self", "cls") and function.class_name is not None:
@@ -480,21 +490,21 @@ class Resolver:
         `self.loss(dist, y)` with `loss` picked by a config runs some `forward(self, dist: Distribution, y)`:
         the annotation is the one fact that names it. Bounded by MAX_INFERRED; marked inferred.
         """
-        key = (names, slots)
-        if key not in self._typed:
-            found = []
-            for name in names:
-                typed_def = re.compile(r"def\s+%s\s*\([^)]*Distribution" % re.escape(name))
-                for path in self.loader.defining_files(name):
-                    if not self.loader.matches(path, typed_def):
-                        continue
-                    summary = self._summary(path)
-                    for cls, info in sorted(summary.classes.items()) if summary is not None else ():
-                        function = summary.functions.get(f"{cls}.{name}")  # type: ignore[union-attr]
-                        if function is not None and set(function.dist_params) & set(slots):
-                            found.append(Target(path, function.key, ClassRef(path, cls), False, inferred=True))
-            self._typed[key] = tuple(found) if len(found) <= MAX_INFERRED else ()
-        return list(self._typed[key])
+        return list(self._typed.get((names, slots), lambda: self._search_typed(names, slots)))
+
+    def _search_typed(self, names: Tuple[str, ...], slots: Tuple[str, ...]) -> Tuple[Target, ...]:
+        found = []
+        for name in names:
+            typed_def = re.compile(r"def\s+%s\s*\([^)]*Distribution" % re.escape(name))
+            for path in self.loader.defining_files(name):
+                if not self.loader.matches(path, typed_def):
+                    continue
+                summary = self._summary(path)
+                for cls, info in sorted(summary.classes.items()) if summary is not None else ():
+                    function = summary.functions.get(f"{cls}.{name}")  # type: ignore[union-attr]
+                    if function is not None and set(function.dist_params) & set(slots):
+                        found.append(Target(path, function.key, ClassRef(path, cls), False, inferred=True))
+        return tuple(found) if len(found) <= MAX_INFERRED else ()
 
     def _built_classes(self) -> FrozenSet[str]:
         if self._built_names is None:

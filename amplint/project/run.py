@@ -74,11 +74,10 @@ def _walk_and_report(
     def built() -> frozenset:
         return configfiles.built_classes(tops)
 
-    resolvers: List[Resolver] = []
+    resolver = Resolver(loader, built)  # one for every pass: it keeps only the answers that stay true
 
     def walk_pass() -> Walked:
-        resolver = Resolver(loader, built)
-        resolvers.append(resolver)
+        resolver.new_pass()
         seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
             loader, resolver, root
         )
@@ -87,7 +86,6 @@ def _walk_and_report(
     walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
     entries = walked.entries
     eager = set(loader.region_files())
-    resolver = resolvers[-1]  # the last pass's: it answered with every summary it asked for, memoized
     reached = {p: entries.get(p, []) + walked.givers.get(p, []) for p in set(entries) | set(walked.givers)}
     joined, arguments = dist_arguments(
         loader, resolver, [p for p in files if p in eager or p in reached], reached, root)

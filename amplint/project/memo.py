@@ -1,0 +1,80 @@
+"""Memoized resolver answers, kept from one speculative pass of the walk to the next when they are sure.
+
+The walk runs in speculative passes (`amplint.project.ahead`): while one runs,
+a summary not parsed yet answers None, and resolver answers built on that
+None are wrong for the next pass, which knows more. Each pass therefore
+started from a fresh resolver and redid all its resolution, most of it right
+the first time: on the real-code corpus, most of the parent's CPU at `-j 2`.
+
+An answer here is *sure* when nothing unsure went into it: no summary answered
+None for speculation (`Loader.misses`) while it was computed, and it read no
+unsure answer, a cycle guard's (`Resolver.mro`) included. A sure answer then
+depends only on summaries that are known, which do not change, and not on the
+order of asking, so every later pass computes the same: it is kept. An unsure
+one serves the rest of its pass, as a fresh resolver's memo did, and is
+dropped when the next pass starts (`Doubts.new_pass`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Generic, Hashable, List, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+_MISSING = object()
+
+
+class Doubts:
+    """Counts what makes an answer unsure; one per resolver, shared by its memos."""
+
+    def __init__(self, misses: Callable[[], int]) -> None:
+        self._misses = misses  # the loader's count of summaries answered None for speculation
+        self._read = 0  # unsure answers read
+        self._memos: List["Memo"] = []
+
+    def mark(self) -> int:
+        """A stamp that moves whenever something unsure is used: equal stamps bracket a sure answer."""
+        return self._misses() + self._read
+
+    def read_unsure(self) -> None:
+        self._read += 1
+
+    def memo(self) -> "Memo":
+        made: Memo = Memo(self)
+        self._memos.append(made)
+        return made
+
+    def new_pass(self) -> None:
+        """Forget every unsure answer: the pass that gave them is over."""
+        for memo in self._memos:
+            memo.unsure.clear()
+
+
+class Memo(Generic[K, V]):
+    """One kind of answer, by key: `sure` ones for the run, `unsure` ones for the current pass."""
+
+    def __init__(self, doubts: Doubts) -> None:
+        self._doubts = doubts
+        self.sure: Dict[K, V] = {}
+        self.unsure: Dict[K, V] = {}
+
+    def get(self, key: K, compute: Callable[[], V]) -> V:
+        """The answer for `key`, computed once (per run when sure, per pass when not)."""
+        found = self.sure.get(key, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
+        found = self.unsure.get(key, _MISSING)
+        if found is not _MISSING:
+            self._doubts.read_unsure()
+            return found  # type: ignore[return-value]
+        mark = self._doubts.mark()
+        value = compute()
+        if self._doubts.mark() == mark:
+            self.unsure.pop(key, None)  # a guard `compute` set, never read
+            self.sure[key] = value
+        else:
+            self.unsure[key] = value
+        return value
+
+    def guard(self, key: K, value: V) -> None:
+        """Answer `value` for `key` while its own answer is computed (a cycle ends there); reading it is unsure."""
+        self.unsure[key] = value
