@@ -64,6 +64,21 @@ def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < FLOAT16_SUBNORMAL
 
 
+def is_probability_call(node: ast.Call, imports: ImportTable) -> bool:
+    """A call the screen counts for its name, not as a log: `log_prob`, `entropy`, `kl_divergence`, a density."""
+    return _is_site(node.func, imports)
+
+
+def is_distribution_call(node: ast.Call, imports: ImportTable) -> bool:
+    """`d.log_prob(x)`, `d.entropy()`, `kl_divergence(p, q)`: what the screen counts other than a density or a log."""
+    return _is_distribution_site(node.func, imports)
+
+
+def is_log_call(node: ast.Call, imports: ImportTable) -> bool:
+    """A log the screen counts: `x.log()`, `torch.log(x)`, `math.log(x)`."""
+    return _is_log(node, imports)
+
+
 def _spells(node: ast.AST, words: AbstractSet[str]) -> bool:
     if isinstance(node, ast.Name):
         return node.id in words
@@ -84,11 +99,15 @@ def _is_log(node: ast.Call, imports: ImportTable) -> bool:
 
 
 def _is_site(func: ast.expr, imports: ImportTable) -> bool:
-    if isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence"):
-        return True
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     if name is not None and is_density_name(name):
         return True  # a project density's call (`amplint.facts.densitycalls`)
+    return _is_distribution_site(func, imports)
+
+
+def _is_distribution_site(func: ast.expr, imports: ImportTable) -> bool:
+    if isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence"):
+        return True
     dotted = ast_dotted(func)
     if dotted is None:
         return False

@@ -358,18 +358,60 @@ def test_most_plain_fixture_modules_take_the_ast_path() -> None:
     "d = make()\nd.log_prob(x)\n",
     "import torch\ny = torch.log(p)\n",
     "y = p.log()\n",
-    "y = p + 1e-10\n",
+    "y = probs + 1e-10\n",
+    "p = x.softmax(-1)\ny = q + 1e-10\n",  # a floor, and probabilities somewhere in the file
+    "y = torch.special.expit(z)\nw = y.clamp(min=1e-12)\n",
+    "w = h / (h.sum() + 1e-12)\n",  # a division by a sum makes probabilities
+    "from torch import sum as total\nh /= total(h)\nw = h + 1e-12\n",
     "y = sq(z) - 0.9189385332\n",
     "y = sq(z) - t.log(2 * math.pi)\n",
+    "import math\ny = sq(z) - math.log(2 * math.pi)\n",
+    "from math import log, pi as PI\ny = sq(z) - log(2 * PI)\n",
+    "import numpy as np\nfrom torch import *\ny = np.log(x) + log(z)\n",  # `log` may be torch's
     "import torch.distributions as D\nf(x)\n",
+    "from torch import distributions\nf(x)\n",
+    "import torch\nd = torch.distributions.Normal(m, s)\n",
+    "from pyro.distributions import *\nf(x)\n",
     "from accelerate import Accelerator\nacc = Accelerator()\n",
     "trainer = pl.Trainer(max_epochs=1)\n",
-    "def gaussian_nll(x):\n    return x\n",
+    "from .losses import gaussian_nll\ny = gaussian_nll(x)\n",  # the project's own density
+    "def gaussian_nll(x):\n    return (x - 1) ** 2\n\n\ny = gaussian_nll(x)\n",  # one that loses range
+    "class Head(Base):\n    def f(self, x):\n        return self.log_likelihood(x)\n",  # inherited: trusted
+    "class Head:\n    def nll(self, x):\n        return x.pow(2)\n\n    def f(self, x):\n"
+    "        return self.nll(x)\n",
+    "def f(z):\n    post = Posterior(z)\n    return post.kl()\n",  # what `post` is decides
+    "def f(d: Dict[(str, Distribution)]):\n    return d\n",  # one subscript element to LibCST, or two?
+    "def f(d: Dict[(str), Distribution]):\n    return d\n",
     "match x:\n    case 1:\n        f(x)\n",
     "def broken(:\n",
 ])
 def test_what_only_libcst_reads_sends_the_file_there(text: str) -> None:
     assert summary_from_ast(text, Config()) is None
+
+
+@pytest.mark.parametrize("text", [
+    "# Redistributions of source code must retain the above copyright notice.\n"
+    "\"\"\"Samples from the distributions.\"\"\"\nimport torch\nf(torch.ones(3))\n",
+    "from .layers.distributions import make_layer\nlayer = make_layer(3)\n",  # a project module
+    "import torch\nopt = torch.optim.LBFGS(params, tolerance_grad=1e-9)\ny = p + 1e-10\n",  # no probabilities
+    "import math\nimport numpy as np\nscale = math.log(10000) / np.log(half)\n",
+    "import torch.nn.functional as F\nloss = F.nll_loss(logp, y) + F.kl_div(a, b)\n",  # a library's
+    "def marginal_entropy(x):\n    return x.logsumexp(-1)\n\n\nloss = marginal_entropy(out)\n",
+    "class Head:\n    def entropy_loss(self, x):\n        return -(x.softmax(1) * x.log_softmax(1)).sum(1)\n\n"
+    "    def f(self, x):\n        return self.entropy_loss(x)\n",
+    "class Head:\n    def f(self, x):\n        return self.nll(x)\n",  # no method, no base: not the project's
+    "def f(x):\n    return x.head.log_prob_of(x)\n",  # a longer receiver: the collector does not follow it
+    "def gaussian_nll(x, mu):\n    return ((x - mu) ** 2).mean()\n",  # a density of its own
+    "from typing import Optional\n\n\nclass GaussianDistribution:\n    pass\n\n\n"
+    "def loss(model, d: Optional[GaussianDistribution], y: \"GaussianDistribution\", *, q: GaussianDistribution"
+    " | None, r: Dict[str, GaussianDistribution], s: Dict[str, int]):\n    return d\n",
+])
+def test_what_cannot_make_a_site_reads_the_same_from_either_tree(text: str) -> None:
+    quick = _read_alike(text)
+    if "gaussian_nll" in text:
+        assert quick.functions["gaussian_nll"].density  # the spot check: a density read from CPython's tree
+    if "def loss" in text:
+        assert quick.functions["loss"].dist_params == ("1", "d", "q", "r")
 
 
 def test_configured_and_derived_spellings_open_regions_as_in_libcst() -> None:

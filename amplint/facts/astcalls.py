@@ -16,11 +16,13 @@ float16 region keeps its text, as written (`astsource.SourceText.code`).
 
 `ast_facts` answers None, and the caller parses with LibCST as before, for any
 file that holds more: a call or literal the site screen (`amplint.screen`)
-counts, a distribution word, an accelerator, a framework constructor, a
-function named like a density, a `match` statement, or text whose exact form
-a comment makes unsure. The walk order is LibCST's, so calls are recorded in
-the same order and with the same bindings; `tests/test_ast_summary.py` holds
-the two summaries equal.
+counts and the collector may make a site of (`astscreen` tells which it
+cannot), a framework constructor, a `match` statement, or text whose exact
+form a comment makes unsure (distribution classes and accelerators are the
+caller's test, `summarize.read_summary`). It reads which parameters are typed
+as distributions and which functions are densities, as the summary does. The
+walk order is LibCST's, so calls are recorded in the same order and with the
+same bindings; `tests/test_ast_summary.py` holds the two summaries equal.
 """
 from __future__ import annotations
 
@@ -29,9 +31,11 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from amplint.densitynames import is_density_name
 from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
+from amplint.facts.astscreen import (
+    Definitions, holds_probabilities, is_density, never_a_density_site, scalar_log,
+)
 from amplint.facts.astsource import SourceText
 from amplint.facts.containers import ELEMENT
 from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
@@ -69,6 +73,8 @@ class AstFacts:
 
     scopes: Dict[str, Scope]
     params: Dict[str, Tuple[str, ...]]  # scope key -> `signatures.parameter_names` of its def
+    dist_params: Dict[str, Tuple[str, ...]]  # scope key -> `signatures.distribution_params` of its def
+    densities: FrozenSet[str] = frozenset()  # scope keys of the defs that are densities (`densitycalls.is_density`)
     class_bases: Dict[str, List[str]] = field(default_factory=dict)
     class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)
     class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
@@ -82,7 +88,8 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
         reader.module(tree)
     except (_Bail, regions.Unsure, RecursionError):
         return None
-    return AstFacts(reader.scopes, reader.params, reader.class_bases, reader.class_attrs, reader.class_items)
+    return AstFacts(reader.scopes, reader.params, reader.dist_params, frozenset(reader.densities),
+                    reader.class_bases, reader.class_attrs, reader.class_items)
 
 
 class _Reader(ParallelMarks):
@@ -100,11 +107,16 @@ class _Reader(ParallelMarks):
         self.scope = Scope(MODULE_KEY, "<module>", None, None)
         self.scopes: Dict[str, Scope] = {MODULE_KEY: self.scope}
         self.params: Dict[str, Tuple[str, ...]] = {}
+        self.dist_params: Dict[str, Tuple[str, ...]] = {}
+        self.densities: List[str] = []
+        self.definitions: Optional[Definitions] = None  # the module's defs and classes, read when first needed
         self.class_stack: List[str] = []
         self.containers: List[str] = []
         self.class_bases: Dict[str, List[str]] = {}
         self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self.class_items: Dict[str, Dict[str, Tuple[str, ...]]] = {}
+        self.tree = ast.Module(body=[], type_ignores=[])
+        self.probabilities: Optional[bool] = None  # `astscreen.holds_probabilities`, read when first needed
         self.handlers: Dict[type, Callable[[ast.AST], None]] = {
             ast.FunctionDef: self.function, ast.AsyncFunctionDef: self.function, ast.ClassDef: self.class_def,
             ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
@@ -118,6 +130,7 @@ class _Reader(ParallelMarks):
 
     # --- the walk ----------------------------------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
+        self.tree = tree
         self.visit_all(tree.body)
 
     def visit(self, node: Optional[ast.AST]) -> None:
@@ -157,9 +170,15 @@ class _Reader(ParallelMarks):
 
     # --- what the site screen looks for: any of it sends the file to LibCST -------------------------------
     def constant(self, node: ast.Constant) -> None:
-        if counts_as_site(node, self.imports) or (isinstance(node.value, float) and any(
-                abs(node.value - c) < 1e-3 for c in _LOG_2PI_VALUES)):
+        if isinstance(node.value, float) and any(abs(node.value - c) < 1e-3 for c in _LOG_2PI_VALUES):
             raise _Bail
+        if counts_as_site(node, self.imports) and self._holds_probabilities():
+            raise _Bail  # a floor such as `1e-10`: a site only under probabilities
+
+    def _holds_probabilities(self) -> bool:
+        if self.probabilities is None:
+            self.probabilities = holds_probabilities(self.tree, self.imports)
+        return self.probabilities
 
     # --- scopes --------------------------------------------------------------------------------------
     def class_def(self, node: ast.ClassDef) -> None:
@@ -178,8 +197,6 @@ class _Reader(ParallelMarks):
         self.containers.pop()
 
     def function(self, node: "ast.FunctionDef | ast.AsyncFunctionDef") -> None:
-        if is_density_name(node.name):
-            raise _Bail  # `FunctionSummary.density` reads its body
         parent = self.scope
         container = self.containers[-1] if self.containers else "module"
         scope = parent.child(node.name, container, self.class_stack[-1] if container == "class" else None)
@@ -192,6 +209,12 @@ class _Reader(ParallelMarks):
         if key not in self.scopes:
             self.scopes[key] = scope
             self.params[key] = nodes.parameter_names(node.args)
+            dist_params = nodes.distribution_params(node.args, self.imports, self._starts_with_paren)
+            if dist_params is None:
+                raise _Bail
+            self.dist_params[key] = dist_params
+            if is_density(node, self.imports):
+                self.densities.append(key)
         self.scope = scope
         self.containers.append("function")
         self.visit_all(node.decorator_list)
@@ -353,18 +376,29 @@ class _Reader(ParallelMarks):
     def _lookup(self, name: str) -> Optional[Tuple[str, bool]]:
         return self.scope.find(name, "instances")  # type: ignore[return-value]
 
+    def _starts_with_paren(self, node: ast.expr) -> bool:
+        return self.source.text.startswith("(", self.source.offset(node.lineno, node.col_offset))
+
     def _wide(self, node: ast.expr) -> bool:
         scope = self.scope
         return nodes.is_wide(node, self.imports, lambda name: name in scope.wide_names)
 
     # --- calls ----------------------------------------------------------------------------------------
     def call(self, node: ast.Call) -> None:
-        if counts_as_site(node, self.imports) or _log_of_pi(node):
+        if (counts_as_site(node, self.imports) and not self._never_a_site(node)) or _log_of_pi(node):
             raise _Bail
         self._record(node)
         self.visit(node.func)
         for arg in nodes.call_args(node):
             self.visit(arg.value)
+
+    def _never_a_site(self, node: ast.Call) -> bool:
+        """A call the site screen counts that the collector cannot make a site of (`astscreen`)."""
+        if scalar_log(node, self.imports):
+            return True
+        if self.definitions is None:
+            self.definitions = Definitions(self.tree)
+        return never_a_density_site(node, self.imports, self.definitions, self.scope.class_name)
 
     def _record(self, node: ast.Call) -> None:
         func = node.func

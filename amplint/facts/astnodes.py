@@ -19,6 +19,7 @@ from amplint.dtypes import (
 )
 from amplint.facts.containers import CONTAINERS, ELEMENT, constructed_classes
 from amplint.facts.samemodule import COMPILERS, MAX_HOPS, MODULE_KEYWORDS, PARALLEL_WRAPPERS, SAME_MODULE_METHODS
+from amplint.facts.signatures import DISTRIBUTION_MODULES
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
 
 
@@ -290,3 +291,58 @@ def parameter_names(args: ast.arguments) -> Tuple[str, ...]:
     if params and params[0] in ("self", "cls"):
         params = params[1:]
     return tuple(params) + tuple(p.arg for p in args.kwonlyargs)
+
+
+def distribution_params(args: ast.arguments, imports: ImportTable, starts_with_paren: Callable[[ast.expr], bool]
+                        ) -> Optional[Tuple[str, ...]]:
+    """`signatures.distribution_params`: the slots (position, then name) of parameters typed as a distribution.
+
+    None when unsure: `X[(A, B)]` is one subscript element to LibCST (a tuple, not read), `X[A, B]` two,
+    and CPython's tree has a tuple for both; `X[(A), B]` starts with a parenthesis too
+    (`starts_with_paren(tuple)`), so such a subscript is left to LibCST.
+    """
+    params = [*args.posonlyargs, *args.args]
+    if params and params[0].arg in ("self", "cls"):
+        params = params[1:]
+    slots: List[str] = []
+    try:
+        for position, param in enumerate(params):
+            if _distribution_annotation(param.annotation, imports, starts_with_paren):
+                slots.extend((str(position), param.arg))
+        slots.extend(p.arg for p in args.kwonlyargs
+                     if _distribution_annotation(p.annotation, imports, starts_with_paren))
+    except _Unsure:
+        return None
+    return tuple(slots)
+
+
+class _Unsure(Exception):
+    pass
+
+
+def _distribution_annotation(annotation: Optional[ast.expr], imports: ImportTable,
+                             starts_with_paren: Callable[[ast.expr], bool]) -> bool:
+    """`signatures.is_distribution_annotation`: `Distribution`, `D.Normal`, `Optional[Distribution]`, `X | None`."""
+    stack = [annotation] if annotation is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp):
+            stack.extend((node.left, node.right))
+            continue
+        if isinstance(node, ast.Subscript):
+            inner = node.slice
+            if isinstance(inner, ast.Tuple):
+                if starts_with_paren(inner):
+                    raise _Unsure
+                stack.extend(inner.elts)
+            else:
+                stack.append(inner)
+            continue
+        dotted = ast_dotted(node)
+        if dotted is None:
+            continue
+        if dotted.rsplit(".", 1)[-1].endswith("Distribution"):
+            return True
+        if any(q.startswith(DISTRIBUTION_MODULES) for q in imports.qualnames_of(dotted)):
+            return True
+    return False

@@ -82,7 +82,8 @@ def summarize(analysis: "ModuleAnalysis") -> FileSummary:
 
 def summarize_ast(facts: "AstFacts", imports: "ImportTable") -> FileSummary:
     """The summary of a file read from CPython's tree (`facts.astcalls`): no site or distribution."""
-    functions = {key: _function_summary(scope, (), (), facts.params.get(key, ()), False)
+    functions = {key: _function_summary(scope, (), facts.dist_params.get(key, ()), facts.params.get(key, ()),
+                                        key in facts.densities)
                  for key, scope in facts.scopes.items()}
     return _file_summary(imports, functions, facts.scopes, facts.class_bases, facts.class_attrs, facts.class_items,
                          ())
@@ -133,6 +134,7 @@ def read_summary(text: str, config: "Config") -> "Tuple[Optional[FileSummary], O
     read), so that the LibCST path does not parse the file with CPython again."""
     from amplint.deep import python_parse
     from amplint.facts.astcalls import ast_facts
+    from amplint.facts.astscreen import DISTRIBUTIONS, may_name_distributions
     from amplint.names import import_table
 
     if any(word in text for word in _text_words(config)):
@@ -141,12 +143,15 @@ def read_summary(text: str, config: "Config") -> "Tuple[Optional[FileSummary], O
     if isinstance(tree, str):  # the LibCST path reports CPython's refusal, as it always did
         return None, None
     imports = import_table(tree)
+    if DISTRIBUTIONS in text and may_name_distributions(tree, imports):
+        return None, imports
     facts = ast_facts(tree, text, imports, frozenset(config.extend_autocast), config.autocast_aliases)
     return (None, imports) if facts is None else (summarize_ast(facts, imports), None)
 
 
 def _text_words(config: "Config") -> "frozenset[str]":
-    """Words whose mention anywhere sends a file to LibCST: distributions (as `pipeline.analysis_options` reads
-    them) and accelerators (rule A's regions and prepared models)."""
-    return frozenset(("distributions", "Accelerator") + tuple(
-        name.rsplit(".", 1)[-1] for name in config.extend_distributions))
+    """Words whose mention anywhere sends a file to LibCST: configured distributions (as
+    `pipeline.analysis_options` reads them) and accelerators (rule A's regions and prepared models).
+    `distributions` itself counts only in the code (`astscreen.may_name_distributions`): it is in license
+    headers ("Redistributions of source code") and docstrings."""
+    return frozenset(("Accelerator",) + tuple(name.rsplit(".", 1)[-1] for name in config.extend_distributions))

@@ -1,0 +1,221 @@
+"""What sends a file to LibCST, told more narrowly on CPython's tree than the screens do.
+
+The site screen (`amplint.screen.counts_as_site`) is a superset of what the
+collector recognises, and a file it counts anything in is read with LibCST
+(`facts.astcalls`). Two of its reasons rarely end in a site:
+
+- A positive literal below float16's smallest subnormal (`1e-8`) is a site
+  only as the floor of a value that holds probabilities (`mathsites._floor_site`
+  asks `probmath.is_prob`). `is_prob` holds only where the file names a
+  softmax, a sigmoid or `expit`, spells a name that says probabilities
+  (`probmath.names_probability`), or divides by a sum: with none of them in
+  the file, no floor in it is a site (`holds_probabilities`).
+- A log of numbers (`math.log(10000)`, `np.log(x)`) is not a tensor log
+  (`probmath.log_operand`); the collector reads one only as the log(2*pi) term
+  of a Gaussian written out (`probmath._is_log_2pi`), whose argument names pi
+  (`scalar_log`).
+
+- A call named like a density (`F.nll_loss`, `marginal_entropy(p)`) is a site
+  only when `densitycalls.density_call` finds the project's own density behind
+  it; a library function, a function of this file whose body keeps its range
+  (`loses_range`), or a method of a class of this file that does, is none
+  (`never_a_density_site`). A function named like one is a density
+  (`FunctionSummary.density`) only when its body loses range too.
+
+And a file that says `distributions` (`may_name_distributions`) names a
+distribution class (`dtypes.distribution_class`) only through an import from a
+distributions package or a name or attribute `distributions` in its code; the
+word in a license header ("Redistributions of source code") or a docstring
+builds nothing.
+
+These tests only widen what `ast_facts` reads; `tests/test_ast_summary.py` and
+the file-by-file comparison of the two summaries hold them to the collector.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Union
+
+from amplint.densitynames import from_library, is_density_name
+from amplint.dtypes import DISTRIBUTION_PACKAGES
+from amplint.facts.astnodes import is_number
+from amplint.facts.densitycalls import UNSTABLE_OPS
+from amplint.facts.probmath import PI_NAMES, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, names_probability
+from amplint.names import ImportTable, ast_dotted
+from amplint.screen import is_distribution_call, is_log_call, is_probability_call
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+DISTRIBUTIONS = "distributions"
+# The last parts of what makes a probability (`softmax`, `sigmoid`, `expit`), and of a sum.
+_PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PROB_METHODS
+_SUM = "sum"
+
+
+def _name(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _last_parts(node: ast.AST, imports: ImportTable) -> "frozenset[str]":
+    """The last part of what a name or attribute may stand for: itself, and for a name, what it imports."""
+    name = _name(node)
+    if name is None:
+        return frozenset()
+    if isinstance(node, ast.Name) and name in imports.bindings:
+        return frozenset({name} | {qual.rsplit(".", 1)[-1] for qual in imports.qualnames_of(name)})
+    return frozenset({name})
+
+
+def _divides_by_a_sum(node: ast.AST, imports: ImportTable) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        divisor: ast.AST = node.right
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div):
+        divisor = node.value
+    else:
+        return False
+    return any(_SUM in _last_parts(inner, imports) for inner in ast.walk(divisor))
+
+
+def holds_probabilities(tree: ast.AST, imports: ImportTable) -> bool:
+    """May some value of the file hold probabilities, as `probmath.is_prob` tells? (False: certainly none.)"""
+    for node in ast.walk(tree):
+        parts = _last_parts(node, imports)
+        if parts & _PROB_PARTS or any(names_probability(part) for part in parts):
+            return True
+        if _divides_by_a_sum(node, imports):
+            return True
+    return False
+
+
+def scalar_log(node: ast.Call, imports: ImportTable) -> bool:
+    """`math.log(10000)`, `np.log(x)`: a log of numbers whose argument does not name pi, so never part of a site.
+
+    False for anything else, a tensor log (`torch.log`, `x.log()`) and a probability call included.
+    """
+    dotted = ast_dotted(node.func)
+    if dotted is None or not (node.args or node.keywords) or is_probability_call(node, imports):
+        return False
+    quals = imports.qualnames_of(dotted)
+    if not quals or not quals <= SCALAR_LOG_FUNCTIONS:
+        return False
+    return not any(_names_pi(inner, imports) for arg in [*node.args, *node.keywords] for inner in ast.walk(arg))
+
+
+def _names_pi(node: ast.AST, imports: ImportTable) -> bool:
+    """`math.pi`, `np.pi`, `pi`, or a name imported as pi (`from math import pi as PI`): `probmath._mentions_pi`'s
+    test, widened to any name or attribute `pi`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "pi"
+    if isinstance(node, ast.Name):
+        return node.id == "pi" or bool(imports.qualnames_of(node.id) & PI_NAMES) or any(
+            qual.rsplit(".", 1)[-1] == "pi" for qual in imports.qualnames_of(node.id))
+    return False
+
+
+def may_name_distributions(tree: ast.AST, imports: ImportTable) -> bool:
+    """May a name in the code stand for a torch or pyro distribution class? (False: certainly none does.)"""
+    packages = tuple(package.rstrip(".") for package in DISTRIBUTION_PACKAGES)  # the modules themselves too
+    held = [qual for quals in imports.bindings.values() for qual in quals] + list(imports.star_modules)
+    if any(qual.startswith(packages) for qual in held):
+        return True
+    return any(_name(node) == DISTRIBUTIONS for node in ast.walk(tree))
+
+
+# --- calls and functions named like densities (`amplint.facts.densitycalls`) -------------------------------
+class Definitions:
+    """The module's top-level functions and classes, looked up as `densitycalls` looks them up."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.functions: Dict[str, Function] = {}  # the first of each name
+        self.classes: List[ast.ClassDef] = []
+        for statement in tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(statement.name, statement)
+            elif isinstance(statement, ast.ClassDef):
+                self.classes.append(statement)
+
+    def class_def(self, dotted: str) -> Optional[ast.ClassDef]:
+        """`Outer.Inner`: a class of the module's body, then of that class's body."""
+        body: List[ast.stmt] = list(self.classes)
+        found: Optional[ast.ClassDef] = None
+        for part in dotted.split("."):
+            found = next((s for s in body if isinstance(s, ast.ClassDef) and s.name == part), None)
+            if found is None:
+                return None
+            body = found.body
+        return found
+
+    def methods(self, name: str) -> List[Function]:
+        return [m for c in self.classes for m in c.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name]
+
+
+def loses_range(function: Function, imports: ImportTable) -> bool:
+    """`densitycalls.loses_range`: does the body use a tensor op float16 can push out of range?"""
+    stack: List[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in UNSTABLE_OPS:
+            root = ast_dotted(node.func.value)
+            if root is None or not _python_math(root, imports):
+                return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not is_number(node.left):
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _python_math(root: str, imports: ImportTable) -> bool:
+    quals = imports.qualnames_of(root.split(".")[0])
+    return any(q.split(".", 1)[0] in ("math", "numpy", "statistics") for q in quals)
+
+
+def is_density(function: Function, imports: ImportTable) -> bool:
+    """`densitycalls.is_density`: named like a density, and its body loses range."""
+    return is_density_name(function.name) and loses_range(function, imports)
+
+
+def never_a_density_site(node: ast.Call, imports: ImportTable, definitions: Definitions,
+                         class_name: Optional[str]) -> bool:
+    """A call the screen counts only for its density name, which `densitycalls.density_call` never makes a site.
+
+    False whenever that depends on more than this reads: a method whose class holds an attribute of
+    its name, or a local name bound to a construction.
+    """
+    if is_distribution_call(node, imports) or is_log_call(node, imports):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name is None or not is_density_name(name):
+        return False
+    if isinstance(func, ast.Name):
+        defined = definitions.functions.get(name)
+        if defined is not None:
+            return not loses_range(defined, imports)
+        quals = imports.bindings.get(name)
+        return not (quals and not from_library(quals))
+    assert isinstance(func, ast.Attribute)
+    if not isinstance(func.value, ast.Name):
+        return True  # `a.b.kl()`: not the project's density by the collector's rule
+    root = func.value.id
+    if root in ("self", "cls"):
+        return _never_own_method(name, imports, definitions, class_name)
+    if root in imports.bindings and imports.qualnames_of(root):
+        return from_library(imports.qualnames_of(root))
+    return False  # a local name: what it is bound to decides (`densitycalls._constructed`)
+
+
+def _never_own_method(name: str, imports: ImportTable, definitions: Definitions, class_name: Optional[str]) -> bool:
+    """`self.m(...)` (`densitycalls._own_method`): never a site when no class of this file is the scope's, or
+    when the methods named `m` all keep their range, or when there are none and the class has no base."""
+    cls = definitions.class_def(class_name) if class_name is not None else None
+    if cls is None:
+        return True
+    methods = definitions.methods(name)
+    if methods:
+        return not any(loses_range(m, imports) for m in methods)
+    return not cls.bases
