@@ -108,6 +108,15 @@ def ast_dotted(node: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def ast_last_name(node: ast.AST) -> Optional[str]:
+    """`x` of `x` and of `a.b.x`; None for anything else."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
 def ast_qualnames(node: ast.expr, table: ImportTable) -> FrozenSet[str]:
     """`ImportTable.qualnames` for a node of CPython's tree: empty for an expression that is no dotted name."""
     dotted = ast_dotted(node)

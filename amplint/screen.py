@@ -21,7 +21,7 @@ import ast
 from typing import AbstractSet, Iterable, Tuple
 
 from amplint.densitynames import is_density_name
-from amplint.names import ImportTable, ast_dotted
+from amplint.names import ImportTable, ast_dotted, ast_last_name
 
 REGION_WORDS = ("autocast",)
 # The text prefilter's words for a computation ("cdf" also covers "icdf"; "log" covers hand-written math:
@@ -99,7 +99,7 @@ def _is_log(node: ast.Call, imports: ImportTable) -> bool:
 
 
 def _is_site(func: ast.expr, imports: ImportTable) -> bool:
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    name = ast_last_name(func)
     if name is not None and is_density_name(name):
         return True  # a project density's call (`amplint.facts.densitycalls`)
     return _is_distribution_site(func, imports)

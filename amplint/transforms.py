@@ -15,6 +15,8 @@ import ast
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from amplint.names import ast_last_name
+
 # Elementwise transforms the verifier can rebuild and invert.
 UNARY = frozenset({"exp", "sigmoid", "softplus", "softmax", "log_softmax"})
 TAKES_DIM = frozenset({"softmax", "log_softmax"})
@@ -93,19 +95,11 @@ def _number(node: ast.expr) -> Optional[float]:
     return float(value)
 
 
-def _last_name(func: ast.expr) -> Optional[str]:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None
-
-
 def _dtype_of(call: ast.Call) -> Optional[str]:
     """The wide dtype of `.to(torch.float32)`, `.to(dtype=torch.double)`, `.type(...)`."""
     candidates = list(call.args[:1]) + [kw.value for kw in call.keywords if kw.arg == "dtype"]
     for candidate in candidates:
-        name = _last_name(candidate)
+        name = ast_last_name(candidate)
         if name in WIDE_DTYPES:
             return WIDE_DTYPES[name]
     return None
@@ -130,7 +124,7 @@ def _match(node: ast.expr) -> Optional[Tuple[Step, ast.expr]]:
 
 def _match_call(call: ast.Call) -> Optional[Tuple[Step, ast.expr]]:
     func = call.func
-    name = _last_name(func)
+    name = ast_last_name(func)
     if isinstance(func, ast.Attribute):  # method on the tensor: x.exp(), x.float(), x.softmax(-1)
         receiver = func.value
         if name in ("float", "double") and not call.args and not call.keywords:

@@ -19,7 +19,7 @@ from amplint.dtypes import (
 )
 from amplint.facts.containers import CONTAINERS, ELEMENT, constructed_classes
 from amplint.facts.samemodule import COMPILERS, MAX_HOPS, MODULE_KEYWORDS, PARALLEL_WRAPPERS, SAME_MODULE_METHODS
-from amplint.facts.signatures import DISTRIBUTION_MODULES
+from amplint.facts.signatures import names_distribution, typed_slots
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
 
 
@@ -301,19 +301,12 @@ def distribution_params(args: ast.arguments, imports: ImportTable, starts_with_p
     and CPython's tree has a tuple for both; `X[(A), B]` starts with a parenthesis too
     (`starts_with_paren(tuple)`), so such a subscript is left to LibCST.
     """
-    params = [*args.posonlyargs, *args.args]
-    if params and params[0].arg in ("self", "cls"):
-        params = params[1:]
-    slots: List[str] = []
     try:
-        for position, param in enumerate(params):
-            if _distribution_annotation(param.annotation, imports, starts_with_paren):
-                slots.extend((str(position), param.arg))
-        slots.extend(p.arg for p in args.kwonlyargs
-                     if _distribution_annotation(p.annotation, imports, starts_with_paren))
+        return typed_slots([(p.arg, p.annotation) for p in [*args.posonlyargs, *args.args]],
+                           [(p.arg, p.annotation) for p in args.kwonlyargs],
+                           lambda annotation: _distribution_annotation(annotation, imports, starts_with_paren))
     except _Unsure:
         return None
-    return tuple(slots)
 
 
 class _Unsure(Exception):
@@ -339,10 +332,6 @@ def _distribution_annotation(annotation: Optional[ast.expr], imports: ImportTabl
                 stack.append(inner)
             continue
         dotted = ast_dotted(node)
-        if dotted is None:
-            continue
-        if dotted.rsplit(".", 1)[-1].endswith("Distribution"):
-            return True
-        if any(q.startswith(DISTRIBUTION_MODULES) for q in imports.qualnames_of(dotted)):
+        if dotted is not None and names_distribution(dotted, imports):
             return True
     return False

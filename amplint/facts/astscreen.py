@@ -41,7 +41,7 @@ from amplint.dtypes import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number
 from amplint.facts.densitycalls import UNSTABLE_OPS
 from amplint.facts.probmath import PI_NAMES, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, names_probability
-from amplint.names import ImportTable, ast_dotted
+from amplint.names import ImportTable, ast_dotted, ast_last_name
 from amplint.screen import is_distribution_call, is_log_call, is_probability_call
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -52,17 +52,9 @@ _PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PR
 _SUM = "sum"
 
 
-def _name(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
 def _last_parts(node: ast.AST, imports: ImportTable) -> "frozenset[str]":
     """The last part of what a name or attribute may stand for: itself, and for a name, what it imports."""
-    name = _name(node)
+    name = ast_last_name(node)
     if name is None:
         return frozenset()
     if isinstance(node, ast.Name) and name in imports.bindings:
@@ -122,7 +114,7 @@ def may_name_distributions(tree: ast.AST, imports: ImportTable) -> bool:
     held = [qual for quals in imports.bindings.values() for qual in quals] + list(imports.star_modules)
     if any(qual.startswith(packages) for qual in held):
         return True
-    return any(_name(node) == DISTRIBUTIONS for node in ast.walk(tree))
+    return any(ast_last_name(node) == DISTRIBUTIONS for node in ast.walk(tree))
 
 
 # --- calls and functions named like densities (`amplint.facts.densitycalls`) -------------------------------
@@ -189,7 +181,7 @@ def never_a_density_site(node: ast.Call, imports: ImportTable, definitions: Defi
     if is_distribution_call(node, imports) or is_log_call(node, imports):
         return False
     func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    name = ast_last_name(func)
     if name is None or not is_density_name(name):
         return False
     if isinstance(func, ast.Name):

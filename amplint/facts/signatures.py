@@ -9,7 +9,7 @@ A slot is a position ("0", self not counted) or a keyword name.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import libcst as cst
 
@@ -17,6 +17,7 @@ from amplint.facts.entry import ReturnedDist
 from amplint.names import ImportTable, dotted_name
 
 DISTRIBUTION_MODULES = ("torch.distributions", "pyro.distributions")
+A = TypeVar("A")  # an annotation node, of either tree
 
 
 def distribution_arguments(
@@ -59,15 +60,23 @@ def distribution_params(function: Optional[cst.CSTNode], imports: ImportTable) -
     """Slots of `function`'s parameters annotated as a distribution: both the position and the name."""
     if not isinstance(function, cst.FunctionDef):
         return ()
-    params = list(function.params.posonly_params) + list(function.params.params)
-    if params and params[0].name.value in ("self", "cls"):
-        params = params[1:]
+    params = function.params
+    return typed_slots([(p.name.value, p.annotation) for p in [*params.posonly_params, *params.params]],
+                       [(p.name.value, p.annotation) for p in params.kwonly_params],
+                       lambda annotation: is_distribution_annotation(annotation, imports))
+
+
+def typed_slots(positional: Sequence[Tuple[str, A]], keyword_only: Sequence[Tuple[str, A]],
+                typed: Callable[[A], bool]) -> Tuple[str, ...]:
+    """The slots (position, then name) of the (name, annotation) parameters `typed` holds; `self`/`cls` not
+    counted. Either tree's reader of a signature gives its parameters here."""
+    if positional and positional[0][0] in ("self", "cls"):
+        positional = positional[1:]
     slots: List[str] = []
-    for position, param in enumerate(params):
-        if is_distribution_annotation(param.annotation, imports):
-            slots.extend((str(position), param.name.value))
-    slots.extend(p.name.value for p in function.params.kwonly_params
-                 if is_distribution_annotation(p.annotation, imports))
+    for position, (name, annotation) in enumerate(positional):
+        if typed(annotation):
+            slots.extend((str(position), name))
+    slots.extend(name for name, annotation in keyword_only if typed(annotation))
     return tuple(slots)
 
 
@@ -85,10 +94,12 @@ def is_distribution_annotation(annotation: Optional[cst.Annotation], imports: Im
             stack.extend(e.slice.value for e in node.slice if isinstance(e.slice, cst.Index))
             continue
         dotted = dotted_name(node)
-        if dotted is None:
-            continue
-        if dotted.rsplit(".", 1)[-1].endswith("Distribution"):
-            return True
-        if any(q.startswith(DISTRIBUTION_MODULES) for q in imports.qualnames_of(dotted)):
+        if dotted is not None and names_distribution(dotted, imports):
             return True
     return False
+
+
+def names_distribution(dotted: str, imports: ImportTable) -> bool:
+    """An annotation's name that says distribution: `...Distribution`, or a class of a distributions module."""
+    return dotted.rsplit(".", 1)[-1].endswith("Distribution") or any(
+        q.startswith(DISTRIBUTION_MODULES) for q in imports.qualnames_of(dotted))
