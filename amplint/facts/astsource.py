@@ -7,8 +7,9 @@ around an expression out of its extent, where LibCST keeps them on the node:
 puts them back, from the source text alone: a `(` before the node and a `)`
 after it are its own unless the `(` opens a call's arguments (a callee ends
 right before it) or nothing closes it there (a tuple, a call's first argument).
-Where comments sit between, it answers None and the caller lets LibCST read
-the file.
+Comments between are skipped: after the node, to their line's end; before
+it, whole comment lines. Where a comment follows code on a line before the
+node, it answers None and the caller lets LibCST read the file.
 """
 from __future__ import annotations
 
@@ -94,22 +95,38 @@ class SourceText:
         return text[start:end] if own == 0 else text[opens[own - 1]:closes[own - 1] + 1]
 
     def _back(self, index: int) -> Optional[int]:
-        """The last index at or before `index` that is not white space; None past a line with a comment."""
+        """The last index at or before `index` that is not white space or a comment line; None past a line that
+        ends in a comment after code (where the comment starts needs the line's strings: left to LibCST).
+
+        A line whose text starts with `#` lies wholly between two tokens: the scan starts between tokens, and a
+        string that spanned the line would end on it right before the next token, which no grammar allows
+        without an operator between."""
         text = self.text
         while index >= 0 and text[index] in _SPACE:
             if text[index] in "\r\n":
                 line_start = max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
-                if "#" in text[line_start:index]:
-                    return None
+                line = text[line_start:index]
+                if "#" in line:
+                    if not line.lstrip(" \t\f").startswith("#"):
+                        return None
+                    index = line_start  # the comment line is skipped: go on from the line break before it
             index -= 1
         return index
 
     def _forward(self, index: int) -> Optional[int]:
+        """The first index at or after `index` that is not white space or a comment: between tokens a `#`
+        starts a comment, which ends with its line."""
         text = self.text
-        while index < len(text) and text[index] in _SPACE:
-            index += 1
-        if index < len(text) and text[index] == "#":
-            return None
+        while index < len(text):
+            if text[index] == "#":
+                line_end = _LINE_END.search(text, index)
+                if line_end is None:
+                    return len(text)
+                index = line_end.start()
+            elif text[index] in _SPACE:
+                index += 1
+            else:
+                break
         return index
 
     def _ends_callee(self, index: int) -> Optional[bool]:
