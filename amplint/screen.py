@@ -60,7 +60,7 @@ def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: I
 def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
     """The site half for one node: a probability call or a log, or a floor float16 cannot hold (`1e-10`)."""
     if isinstance(node, ast.Call):
-        return _is_site(node.func, imports) or _is_log(node, imports)
+        return _is_site(node.func, imports) or is_log_call(node, imports)
     return isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < FLOAT16_SUBNORMAL
 
 
@@ -74,11 +74,6 @@ def is_distribution_call(node: ast.Call, imports: ImportTable) -> bool:
     return _is_distribution_site(node.func, imports)
 
 
-def is_log_call(node: ast.Call, imports: ImportTable) -> bool:
-    """A log the screen counts: `x.log()`, `torch.log(x)`, `math.log(x)`."""
-    return _is_log(node, imports)
-
-
 def _spells(node: ast.AST, words: AbstractSet[str]) -> bool:
     if isinstance(node, ast.Name):
         return node.id in words
@@ -89,7 +84,7 @@ def _spells(node: ast.AST, words: AbstractSet[str]) -> bool:
     return False
 
 
-def _is_log(node: ast.Call, imports: ImportTable) -> bool:
+def is_log_call(node: ast.Call, imports: ImportTable) -> bool:
     """`x.log()` with no argument, or a call of a tensor or math log: hand-written probability math may follow."""
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and not node.args and not node.keywords:

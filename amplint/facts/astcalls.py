@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from amplint.facts import astnodes as nodes
@@ -83,9 +84,9 @@ class AstFacts:
 def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
               aliases: Tuple[Tuple[str, str], ...]) -> Optional[AstFacts]:
     """The project-mode facts of a file with no site, or None when it may hold one (or more than this reads)."""
-    reader = _Reader(text, imports, extend_autocast, aliases)
+    reader = _Reader(tree, text, imports, extend_autocast, aliases)
     try:
-        reader.module(tree)
+        reader.module()
     except (_Bail, regions.Unsure, RecursionError):
         return None
     return AstFacts(reader.scopes, reader.params, reader.dist_params, frozenset(reader.densities),
@@ -95,9 +96,10 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
 class _Reader(ParallelMarks):
     """`Collector`'s project-mode bookkeeping over CPython's tree, in LibCST's order."""
 
-    def __init__(self, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
+    def __init__(self, tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
                  aliases: Tuple[Tuple[str, str], ...]) -> None:
         super().__init__()
+        self.tree = tree
         self.source = SourceText(text)
         self.imports = imports
         self.extend = extend_autocast
@@ -109,14 +111,11 @@ class _Reader(ParallelMarks):
         self.params: Dict[str, Tuple[str, ...]] = {}
         self.dist_params: Dict[str, Tuple[str, ...]] = {}
         self.densities: List[str] = []
-        self.definitions: Optional[Definitions] = None  # the module's defs and classes, read when first needed
         self.class_stack: List[str] = []
         self.containers: List[str] = []
         self.class_bases: Dict[str, List[str]] = {}
         self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self.class_items: Dict[str, Dict[str, Tuple[str, ...]]] = {}
-        self.tree = ast.Module(body=[], type_ignores=[])
-        self.probabilities: Optional[bool] = None  # `astscreen.holds_probabilities`, read when first needed
         self.handlers: Dict[type, Callable[[ast.AST], None]] = {
             ast.FunctionDef: self.function, ast.AsyncFunctionDef: self.function, ast.ClassDef: self.class_def,
             ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
@@ -129,9 +128,8 @@ class _Reader(ParallelMarks):
             self.handlers[match] = self.bail
 
     # --- the walk ----------------------------------------------------------------------------------
-    def module(self, tree: ast.Module) -> None:
-        self.tree = tree
-        self.visit_all(tree.body)
+    def module(self) -> None:
+        self.visit_all(self.tree.body)
 
     def visit(self, node: Optional[ast.AST]) -> None:
         if node is None:
@@ -172,13 +170,17 @@ class _Reader(ParallelMarks):
     def constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, float) and any(abs(node.value - c) < 1e-3 for c in _LOG_2PI_VALUES):
             raise _Bail
-        if counts_as_site(node, self.imports) and self._holds_probabilities():
+        if counts_as_site(node, self.imports) and self.may_hold_probabilities:
             raise _Bail  # a floor such as `1e-10`: a site only under probabilities
 
-    def _holds_probabilities(self) -> bool:
-        if self.probabilities is None:
-            self.probabilities = holds_probabilities(self.tree, self.imports)
-        return self.probabilities
+    @cached_property
+    def may_hold_probabilities(self) -> bool:
+        """`astscreen.holds_probabilities`, read once per file and only when a floor literal asks."""
+        return holds_probabilities(self.tree, self.imports)
+
+    @cached_property
+    def definitions(self) -> Definitions:
+        return Definitions(self.tree)
 
     # --- scopes --------------------------------------------------------------------------------------
     def class_def(self, node: ast.ClassDef) -> None:
@@ -394,11 +396,8 @@ class _Reader(ParallelMarks):
 
     def _never_a_site(self, node: ast.Call) -> bool:
         """A call the site screen counts that the collector cannot make a site of (`astscreen`)."""
-        if scalar_log(node, self.imports):
-            return True
-        if self.definitions is None:
-            self.definitions = Definitions(self.tree)
-        return never_a_density_site(node, self.imports, self.definitions, self.scope.class_name)
+        return scalar_log(node, self.imports) or never_a_density_site(
+            node, self.imports, self.definitions, self.scope.class_name)
 
     def _record(self, node: ast.Call) -> None:
         func = node.func

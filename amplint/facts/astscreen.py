@@ -2,7 +2,7 @@
 
 The site screen (`amplint.screen.counts_as_site`) is a superset of what the
 collector recognises, and a file it counts anything in is read with LibCST
-(`facts.astcalls`). Two of its reasons rarely end in a site:
+(`facts.astcalls`). Three of its reasons rarely end in a site:
 
 - A positive literal below float16's smallest subnormal (`1e-8`) is a site
   only as the floor of a value that holds probabilities (`mathsites._floor_site`
@@ -14,7 +14,6 @@ collector recognises, and a file it counts anything in is read with LibCST
   (`probmath.log_operand`); the collector reads one only as the log(2*pi) term
   of a Gaussian written out (`probmath._is_log_2pi`), whose argument names pi
   (`scalar_log`).
-
 - A call named like a density (`F.nll_loss`, `marginal_entropy(p)`) is a site
   only when `densitycalls.density_call` finds the project's own density behind
   it; a library function, a function of this file whose body keeps its range
@@ -39,8 +38,8 @@ from typing import Dict, List, Optional, Union
 from amplint.densitynames import from_library, is_density_name
 from amplint.dtypes import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number
-from amplint.facts.densitycalls import UNSTABLE_OPS
-from amplint.facts.probmath import PI_NAMES, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, names_probability
+from amplint.facts.densitycalls import UNSTABLE_OPS, python_math
+from amplint.facts.probmath import PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, names_probability
 from amplint.names import ImportTable, ast_dotted, ast_last_name
 from amplint.screen import is_distribution_call, is_log_call, is_probability_call
 
@@ -99,12 +98,11 @@ def scalar_log(node: ast.Call, imports: ImportTable) -> bool:
 
 def _names_pi(node: ast.AST, imports: ImportTable) -> bool:
     """`math.pi`, `np.pi`, `pi`, or a name imported as pi (`from math import pi as PI`): `probmath._mentions_pi`'s
-    test, widened to any name or attribute `pi`."""
+    test (`PI_NAMES`, all of them named `pi`), widened to any name or attribute `pi`."""
     if isinstance(node, ast.Attribute):
         return node.attr == "pi"
     if isinstance(node, ast.Name):
-        return node.id == "pi" or bool(imports.qualnames_of(node.id) & PI_NAMES) or any(
-            qual.rsplit(".", 1)[-1] == "pi" for qual in imports.qualnames_of(node.id))
+        return node.id == "pi" or any(qual.rsplit(".", 1)[-1] == "pi" for qual in imports.qualnames_of(node.id))
     return False
 
 
@@ -153,17 +151,12 @@ def loses_range(function: Function, imports: ImportTable) -> bool:
         node = stack.pop()
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in UNSTABLE_OPS:
             root = ast_dotted(node.func.value)
-            if root is None or not _python_math(root, imports):
+            if root is None or not python_math(root, imports):
                 return True
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not is_number(node.left):
             return True
         stack.extend(ast.iter_child_nodes(node))
     return False
-
-
-def _python_math(root: str, imports: ImportTable) -> bool:
-    quals = imports.qualnames_of(root.split(".")[0])
-    return any(q.split(".", 1)[0] in ("math", "numpy", "statistics") for q in quals)
 
 
 def is_density(function: Function, imports: ImportTable) -> bool:

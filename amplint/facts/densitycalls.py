@@ -174,7 +174,7 @@ def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
                 node.func.attr.value in UNSTABLE_OPS):
             root = dotted_name(node.func.value)
-            if root is None or not _python_math(root, imports):
+            if root is None or not python_math(root, imports):
                 return True
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and (
                 not dtypes.is_number(node.left)):
@@ -183,7 +183,7 @@ def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
     return False
 
 
-def _python_math(root: str, imports: ImportTable) -> bool:
+def python_math(root: str, imports: ImportTable) -> bool:
     """`math.log(x)`, `np.exp(x)`: Python or NumPy math, not tensors."""
     quals = imports.qualnames_of(root.split(".")[0])
     return any(q.split(".", 1)[0] in ("math", "numpy", "statistics") for q in quals)
