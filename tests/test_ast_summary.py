@@ -22,6 +22,7 @@ from amplint.config import Config
 from amplint.cstwalk import walk
 from amplint.facts.astcalls import FSTRING_POSITIONS
 from amplint.facts.astsource import SourceText
+from amplint.facts.frameworks import LiteralArg
 from amplint.files import read_source
 from amplint.pipeline import analyze_source
 from amplint.positions import positions
@@ -282,6 +283,53 @@ def test_regions_read_the_same_from_either_tree() -> None:
     assert calls[(64, "model")].region.info.precision.value == "float16"  # `self.dtype` as the class assigns it
 
 
+FRAMEWORKS = '''\
+import pytorch_lightning as pl
+from transformers import Trainer, TrainingArguments
+from .models import Net, Classifier
+
+
+class MyTrainer(Trainer):
+    pass
+
+
+def main(cfg, **kw):
+    model = Net()
+    pl.Trainer(precision=16, max_epochs=1)
+    pl.Trainer(max_epochs=1, precision=("16-mixed"), devices="auto")
+    pl.Trainer(precision="bf16" "-mixed")
+    pl.Trainer(precision=cfg.precision)
+    pl.Trainer(**kw, precision=None)
+    pl.Trainer(*cfg.args, precision=16.0)
+    args = TrainingArguments("out", fp16=True, bf16=False)
+    TrainingArguments("out", fp16=b"yes", **kw)
+    Trainer(model=model, args=args)
+    MyTrainer(Classifier(), args)
+    self.trainer = Trainer(model, args=args)
+    trainers[0](precision=16)
+    return RunTrainer(-1, precision=0x10)
+'''
+
+
+def test_framework_constructions_read_the_same_from_either_tree() -> None:
+    quick = _read_alike(FRAMEWORKS)
+    calls = quick.framework_calls
+    # Spot checks that the comparison covers rules L and H: each would differ if the reader erred.
+    assert [(c.line, c.column, c.callee) for c in calls[:2]] == [(12, 5, "pl.Trainer"), (13, 5, "pl.Trainer")]
+    assert calls[0].keywords[0][1] == LiteralArg("16", 16, True)
+    assert calls[1].keywords == (("precision", LiteralArg('("16-mixed")', "16-mixed", True)),)
+    assert calls[2].keyword("precision").value == "bf16-mixed"
+    assert not calls[3].keyword("precision").literal and calls[4].double_star
+    assert calls[4].keyword("precision") == LiteralArg("None", None, True)
+    assert calls[5].keyword("precision") == LiteralArg("16.0")  # a float is no literal to the rules
+    assert calls[6].keywords == (("fp16", LiteralArg("True", True, True)), ("bf16", LiteralArg("False", False, True)))
+    assert calls[7].keyword("fp16") == LiteralArg('b"yes"')
+    assert calls[8].model == ("Net", True) and calls[9].model == ("Classifier", True)
+    assert calls[6].qualnames == ("transformers.TrainingArguments",)
+    assert calls[-1].keyword("precision") == LiteralArg("0x10", 16, True)
+    assert len(calls) == 12  # `trainers[0](...)` names no constructor
+
+
 CODE_CASES = [
     "x = (foo(1))\n",
     "y = ((a.b)\n  .c(2))\n",
@@ -394,7 +442,7 @@ def test_most_plain_fixture_modules_take_the_ast_path() -> None:
     "import torch\nd = torch.distributions.Normal(m, s)\n",
     "from pyro.distributions import *\nf(x)\n",
     "from accelerate import Accelerator\nacc = Accelerator()\n",
-    "trainer = pl.Trainer(max_epochs=1)\n",
+    'trainer = pl.Trainer(precision=(  # half\n    "16-mixed"))\n',  # a comment makes LibCST's text unsure
     "from .losses import gaussian_nll\ny = gaussian_nll(x)\n",  # the project's own density
     "def gaussian_nll(x):\n    return (x - 1) ** 2\n\n\ny = gaussian_nll(x)\n",  # one that loses range
     "class Head(Base):\n    def f(self, x):\n        return self.log_likelihood(x)\n",  # inherited: trusted

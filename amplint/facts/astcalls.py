@@ -12,13 +12,14 @@ CPython builds about ten times faster than LibCST's.
 Autocast regions are read as the collector reads them (`astregions`): `with`
 items, decorators, names bound to an autocast factory or region object, the
 configured and derived spellings, `dtype=self.<attr>`. A call made in a
-float16 region keeps its text, as written (`astsource.SourceText.code`).
+float16 region keeps its text, as written (`astsource.SourceText.code`), and
+a `Trainer(...)` or `TrainingArguments(...)` construction its precision
+arguments (rules L and H, `frameworks.FrameworkCall`).
 
 `ast_facts` answers None, and the caller parses with LibCST as before, for any
 file that holds more: a call or literal the site screen (`amplint.screen`)
 counts and the collector may make a site of (`astscreen` tells which it
-cannot), a framework constructor, a `match` statement, or text whose exact
-form a comment makes unsure (distribution classes and accelerators are the
+cannot), a `match` statement, or text whose exact form a comment makes unsure (distribution classes and accelerators are the
 caller's test, `summarize.read_summary`). It reads which parameters are typed
 as distributions and which functions are densities, as the summary does. The
 walk order is LibCST's, so calls are recorded in the same order and with the
@@ -39,16 +40,16 @@ from amplint.facts.astscreen import (
 )
 from amplint.facts.astsource import SourceText
 from amplint.facts.containers import ELEMENT
+from amplint.facts.frameworks import PRECISION_KEYWORDS, RECORDED_SUFFIXES, FrameworkCall
 from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
 from amplint.facts.probmath import LOG_2PI
 from amplint.facts.samemodule import ParallelMarks, without_module_hop
 from amplint.model import Precision
-from amplint.names import ImportTable, ast_dotted
+from amplint.names import ImportTable, ast_dotted, ast_qualnames
 from amplint.regions import AutocastFactory, RegionSpec
 from amplint.screen import LOG_METHODS, counts_as_site
 
 SELF_NAMES = ("self", "cls")
-FRAMEWORK_SUFFIXES = ("Trainer", "TrainingArguments")  # constructors the collector reads (rules L and H)
 # Written-out log(2*pi) constants: a Gaussian term without any log call (`probmath._is_log_2pi`).
 _LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
 # Before 3.11 CPython could place an f-string's inner expressions wrongly (multi-line and concatenated
@@ -79,6 +80,7 @@ class AstFacts:
     class_bases: Dict[str, List[str]] = field(default_factory=dict)
     class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)
     class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
+    framework_calls: List[FrameworkCall] = field(default_factory=list)
 
 
 def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
@@ -90,7 +92,7 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
     except (_Bail, regions.Unsure, RecursionError):
         return None
     return AstFacts(reader.scopes, reader.params, reader.dist_params, frozenset(reader.densities),
-                    reader.class_bases, reader.class_attrs, reader.class_items)
+                    reader.class_bases, reader.class_attrs, reader.class_items, reader.framework_calls)
 
 
 class _Reader(ParallelMarks):
@@ -116,6 +118,7 @@ class _Reader(ParallelMarks):
         self.class_bases: Dict[str, List[str]] = {}
         self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self.class_items: Dict[str, Dict[str, Tuple[str, ...]]] = {}
+        self.framework_calls: List[FrameworkCall] = []
         self.handlers: Dict[type, Callable[[ast.AST], None]] = {
             ast.FunctionDef: self.function, ast.AsyncFunctionDef: self.function, ast.ClassDef: self.class_def,
             ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
@@ -409,29 +412,43 @@ class _Reader(ParallelMarks):
             kind, name = "attr", func.attr if isinstance(func, ast.Attribute) else ELEMENT
         else:
             return
-        args = [arg.value for arg in nodes.call_args(node)]
-        protected = bool(args) and all(self._wide(a) for a in args)
+        args = nodes.call_args(node)
+        protected = bool(args) and all(self._wide(a.value) for a in args)
         callee = nodes.element_callee(func, self.scope.elements) or ast_dotted(func)
         if callee is None:
             return
         callee = without_module_hop(callee, self._holds_parallel)
-        if callee.rsplit(".", 1)[-1].endswith(FRAMEWORK_SUFFIXES):
-            raise _Bail
         root = callee.split(".", 1)[0]
         receiver = None if root in SELF_NAMES else self._lookup(root)
         state = self.scope.effective()
         text = self._call_text(node, callee) if state is not None and state.is_float16 else ""
+        column = self.source.column(node.lineno, node.col_offset) + 1
         self.scope.calls.append(CallRecord(
-            kind, name, self.scope, state, node.lineno, protected,
-            self.source.column(node.lineno, node.col_offset) + 1, callee, text, receiver,
+            kind, name, self.scope, state, node.lineno, protected, column, callee, text, receiver,
             self.scope.binds_locally(root)))
+        if callee.rsplit(".", 1)[-1].endswith(RECORDED_SUFFIXES):  # rules L and H
+            self.framework_calls.append(self._framework_call(node, args, callee, column))
 
-    def _call_text(self, node: ast.Call, callee: str) -> str:
-        """`nodes.call_text`: as written, on one line, or `callee(...)` when longer than 40 characters."""
+    def _framework_call(self, node: ast.Call, args: List[nodes.Arg], callee: str, column: int) -> FrameworkCall:
+        """`nodes.framework_call` over CPython's tree."""
+        keywords = tuple((a.keyword, nodes.literal(a.value, self._code(a.value))) for a in args
+                         if a.keyword in PRECISION_KEYWORDS)
+        model = nodes.trainer_model(args)
+        return FrameworkCall(
+            qualnames=tuple(sorted(ast_qualnames(node.func, self.imports))), callee=callee, line=node.lineno,
+            column=column, keywords=keywords, double_star=any(a.star == "**" for a in args),
+            function=self.scope.key, model=None if model is None else self._instance_of(model))
+
+    def _code(self, node: ast.expr) -> str:
+        """LibCST's code for the node (`SourceText.code`); a comment that makes it unsure sends the file there."""
         code = self.source.code(node)
         if code is None:
             raise _Bail
-        text = " ".join(code.split())
+        return code
+
+    def _call_text(self, node: ast.Call, callee: str) -> str:
+        """`nodes.call_text`: as written, on one line, or `callee(...)` when longer than 40 characters."""
+        text = " ".join(self._code(node).split())
         return text if len(text) <= 40 else f"{callee}(...)"
 
     # --- regions (`Collector._region_from_with_item` and its helpers) ------------------------------------

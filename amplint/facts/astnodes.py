@@ -18,6 +18,7 @@ from amplint.dtypes import (
     FACTORY_FUNCTIONS, LIKE_FACTORIES, WIDE_DTYPES,
 )
 from amplint.facts.containers import CONTAINERS, ELEMENT, constructed_classes
+from amplint.facts.frameworks import LiteralArg
 from amplint.facts.samemodule import COMPILERS, MAX_HOPS, MODULE_KEYWORDS, PARALLEL_WRAPPERS, SAME_MODULE_METHODS
 from amplint.facts.signatures import names_distribution, typed_slots
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
@@ -39,6 +40,22 @@ def call_args(call: ast.Call) -> List[Arg]:
     if call.args and call.keywords:
         found.sort(key=lambda each: (each[0], each[1]))
     return [arg for _, _, arg in found]
+
+
+def literal(node: ast.expr, text: str) -> LiteralArg:
+    """`nodes.literal`: a string, an integer, True, False or None is a literal; a float or bytes is not."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None or isinstance(value, (bool, str)) or type(value) is int:
+            return LiteralArg(text, value, True)
+    return LiteralArg(text)
+
+
+def trainer_model(args: Sequence[Arg]) -> Optional[ast.expr]:
+    """`nodes.trainer_model`: the `model=` argument, else the first positional one."""
+    model = next((a.value for a in args if a.keyword == "model"), None)
+    positional = [a.value for a in args if a.keyword is None and not a.star]
+    return model if model is not None or not positional else positional[0]
 
 
 def matches(table: ImportTable, node: ast.expr, wanted: Iterable[str]) -> bool:

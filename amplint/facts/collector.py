@@ -493,7 +493,7 @@ class Collector(ParallelMarks, cst.CSTVisitor):
             CallRecord(kind, name, scope, state, position.line, protected, position.column + 1, callee, text,
                        receiver, scope.binds_locally(root), density, slots, given)  # type: ignore[arg-type]
         )
-        if callee.rsplit(".", 1)[-1].endswith(("Trainer", "TrainingArguments")):  # rules L and H
+        if callee.rsplit(".", 1)[-1].endswith(frameworks.RECORDED_SUFFIXES):  # rules L and H
             model = trainer_model(node)
             self.framework_calls.append(framework_call(
                 node, callee, (position.line, position.column + 1), self.module, self.imports, scope.key,

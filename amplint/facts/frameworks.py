@@ -76,6 +76,10 @@ NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "tor
 MODULE_BASES = NN_MODULE | LIGHTNING_MODULE | HF_PRETRAINED
 # Calls the collector records for the rules above (Trainer subclasses are matched by name too).
 RECORDED_CALLS = LIGHTNING_TRAINER | HF_TRAINING_ARGS | HF_TRAINER
+# A call is recorded as a `FrameworkCall` when its callee's last name ends so (`MyTrainer(...)` too),
+RECORDED_SUFFIXES = ("Trainer", "TrainingArguments")
+# with these keywords' values.
+PRECISION_KEYWORDS = ("precision", "fp16", "bf16")
 FRAMEWORK_LABELS = {"lightning": "Lightning Trainer", "hf": "Hugging Face TrainingArguments"}
 
 

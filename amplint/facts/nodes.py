@@ -143,7 +143,7 @@ def framework_call(node: cst.Call, callee: str, where: Tuple[int, int], module: 
     """A Trainer / TrainingArguments construction as rules L and H read it (`amplint.project.implied`)."""
     keywords = tuple(
         (a.keyword.value, literal(a.value, module)) for a in node.args
-        if a.keyword is not None and a.keyword.value in ("precision", "fp16", "bf16")
+        if a.keyword is not None and a.keyword.value in frameworks.PRECISION_KEYWORDS
     )
     return FrameworkCall(
         qualnames=tuple(sorted(imports.qualnames(node.func))), callee=callee, line=where[0], column=where[1],

@@ -86,7 +86,7 @@ def summarize_ast(facts: "AstFacts", imports: "ImportTable") -> FileSummary:
                                         key in facts.densities)
                  for key, scope in facts.scopes.items()}
     return _file_summary(imports, functions, facts.scopes, facts.class_bases, facts.class_attrs, facts.class_items,
-                         ())
+                         tuple(facts.framework_calls))
 
 
 def _file_summary(
