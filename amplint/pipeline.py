@@ -164,6 +164,7 @@ def _analyze_retabbed(
     analysis = analyze_module(module, analysis_options(config, project or bool(entries), text), entries, imports)
     result = finish(retab.text, path, analysis, config, noqa=noqa)
     result.text = text  # the module no longer reproduces it: `--fix` leaves the file alone
+    result.retabbed = True
     result.pairs = [(diagnosis, retab.restore(finding)) for diagnosis, finding in result.pairs]
     return result
 

@@ -26,6 +26,7 @@ class SourceAnalysis:
     module: Optional["cst.Module"] = None
     analysis: Optional["ModuleAnalysis"] = None
     pairs: List[Tuple["Diagnosis", Finding]] = field(default_factory=list)
+    retabbed: bool = False  # analysed on a tab-expanded copy (`amplint.tabs`): the tree's columns are not the text's
 
     @property
     def findings(self) -> List[Finding]:

@@ -1,15 +1,19 @@
 """Parse trees kept between a file's summary and its entry findings, within a memory budget.
 
 A file parsed for its summary may be entered by the walk; its findings with
-those entries then come from the same tree (`analysis.with_entries`) instead
-of a second parse. The loader keeps one such memory, and so does each pool
-worker (`amplint.workers`) for the files it parsed: a findings job is pinned
-to the worker that holds the file's tree.
+those entries then come from the same tree instead of a second parse: the
+first analysis plus what the entries add (`analysis.with_entries`), or, when
+the walk's contexts change the facts themselves (`analysis.can_reuse`), the
+facts collected again from that tree. A tree parsed from a tab-expanded copy
+(`amplint.tabs`) is not kept: its columns are not the file's. The loader
+keeps one such memory, and so does each pool worker (`amplint.workers`) for
+the files it parsed: a findings job is pinned to the worker that holds the
+file's tree.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence
 
 from amplint.config import Config
 from amplint.model import Finding
@@ -17,6 +21,7 @@ from amplint.model import Finding
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
     from amplint.project.summary import FileSummary
+    from amplint.source_analysis import SourceAnalysis
 
 # Parse trees kept for the entry pass, by the source size they were parsed from; older ones are
 # parsed again when needed. A LibCST tree takes ~500 bytes of memory per byte of source (measured:
@@ -25,37 +30,62 @@ KEEP_SOURCE_BYTES = 400_000
 
 
 def worth_keeping(summary: "FileSummary") -> bool:
-    """Could the walk give this file entries or covered calls, so that its tree is wanted again?"""
+    """Is the walk likely to give this file entries or covered calls, so that its tree is wanted again?
+
+    Other contexts (a call that returns another file's distribution, a distribution passed in) may come
+    to any file: its tree is kept too, but it goes first when the budget is full.
+    """
     return any(f.exposed or any(c.density for c in f.calls) for f in summary.functions.values())
 
 
+class _Kept(NamedTuple):
+    analysis: "ModuleAnalysis"
+    text: str
+    likely: bool  # `worth_keeping`
+
+
 class KeptTrees:
-    """Analyses with the text each came from, by path; the oldest go first when over the budget."""
+    """Analyses with the text each came from, by path; over the budget, the oldest of the trees not
+    `worth_keeping` go first, then the oldest of the others."""
 
     def __init__(self, budget: int = KEEP_SOURCE_BYTES) -> None:
         self._budget = budget
-        self._trees: "OrderedDict[str, Tuple[ModuleAnalysis, str]]" = OrderedDict()
+        self._size = 0
+        self._trees: "OrderedDict[str, _Kept]" = OrderedDict()
 
-    def keep(self, path: str, analysis: "ModuleAnalysis", text: str) -> bool:
-        """Keep it unless its source alone is above the budget (then nothing is evicted for it)."""
-        if len(text) > self._budget:
+    def keep(self, path: str, outcome: "SourceAnalysis", likely: bool) -> bool:
+        """Keep its analysis unless its source alone is above the budget (then nothing is evicted for it)."""
+        text = outcome.text
+        if outcome.analysis is None or outcome.retabbed or len(text) > self._budget:
             return False
-        self._trees[path] = (analysis, text)
-        self._trees.move_to_end(path)
-        while sum(len(kept) for _, kept in self._trees.values()) > self._budget:
-            self._trees.popitem(last=False)
+        self._forget(path)
+        self._trees[path] = _Kept(outcome.analysis, text, likely)
+        self._size += len(text)
+        while self._size > self._budget:
+            self._forget(next((p for p, kept in self._trees.items() if not kept.likely), next(iter(self._trees))))
         return path in self._trees
+
+    def _forget(self, path: str) -> None:
+        kept = self._trees.pop(path, None)
+        if kept is not None:
+            self._size -= len(kept.text)
 
     def __contains__(self, path: str) -> bool:
         return path in self._trees
 
     def findings(self, path: str, config: Config, entries: Sequence[object]) -> Optional[List[Finding]]:
         """What a fresh analysis with `entries` finds, from the kept tree; None when the file must be parsed."""
-        from amplint.analysis import can_reuse, with_entries
-        from amplint.pipeline import finish
+        from amplint.analysis import analyze_module, can_reuse, with_entries
+        from amplint.pipeline import analysis_options, finish
 
         kept = self._trees.get(path)
-        if kept is None or not can_reuse(entries):
+        if kept is None:
             return None
-        analysis, text = kept
-        return finish(text, path, with_entries(analysis, entries), config).findings
+        analysis, text, _ = kept
+        if can_reuse(entries):
+            return finish(text, path, with_entries(analysis, entries), config).findings
+        try:
+            again = analyze_module(analysis.module, analysis_options(config, True, text), entries, analysis.imports)
+        except RecursionError:  # a deep tree: the parse path has the deep-stack retry
+            return None
+        return finish(text, path, again, config).findings

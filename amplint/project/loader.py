@@ -437,8 +437,7 @@ class Loader:
             return outcome, ()
         assert outcome.analysis is not None
         summary = summarize(outcome.analysis)
-        if worth_keeping(summary):  # entries or covered calls may come
-            self._trees.keep(path, outcome.analysis, outcome.text)
+        self._trees.keep(path, outcome, worth_keeping(summary))  # the walk's contexts may come
         return summary, tuple(outcome.findings)
 
     def _count(self, path: str, how: str) -> None:
@@ -565,7 +564,7 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
     if not want_summary:
         return how, (None, tuple(outcome.findings)), None
     summary = summarize(outcome.analysis)
-    kept = trees is not None and worth_keeping(summary) and trees.keep(path, outcome.analysis, outcome.text)
+    kept = trees is not None and trees.keep(path, outcome, worth_keeping(summary))
     return how, (summary, tuple(outcome.findings)), os.getpid() if kept else None
 
 
