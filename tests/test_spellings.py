@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
+
+import pytest
 
 from amplint.names import import_table
+from amplint.project import spellings
 from amplint.project.spellings import file_spellings
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SOURCE = '''\
 import torch
@@ -51,3 +57,40 @@ def test_file_spellings_finds_decorators_by_the_autocast_with_they_hold_and_self
         ("forward_decorator", "torch.cuda.amp.autocast", 6),
         ("self.amp_cm", "torch.cuda.amp.autocast", 30),
     ]  # `step` holds one too, but calls `fn`, not its first parameter
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("fixtures/**/*.py")) + [Path(spellings.__file__)],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_statements_come_in_the_order_ast_walk_gives(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    expected = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    assert list(spellings.statements_breadth_first(tree)) == expected
+
+
+NESTED = '''\
+try:
+    x = 1
+except ValueError:
+    class A:
+        def f(self):
+            match y:
+                case 1:
+                    self.amp = torch.autocast
+                case _:
+                    if z:
+                        pass
+                    else:
+                        self.amp = nullcontext
+finally:
+    self.amp = torch.cuda.amp.autocast
+'''
+
+
+def test_the_first_definition_is_the_one_nearest_the_top_of_the_tree() -> None:
+    tree = ast.parse("import torch\nfrom contextlib import nullcontext\n" + NESTED)
+    statements = list(spellings.statements_breadth_first(tree))
+    assert statements == [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    assert len(statements) == 12
+    # The `finally` alias is shallower than the one in the match case, though later in the file.
+    assert [(s.name, s.wraps, s.line) for s in file_spellings(tree, import_table(tree))] == [
+        ("self.amp", "torch.cuda.amp.autocast", 17)]
