@@ -442,12 +442,16 @@ def test_most_plain_fixture_modules_take_the_ast_path() -> None:
     "import torch\nd = torch.distributions.Normal(m, s)\n",
     "from pyro.distributions import *\nf(x)\n",
     "from accelerate import Accelerator\nacc = Accelerator()\n",
+    "import accelerate\nacc = accelerate.Accelerator()\n",
+    "from accelerate import *\nacc = Accelerator()\n",
     'trainer = pl.Trainer(precision=(  # half\n    "16-mixed"))\n',  # a comment makes LibCST's text unsure
     "from .losses import gaussian_nll\ny = gaussian_nll(x)\n",  # the project's own density
     "def gaussian_nll(x):\n    return (x - 1) ** 2\n\n\ny = gaussian_nll(x)\n",  # one that loses range
     "class Head(Base):\n    def f(self, x):\n        return self.log_likelihood(x)\n",  # inherited: trusted
     "class Head:\n    def nll(self, x):\n        return x.pow(2)\n\n    def f(self, x):\n"
     "        return self.nll(x)\n",
+    "class Head(Base):\n    def __init__(self):\n        def later():\n            self.nll = pick()\n\n"
+    "    def f(self, x):\n        return self.nll(x)\n",  # a nested function's assignment is no attribute
     "def f(z):\n    post = Posterior(z)\n    return post.kl()\n",  # what `post` is decides
     "def f(d: Dict[(str, Distribution)]):\n    return d\n",  # one subscript element to LibCST, or two?
     "def f(d: Dict[(str), Distribution]):\n    return d\n",
@@ -465,10 +469,18 @@ def test_what_only_libcst_reads_sends_the_file_there(text: str) -> None:
     "import torch\nopt = torch.optim.LBFGS(params, tolerance_grad=1e-9)\ny = p + 1e-10\n",  # no probabilities
     "import math\nimport numpy as np\nscale = math.log(10000) / np.log(half)\n",
     "import torch.nn.functional as F\nloss = F.nll_loss(logp, y) + F.kl_div(a, b)\n",  # a library's
+    "from lightning.pytorch.accelerators import Accelerator\n\n\n"  # Lightning's: not Accelerate's
+    "def fit(model, accelerator: \"str | Accelerator\" = \"auto\"):\n    acc = Accelerator()\n    return model(acc)\n",
     "def marginal_entropy(x):\n    return x.logsumexp(-1)\n\n\nloss = marginal_entropy(out)\n",
     "class Head:\n    def entropy_loss(self, x):\n        return -(x.softmax(1) * x.log_softmax(1)).sum(1)\n\n"
     "    def f(self, x):\n        return self.entropy_loss(x)\n",
     "class Head:\n    def f(self, x):\n        return self.nll(x)\n",  # no method, no base: not the project's
+    "class Head(Base):\n    def __init__(self, cifar):\n        if cifar:\n            self.softmax_entropy = entropy_cifar\n"
+    "        else:\n            self.softmax_entropy = entropy_imagenet\n\n    def f(self, x):\n"
+    "        return self.softmax_entropy(x)\n",  # an attribute, not a method
+    "class Config:\n    def __init__(self):\n        try:\n            pass\n        except ValueError:\n"
+    "            self.nll = pick()\n\n\nclass Head(Base):\n    def f(self, x):\n"
+    "        return self.nll(x)\n",  # an attribute of another class of the module
     "def f(x):\n    return x.head.log_prob_of(x)\n",  # a longer receiver: the collector does not follow it
     "def gaussian_nll(x, mu):\n    return ((x - mu) ** 2).mean()\n",  # a density of its own
     "from typing import Optional\n\n\nclass GaussianDistribution:\n    pass\n\n\n"

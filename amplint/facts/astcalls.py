@@ -399,8 +399,9 @@ class _Reader(ParallelMarks):
 
     def _never_a_site(self, node: ast.Call) -> bool:
         """A call the site screen counts that the collector cannot make a site of (`astscreen`)."""
+        owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
         return scalar_log(node, self.imports) or never_a_density_site(
-            node, self.imports, self.definitions, self.scope.class_name)
+            node, self.imports, self.definitions, self.scope.class_name, owner)
 
     def _record(self, node: ast.Call) -> None:
         func = node.func

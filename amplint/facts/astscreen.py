@@ -33,11 +33,11 @@ the file-by-file comparison of the two summaries hold them to the collector.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from amplint.densitynames import from_library, is_density_name
 from amplint.dtypes import DISTRIBUTION_PACKAGES
-from amplint.facts.astnodes import is_number
+from amplint.facts.astnodes import is_number, self_attribute
 from amplint.facts.densitycalls import UNSTABLE_OPS, python_math
 from amplint.facts.probmath import PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, names_probability
 from amplint.names import ImportTable, ast_dotted, ast_last_name
@@ -46,6 +46,7 @@ from amplint.screen import is_distribution_call, is_log_call, is_probability_cal
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 DISTRIBUTIONS = "distributions"
+_MATCH_CASE = getattr(ast, "match_case", ast.excepthandler)  # Python 3.8/3.9 have no `match`
 # The last parts of what makes a probability (`softmax`, `sigmoid`, `expit`), and of a sum.
 _PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PROB_METHODS
 _SUM = "sum"
@@ -122,6 +123,7 @@ class Definitions:
     def __init__(self, tree: ast.Module) -> None:
         self.functions: Dict[str, Function] = {}  # the first of each name
         self.classes: List[ast.ClassDef] = []
+        self._attributes: Dict[int, Tuple[ast.ClassDef, "frozenset[str]"]] = {}
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(statement.name, statement)
@@ -142,6 +144,33 @@ class Definitions:
     def methods(self, name: str) -> List[Function]:
         return [m for c in self.classes for m in c.body
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == name]
+
+    def attributes(self, cls: ast.ClassDef) -> "frozenset[str]":
+        """The `self.` attributes the class's methods assign (`mathenv._attribute_bindings`), once per class."""
+        found = self._attributes.get(id(cls))
+        if found is None or found[0] is not cls:
+            found = self._attributes[id(cls)] = (cls, _assigned_attributes(cls))
+        return found[1]
+
+
+def _assigned_attributes(cls: ast.ClassDef) -> "frozenset[str]":
+    """`self.x = ...` in the methods of the class body, outside nested functions and classes."""
+    found = set()
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        stack: List[ast.AST] = list(method.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(node, ast.Assign):
+                found.update(attr for attr in map(self_attribute, node.targets) if attr is not None)
+            elif isinstance(node, ast.stmt):
+                stack.extend(ast.iter_child_nodes(node))
+            elif isinstance(node, (ast.excepthandler, _MATCH_CASE)):
+                stack.extend(node.body)
+    return frozenset(found)
 
 
 def loses_range(function: Function, imports: ImportTable) -> bool:
@@ -165,11 +194,11 @@ def is_density(function: Function, imports: ImportTable) -> bool:
 
 
 def never_a_density_site(node: ast.Call, imports: ImportTable, definitions: Definitions,
-                         class_name: Optional[str]) -> bool:
+                         class_name: Optional[str], owner: Optional[ast.ClassDef] = None) -> bool:
     """A call the screen counts only for its density name, which `densitycalls.density_call` never makes a site.
 
-    False whenever that depends on more than this reads: a method whose class holds an attribute of
-    its name, or a local name bound to a construction.
+    `owner` is the class whose body holds the call (the collector's `math_env` class). False whenever that
+    depends on more than this reads: a local name bound to a construction.
     """
     if is_distribution_call(node, imports) or is_log_call(node, imports):
         return False
@@ -188,17 +217,23 @@ def never_a_density_site(node: ast.Call, imports: ImportTable, definitions: Defi
         return True  # `a.b.kl()`: not the project's density by the collector's rule
     root = func.value.id
     if root in ("self", "cls"):
-        return _never_own_method(name, imports, definitions, class_name)
+        return _never_own_method(name, imports, definitions, class_name, owner)
     if root in imports.bindings and imports.qualnames_of(root):
         return from_library(imports.qualnames_of(root))
     return False  # a local name: what it is bound to decides (`densitycalls._constructed`)
 
 
-def _never_own_method(name: str, imports: ImportTable, definitions: Definitions, class_name: Optional[str]) -> bool:
-    """`self.m(...)` (`densitycalls._own_method`): never a site when no class of this file is the scope's, or
-    when the methods named `m` all keep their range, or when there are none and the class has no base."""
+def _never_own_method(name: str, imports: ImportTable, definitions: Definitions, class_name: Optional[str],
+                      owner: Optional[ast.ClassDef]) -> bool:
+    """`self.m(...)` (`densitycalls._own_method`): never a site when no class of this file is the scope's, when
+    `m` is an attribute the owner or a class of the module assigns (`self.m = LowerBound(...)`), when the methods
+    named `m` all keep their range, or when there are none and the class has no base."""
     cls = definitions.class_def(class_name) if class_name is not None else None
     if cls is None:
+        return True
+    if owner is not None and name in definitions.attributes(owner):
+        return True
+    if any(name in definitions.attributes(c) for c in definitions.classes):
         return True
     methods = definitions.methods(name)
     if methods:

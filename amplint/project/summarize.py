@@ -137,7 +137,7 @@ def read_summary(text: str, config: "Config") -> "Tuple[Optional[FileSummary], O
     from amplint.facts.astscreen import DISTRIBUTIONS, may_name_distributions
     from amplint.names import import_table
 
-    if any(word in text for word in _text_words(config)):
+    if _names_what_only_libcst_reads(text, config):
         return None, None
     tree = python_parse(text)
     if isinstance(tree, str):  # the LibCST path reports CPython's refusal, as it always did
@@ -149,9 +149,22 @@ def read_summary(text: str, config: "Config") -> "Tuple[Optional[FileSummary], O
     return (None, imports) if facts is None else (summarize_ast(facts, imports), None)
 
 
-def _text_words(config: "Config") -> "frozenset[str]":
-    """Words whose mention anywhere sends a file to LibCST: configured distributions (as
-    `pipeline.analysis_options` reads them) and accelerators (rule A's regions and prepared models).
+def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:
+    """Does the text name a configured distribution class (as `pipeline.analysis_options` reads them), or
+    Accelerate's `Accelerator` (rule A's regions and prepared models)?
+
+    Rule A's names resolve to `accelerate.Accelerator` only through this file's own imports, so a file
+    that never spells `accelerate` cannot construct one (Lightning's own `Accelerator` class is no region).
     `distributions` itself counts only in the code (`astscreen.may_name_distributions`): it is in license
-    headers ("Redistributions of source code") and docstrings."""
-    return frozenset(("Accelerator",) + tuple(name.rsplit(".", 1)[-1] for name in config.extend_distributions))
+    headers ("Redistributions of source code") and docstrings.
+    """
+    from amplint.facts.frameworks import ACCELERATOR
+
+    if all(any(word in text for word in words) for words in _accelerator_words(ACCELERATOR)):
+        return True
+    return any(name.rsplit(".", 1)[-1] in text for name in config.extend_distributions)
+
+
+def _accelerator_words(qualnames: "frozenset[str]") -> "Tuple[frozenset[str], frozenset[str]]":
+    """The class names and the top-level packages of `qualnames`: a file that names one must spell both."""
+    return frozenset(q.rsplit(".", 1)[-1] for q in qualnames), frozenset(q.split(".", 1)[0] for q in qualnames)
