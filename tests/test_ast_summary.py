@@ -425,18 +425,23 @@ def test_most_plain_fixture_modules_take_the_ast_path() -> None:
 
 @pytest.mark.parametrize("text", [
     "d = make()\nd.log_prob(x)\n",
-    "import torch\ny = torch.log(p)\n",
-    "y = p.log()\n",
+    "import torch\ny = torch.log(p.softmax(-1))\n",
+    "y = probs.log()\n",
+    "import torch\n\n\ndef f(p):\n    return -(p * torch.log(p)).sum()\n",  # an entropy term
+    "def f(x):\n    lse = x.exp().sum(-1)\n    return lse.log()\n",  # a log-sum-exp, through a name
+    "def f(x, mu, var):\n    lv = var.log()\n    return (x - mu).pow(2) / var + lv\n",  # a Gaussian
     "y = probs + 1e-10\n",
-    "p = x.softmax(-1)\ny = q + 1e-10\n",  # a floor, and probabilities somewhere in the file
-    "y = torch.special.expit(z)\nw = y.clamp(min=1e-12)\n",
+    "y = torch.special.expit(z).clamp(min=1e-12)\n",
     "w = h / (h.sum() + 1e-12)\n",  # a division by a sum makes probabilities
-    "from torch import sum as total\nh /= total(h)\nw = h + 1e-12\n",
+    "from torch import sum as total\nh /= total(h) + 1e-12\n",
+    "def f(x, eps=1e-12):\n    p = x.softmax(-1)\n    return p + eps\n",
+    "class Head(nn.Module):\n    def __init__(self, eps=1e-8):\n        self.eps = eps\n\n"
+    "    def forward(self, x):\n        return torch.log(x.softmax(-1) + self.eps)\n",  # the floor in another method
     "y = sq(z) - 0.9189385332\n",
     "y = sq(z) - t.log(2 * math.pi)\n",
     "import math\ny = sq(z) - math.log(2 * math.pi)\n",
-    "from math import log, pi as PI\ny = sq(z) - log(2 * PI)\n",
-    "import numpy as np\nfrom torch import *\ny = np.log(x) + log(z)\n",  # `log` may be torch's
+    "from math import log, pi as PI\ny = z ** 2 - log(2 * PI)\n",
+    "import numpy as np\nfrom torch import *\ny = np.log(x) + log(z.sigmoid())\n",  # `log` may be torch's
     "import torch.distributions as D\nf(x)\n",
     "from torch import distributions\nf(x)\n",
     "import torch\nd = torch.distributions.Normal(m, s)\n",
@@ -467,6 +472,23 @@ def test_what_only_libcst_reads_sends_the_file_there(text: str) -> None:
     "\"\"\"Samples from the distributions.\"\"\"\nimport torch\nf(torch.ones(3))\n",
     "from .layers.distributions import make_layer\nlayer = make_layer(3)\n",  # a project module
     "import torch\nopt = torch.optim.LBFGS(params, tolerance_grad=1e-9)\ny = p + 1e-10\n",  # no probabilities
+    # A tensor log is part of a site only with probabilities, an exp, a square or an entropy term in its function.
+    "import torch\ny = torch.log(p)\n",
+    "y = p.log()\n",
+    "from math import log, pi as PI\ny = sq(z) - log(2 * PI)\n",
+    "import numpy as np\nfrom torch import *\ny = np.log(x) + log(z)\n",
+    "import torch\n\n\ndef f(t):\n    return ((1 - t) / t).log()\n\n\ndef g(x):\n    return x.softmax(-1)\n",
+    "class Stats:\n    def ratio(self, grads):\n        return grads.mean(dim=1).log10() - 1\n\n"
+    "    def probs(self, x):\n        return torch.sigmoid(x) ** 2\n",
+    # Probabilities elsewhere in the file: a floor is a site only with them in its own top-level statement.
+    "p = x.softmax(-1)\ny = q + 1e-10\n",
+    "y = torch.special.expit(z)\nw = y.clamp(min=1e-12)\n",  # at module level no name is followed
+    "from torch import sum as total\nh /= total(h)\nw = h + 1e-12\n",
+    "import torch\n\n\ndef scores(x):\n    return x.softmax(-1)\n\n\n"
+    "def box_target(gt, stride, eps=1e-8):\n    return torch.sqrt(gt / stride + eps)\n",
+    "class Norm(nn.Module):\n    def __init__(self, epsilon=1e-8):\n        self.epsilon = epsilon\n\n"
+    "    def forward(self, x):\n        return x / torch.sqrt(x.pow(2).mean() + self.epsilon)\n\n\n"
+    "class Head(nn.Module):\n    def forward(self, x):\n        return self.norm(x).sigmoid()\n",
     "import math\nimport numpy as np\nscale = math.log(10000) / np.log(half)\n",
     "import torch.nn.functional as F\nloss = F.nll_loss(logp, y) + F.kl_div(a, b)\n",  # a library's
     "from lightning.pytorch.accelerators import Accelerator\n\n\n"  # Lightning's: not Accelerate's

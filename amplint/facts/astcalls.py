@@ -36,7 +36,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
 from amplint.facts.astscreen import (
-    Definitions, holds_probabilities, is_density, never_a_density_site, scalar_log,
+    Definitions, holds_probabilities, is_density, may_hold_log_sites, never_a_density_site, scalar_log,
 )
 from amplint.facts.astsource import SourceText
 from amplint.facts.containers import ELEMENT
@@ -47,7 +47,7 @@ from amplint.facts.samemodule import ParallelMarks, without_module_hop
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
 from amplint.regions import AutocastFactory, RegionSpec
-from amplint.screen import LOG_METHODS, counts_as_site
+from amplint.screen import LOG_METHODS, counts_as_site, is_log_call, is_probability_call
 
 SELF_NAMES = ("self", "cls")
 # Written-out log(2*pi) constants: a Gaussian term without any log call (`probmath._is_log_2pi`).
@@ -119,6 +119,9 @@ class _Reader(ParallelMarks):
         self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self.class_items: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.framework_calls: List[FrameworkCall] = []
+        self.statement: ast.stmt = ast.Pass()  # the top-level statement being read
+        self.functions: List[ast.AST] = []  # the defs being read, innermost last
+        self.screens: Dict[Tuple[str, int], bool] = {}  # (`astscreen` test, id(node)) -> its answer
         self.handlers: Dict[type, Callable[[ast.AST], None]] = {
             ast.FunctionDef: self.function, ast.AsyncFunctionDef: self.function, ast.ClassDef: self.class_def,
             ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
@@ -132,7 +135,9 @@ class _Reader(ParallelMarks):
 
     # --- the walk ----------------------------------------------------------------------------------
     def module(self) -> None:
-        self.visit_all(self.tree.body)
+        for statement in self.tree.body:
+            self.statement = statement
+            self.visit(statement)
 
     def visit(self, node: Optional[ast.AST]) -> None:
         if node is None:
@@ -173,13 +178,19 @@ class _Reader(ParallelMarks):
     def constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, float) and any(abs(node.value - c) < 1e-3 for c in _LOG_2PI_VALUES):
             raise _Bail
-        if counts_as_site(node, self.imports) and self.may_hold_probabilities:
-            raise _Bail  # a floor such as `1e-10`: a site only under probabilities
+        # A floor such as `1e-10` is a site only under probabilities. Every floor a literal may reach lies in
+        # its top-level statement: the recognizer follows a function's own bindings and its class's `self.`
+        # attributes, never a module-level name.
+        if counts_as_site(node, self.imports) and self._screened(holds_probabilities, self.statement):
+            raise _Bail
 
-    @cached_property
-    def may_hold_probabilities(self) -> bool:
-        """`astscreen.holds_probabilities`, read once per file and only when a floor literal asks."""
-        return holds_probabilities(self.tree, self.imports)
+    def _screened(self, test: Callable[[ast.AST, ImportTable], bool], node: ast.AST) -> bool:
+        """`test(node, imports)`, read once per node and only when something asks."""
+        key = (test.__name__, id(node))
+        found = self.screens.get(key)
+        if found is None:
+            found = self.screens[key] = test(node, self.imports)
+        return found
 
     @cached_property
     def definitions(self) -> Definitions:
@@ -222,12 +233,14 @@ class _Reader(ParallelMarks):
                 self.densities.append(key)
         self.scope = scope
         self.containers.append("function")
+        self.functions.append(node)
         self.visit_all(node.decorator_list)
         self.arguments(node.args)
         self.visit(node.returns)
         self.visit_all(node.body)
         self.scope = parent
         self.containers.pop()
+        self.functions.pop()
 
     def _record_params(self, scope: Scope, args: ast.arguments, method: bool) -> None:
         for index, param in enumerate(nodes.every_param(args)):
@@ -401,7 +414,13 @@ class _Reader(ParallelMarks):
         """A call the site screen counts that the collector cannot make a site of (`astscreen`)."""
         owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
         return scalar_log(node, self.imports) or never_a_density_site(
-            node, self.imports, self.definitions, self.scope.class_name, owner)
+            node, self.imports, self.definitions, self.scope.class_name, owner) or self._quiet_log(node)
+
+    def _quiet_log(self, node: ast.Call) -> bool:
+        """A tensor log whose function holds nothing it could be a site with (`astscreen.may_hold_log_sites`)."""
+        if not is_log_call(node, self.imports) or is_probability_call(node, self.imports):
+            return False
+        return not self._screened(may_hold_log_sites, self.functions[-1] if self.functions else self.statement)
 
     def _record(self, node: ast.Call) -> None:
         func = node.func

@@ -2,14 +2,22 @@
 
 The site screen (`amplint.screen.counts_as_site`) is a superset of what the
 collector recognises, and a file it counts anything in is read with LibCST
-(`facts.astcalls`). Three of its reasons rarely end in a site:
+(`facts.astcalls`). Four of its reasons rarely end in a site:
 
 - A positive literal below float16's smallest subnormal (`1e-8`) is a site
   only as the floor of a value that holds probabilities (`mathsites._floor_site`
-  asks `probmath.is_prob`). `is_prob` holds only where the file names a
+  asks `probmath.is_prob`). `is_prob` holds only where the code names a
   softmax, a sigmoid or `expit`, spells a name that says probabilities
-  (`probmath.names_probability`), or divides by a sum: with none of them in
-  the file, no floor in it is a site (`holds_probabilities`).
+  (`probmath.names_probability`), or divides by a sum (`holds_probabilities`).
+  It reads the floor's function, its bindings and its class's `self.`
+  attributes, and a literal reaches a floor only through those, so with none
+  of them in the top-level statement that holds the literal, it is no site.
+- A tensor log (`torch.log(x)`, `x.log10()`) is a site when it takes
+  probabilities or a sum of exps, and part of one as a factor of an entropy
+  term (`p * log(p)`) or beside a square in a sum (a Gaussian written out).
+  The recognizers read the log's own function and its bindings, so with no
+  probabilities, exp, square, power or log factor in that function, it is
+  none (`may_hold_log_sites`).
 - A log of numbers (`math.log(10000)`, `np.log(x)`) is not a tensor log
   (`probmath.log_operand`); the collector reads one only as the log(2*pi) term
   of a Gaussian written out (`probmath._is_log_2pi`), whose argument names pi
@@ -39,7 +47,10 @@ from amplint.densitynames import from_library, is_density_name
 from amplint.dtypes import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number, self_attribute
 from amplint.facts.densitycalls import UNSTABLE_OPS, python_math
-from amplint.facts.probmath import PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, names_probability
+from amplint.facts.probmath import (
+    EXP_FUNCTIONS, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS,
+    SQUARE_METHODS, names_probability,
+)
 from amplint.names import ImportTable, ast_dotted, ast_last_name
 from amplint.screen import is_distribution_call, is_log_call, is_probability_call
 
@@ -50,6 +61,9 @@ _MATCH_CASE = getattr(ast, "match_case", ast.excepthandler)  # Python 3.8/3.9 ha
 # The last parts of what makes a probability (`softmax`, `sigmoid`, `expit`), and of a sum.
 _PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PROB_METHODS
 _SUM = "sum"
+# The last parts of an exp (a log-sum-exp) and of a square or power (a Gaussian's squared term).
+_SHAPE_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in EXP_FUNCTIONS | SQUARE_FUNCTIONS | POW_FUNCTIONS) | (
+    {"exp"} | SQUARE_METHODS | POW_METHODS)
 
 
 def _last_parts(node: ast.AST, imports: ImportTable) -> "frozenset[str]":
@@ -73,14 +87,37 @@ def _divides_by_a_sum(node: ast.AST, imports: ImportTable) -> bool:
 
 
 def holds_probabilities(tree: ast.AST, imports: ImportTable) -> bool:
-    """May some value of the file hold probabilities, as `probmath.is_prob` tells? (False: certainly none.)"""
-    for node in ast.walk(tree):
-        parts = _last_parts(node, imports)
-        if parts & _PROB_PARTS or any(names_probability(part) for part in parts):
+    """May some value of `tree` hold probabilities, as `probmath.is_prob` tells? (False: certainly none.)"""
+    return any(_makes_probabilities(node, imports) for node in ast.walk(tree))
+
+
+def may_hold_log_sites(scope: ast.AST, imports: ImportTable) -> bool:
+    """May a tensor log in `scope` be part of a `mathsites` site? (False: certainly none is.)
+
+    A log is a site of its own when it takes probabilities or a sum of exps, and part of one as a
+    factor of an entropy term (`p * log(p)`) or a term of a sum beside a square (a Gaussian). The
+    recognizers read the log's function and its bindings only, so `scope` is that function.
+    """
+    for node in ast.walk(scope):
+        if _makes_probabilities(node, imports) or _last_parts(node, imports) & _SHAPE_PARTS:
             return True
-        if _divides_by_a_sum(node, imports):
+        if isinstance(node, ast.BinOp) and (isinstance(node.op, ast.Pow) or isinstance(node.op, ast.Mult) and (
+                _is_log_factor(node.left, imports) or _is_log_factor(node.right, imports)
+                or ast.dump(node.left) == ast.dump(node.right))):
             return True
     return False
+
+
+def _makes_probabilities(node: ast.AST, imports: ImportTable) -> bool:
+    parts = _last_parts(node, imports)
+    return bool(parts & _PROB_PARTS) or any(names_probability(part) for part in parts) or _divides_by_a_sum(
+        node, imports)
+
+
+def _is_log_factor(node: ast.expr, imports: ImportTable) -> bool:
+    while isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Call) and is_log_call(node, imports)
 
 
 def scalar_log(node: ast.Call, imports: ImportTable) -> bool:
