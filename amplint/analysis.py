@@ -143,7 +143,8 @@ def with_entries(analysis: ModuleAnalysis, entries: Sequence[object]) -> ModuleA
     """`analysis` plus the diagnoses `entries` add: what `analyze_module(..., entries)` gives, without a re-parse.
 
     Entries (`EntryContext`) add diagnoses and covered calls (`CoveredCall`) remove them; a `CallReturn`
-    changes the facts themselves, so `can_reuse` says no and the file is analysed again.
+    changes the facts themselves, so `can_reuse` says no and the facts are collected again (from the same
+    tree when one is kept, `project.kept`).
     """
     rules = analysis.rules or _registered()
     reached = [e for e in entries if isinstance(e, EntryContext)]

@@ -93,6 +93,13 @@ def is_number(node: ast.expr) -> bool:
     return False
 
 
+def tensorish(node: ast.expr) -> bool:
+    """`densitycalls._tensorish`: not a number, a string, True, False or None."""
+    if is_number(node) or isinstance(node, ast.JoinedStr):
+        return False
+    return not (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))
+
+
 def is_wide(node: ast.expr, table: ImportTable, wide_name: Callable[[str], bool]) -> bool:
     """`dtypes.is_wide`: a float32/float64 tensor or a Python number."""
     if is_number(node):

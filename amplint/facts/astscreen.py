@@ -10,8 +10,9 @@ collector recognises, and a file it counts anything in is read with LibCST
   softmax, a sigmoid or `expit`, spells a name that says probabilities
   (`probmath.names_probability`), or divides by a sum (`holds_probabilities`).
   It reads the floor's function, its bindings and its class's `self.`
-  attributes, and a literal reaches a floor only through those, so with none
-  of them in the top-level statement that holds the literal, it is no site.
+  attributes, and a literal reaches a floor only through those: with none of
+  them in the literal's function, or in its top-level statement when that
+  function assigns a `self.` attribute, it is no site.
 - A tensor log (`torch.log(x)`, `x.log10()`) is a site when it takes
   probabilities or a sum of exps, and part of one as a factor of an entropy
   term (`p * log(p)`) or beside a square in a sum (a Gaussian written out).
@@ -25,9 +26,12 @@ collector recognises, and a file it counts anything in is read with LibCST
 - A call named like a density (`F.nll_loss`, `marginal_entropy(p)`) is a site
   only when `densitycalls.density_call` finds the project's own density behind
   it; a library function, a function of this file whose body keeps its range
-  (`loses_range`), or a method of a class of this file that does, is none
-  (`never_a_density_site`). A function named like one is a density
-  (`FunctionSummary.density`) only when its body loses range too.
+  (`loses_range`), or a method of a class of this file that does, is none.
+  Where it finds one (a function of this file that loses range, a project
+  import, a method inherited from another file), the site is read here too,
+  since its inputs are the call's own arguments (`density_site`). A function
+  named like one is a density (`FunctionSummary.density`) only when its body
+  loses range too.
 
 And a file that says `distributions` (`may_name_distributions`) names a
 distribution class (`dtypes.distribution_class`) only through an import from a
@@ -48,8 +52,8 @@ from amplint.dtypes import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number, self_attribute
 from amplint.facts.densitycalls import UNSTABLE_OPS, python_math
 from amplint.facts.probmath import (
-    EXP_FUNCTIONS, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS,
-    SQUARE_METHODS, names_probability,
+    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS,
+    SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS, SQUARE_METHODS, names_probability,
 )
 from amplint.names import ImportTable, ast_dotted, ast_last_name
 from amplint.screen import is_distribution_call, is_log_call, is_probability_call
@@ -61,6 +65,7 @@ _MATCH_CASE = getattr(ast, "match_case", ast.excepthandler)  # Python 3.8/3.9 ha
 # The last parts of what makes a probability (`softmax`, `sigmoid`, `expit`), and of a sum.
 _PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PROB_METHODS
 _SUM = "sum"
+_FLOOR_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in FLOOR_FUNCTIONS) | FLOOR_METHODS
 # The last parts of an exp (a log-sum-exp) and of a square or power (a Gaussian's squared term).
 _SHAPE_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in EXP_FUNCTIONS | SQUARE_FUNCTIONS | POW_FUNCTIONS) | (
     {"exp"} | SQUARE_METHODS | POW_METHODS)
@@ -83,7 +88,28 @@ def _divides_by_a_sum(node: ast.AST, imports: ImportTable) -> bool:
         divisor = node.value
     else:
         return False
-    return any(_SUM in _last_parts(inner, imports) for inner in ast.walk(divisor))
+    return any(_is_sum_call(candidate, imports) for candidate in _under_floor(_without_plus(divisor), imports))
+
+
+def _without_plus(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+        node = node.operand
+    return node
+
+
+def _under_floor(node: ast.AST, imports: ImportTable) -> List[ast.AST]:
+    """`x`, and what `probmath.strip_floor` may take `x` for: either side of a sum, what a clamp bounds."""
+    found = [node]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        found += [node.left, node.right]
+    elif isinstance(node, ast.Call) and _last_parts(node.func, imports) & _FLOOR_PARTS:
+        found += [node.func.value] if isinstance(node.func, ast.Attribute) else []
+        found += [arg.value if isinstance(arg, ast.keyword) else arg for arg in [*node.args, *node.keywords]]
+    return [_without_plus(each) for each in found]
+
+
+def _is_sum_call(node: ast.AST, imports: ImportTable) -> bool:
+    return isinstance(node, ast.Call) and _SUM in _last_parts(node.func, imports)
 
 
 def holds_probabilities(tree: ast.AST, imports: ImportTable) -> bool:
@@ -190,6 +216,12 @@ class Definitions:
         return found[1]
 
 
+def assigns_attributes(function: ast.AST) -> bool:
+    """Does anything in `function` assign a `self.` attribute?"""
+    return any(isinstance(node, ast.Assign) and any(self_attribute(t) is not None for t in node.targets)
+               for node in ast.walk(function))
+
+
 def _assigned_attributes(cls: ast.ClassDef) -> "frozenset[str]":
     """`self.x = ...` in the methods of the class body, outside nested functions and classes."""
     found = set()
@@ -230,49 +262,51 @@ def is_density(function: Function, imports: ImportTable) -> bool:
     return is_density_name(function.name) and loses_range(function, imports)
 
 
-def never_a_density_site(node: ast.Call, imports: ImportTable, definitions: Definitions,
-                         class_name: Optional[str], owner: Optional[ast.ClassDef] = None) -> bool:
-    """A call the screen counts only for its density name, which `densitycalls.density_call` never makes a site.
+def density_site(node: ast.Call, imports: ImportTable, definitions: Definitions, class_name: Optional[str],
+                 owner: Optional[ast.ClassDef] = None) -> Optional[bool]:
+    """Does `densitycalls.density_call` make a site of a call the screen counts for its density name?
 
-    `owner` is the class whose body holds the call (the collector's `math_env` class). False whenever that
-    depends on more than this reads: a local name bound to a construction.
+    True: it does, the project's density with no receiver to add inputs; False: it never does; None: that
+    depends on more than this reads (a distribution method, a log, a local name bound to a construction).
+    `owner` is the class whose body holds the call (the collector's `math_env` class). The caller tells
+    whether the call lies inside another site, which the collector asks first.
     """
     if is_distribution_call(node, imports) or is_log_call(node, imports):
-        return False
+        return None
     func = node.func
     name = ast_last_name(func)
     if name is None or not is_density_name(name):
-        return False
+        return None
     if isinstance(func, ast.Name):
         defined = definitions.functions.get(name)
         if defined is not None:
-            return not loses_range(defined, imports)
+            return loses_range(defined, imports)
         quals = imports.bindings.get(name)
-        return not (quals and not from_library(quals))
+        return bool(quals and not from_library(quals))
     assert isinstance(func, ast.Attribute)
     if not isinstance(func.value, ast.Name):
-        return True  # `a.b.kl()`: not the project's density by the collector's rule
+        return False  # `a.b.kl()`: not the project's density by the collector's rule
     root = func.value.id
     if root in ("self", "cls"):
-        return _never_own_method(name, imports, definitions, class_name, owner)
+        return _own_method_site(name, imports, definitions, class_name, owner)
     if root in imports.bindings and imports.qualnames_of(root):
-        return from_library(imports.qualnames_of(root))
-    return False  # a local name: what it is bound to decides (`densitycalls._constructed`)
+        return not from_library(imports.qualnames_of(root))
+    return None  # a local name: what it is bound to decides (`densitycalls._constructed`)
 
 
-def _never_own_method(name: str, imports: ImportTable, definitions: Definitions, class_name: Optional[str],
-                      owner: Optional[ast.ClassDef]) -> bool:
-    """`self.m(...)` (`densitycalls._own_method`): never a site when no class of this file is the scope's, when
-    `m` is an attribute the owner or a class of the module assigns (`self.m = LowerBound(...)`), when the methods
-    named `m` all keep their range, or when there are none and the class has no base."""
+def _own_method_site(name: str, imports: ImportTable, definitions: Definitions, class_name: Optional[str],
+                     owner: Optional[ast.ClassDef]) -> bool:
+    """`self.m(...)` (`densitycalls._own_method`): no site when no class of this file is the scope's, when `m`
+    is an attribute the owner or a class of the module assigns (`self.m = LowerBound(...)`), or when the
+    methods named `m` all keep their range; with no such method, a site when the class has a base."""
     cls = definitions.class_def(class_name) if class_name is not None else None
     if cls is None:
-        return True
+        return False
     if owner is not None and name in definitions.attributes(owner):
-        return True
+        return False
     if any(name in definitions.attributes(c) for c in definitions.classes):
-        return True
+        return False
     methods = definitions.methods(name)
     if methods:
-        return not any(loses_range(m, imports) for m in methods)
-    return not cls.bases
+        return any(loses_range(m, imports) for m in methods)
+    return bool(cls.bases)
