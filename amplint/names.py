@@ -98,6 +98,8 @@ _MATCH_CASE = getattr(ast, "match_case", ast.excepthandler)  # Python 3.8/3.9 ha
 
 def ast_dotted(node: ast.expr) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain of CPython's tree, else None (iterative: chains can be long)."""
+    if isinstance(node, ast.Name):  # most of them
+        return node.id
     parts: List[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

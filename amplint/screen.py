@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from typing import AbstractSet, Iterable, Tuple
 
+from amplint.astwalk import walk
 from amplint.densitynames import is_density_name
 from amplint.names import ImportTable, ast_dotted, ast_last_name
 
@@ -47,7 +48,7 @@ def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: I
     """Are there both an autocast spelling and a probability call in the code of `tree`?"""
     words = frozenset(region_words(extend_autocast))
     region = site = False
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not region and _spells(node, words):
             region = True
         elif not site and counts_as_site(node, imports):

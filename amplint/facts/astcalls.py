@@ -20,49 +20,41 @@ arguments (rules L and H, `frameworks.FrameworkCall`).
 file that holds more: a call or literal the site screen (`amplint.screen`)
 counts and the collector may make a site of (`astscreen` tells which it
 cannot), or text whose exact form a comment makes unsure (distribution
-classes and accelerators are the caller's test, `summarize.read_summary`). It reads which parameters are typed
-as distributions and which functions are densities, as the summary does. The
-walk order is LibCST's, so calls are recorded in the same order and with the
-same bindings; `tests/test_ast_summary.py` holds the two summaries equal.
+classes and accelerators are the caller's test, `summarize.read_summary`).
+One kind of site is read here: a call of the project's own density
+(`astsites.SiteJudge`), whose inputs are the call's arguments; it is
+counted in its function, exposed or not, as the collector counts it. It reads
+which parameters are typed as distributions and which functions are
+densities, as the summary does. The walk order is LibCST's, so calls are
+recorded in the same order and with the same bindings;
+`tests/test_ast_summary.py` holds the two summaries equal.
 """
 from __future__ import annotations
 
 import ast
 import sys
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 
+from amplint.astwalk import child_nodes, walk
 from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
-from amplint.facts.astscreen import (
-    Definitions, assigns_attributes, density_site, holds_probabilities, is_density, may_hold_log_sites, scalar_log,
-)
+from amplint.facts.astscreen import is_density
+from amplint.facts.astsites import SiteJudge, Unread
 from amplint.facts.astsource import SourceText
 from amplint.facts.containers import ELEMENT
 from amplint.facts.frameworks import PRECISION_KEYWORDS, RECORDED_SUFFIXES, FrameworkCall
 from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
-from amplint.facts.probmath import LOG_2PI
 from amplint.facts.samemodule import ParallelMarks, without_module_hop
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
 from amplint.regions import AutocastFactory, RegionSpec
-from amplint.screen import LOG_METHODS, counts_as_site, is_distribution_call, is_log_call, is_probability_call
+from amplint.screen import counts_as_site
 
 SELF_NAMES = ("self", "cls")
-# Written-out log(2*pi) constants: a Gaussian term without any log call (`probmath._is_log_2pi`).
-_LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
 # Before 3.11 CPython could place an f-string's inner expressions wrongly (multi-line and concatenated
 # f-strings): a call inside one sends the file to LibCST there. 3.11 matches LibCST on every case of the tests.
 FSTRING_POSITIONS = sys.version_info >= (3, 11)
-
-
-def _log_of_pi(node: ast.Call) -> bool:
-    """`x.log(2 * pi)`: a log(2*pi) term the site screen does not count (`probmath._is_log_2pi` does)."""
-    if not (isinstance(node.func, ast.Attribute) and node.func.attr in LOG_METHODS and (node.args or node.keywords)):
-        return False
-    return any(getattr(inner, "id", None) == "pi" or getattr(inner, "attr", None) == "pi"
-               for arg in [*node.args, *node.keywords] for inner in ast.walk(arg))
 
 
 class _Bail(Exception):
@@ -90,10 +82,10 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
     reader = _Reader(tree, text, imports, extend_autocast, aliases)
     try:
         reader.module()
-    except (_Bail, regions.Unsure, RecursionError):
+    except (_Bail, Unread, regions.Unsure, RecursionError):
         return None
-    sites = {key: reader.site_counts[id(scope)] for key, scope in reader.scopes.items()
-             if id(scope) in reader.site_counts}
+    sites = {key: reader.sites.counts[id(scope)] for key, scope in reader.scopes.items()
+             if id(scope) in reader.sites.counts}
     return AstFacts(reader.scopes, reader.params, reader.dist_params, frozenset(reader.densities),
                     reader.class_bases, reader.class_attrs, reader.class_items, reader.framework_calls, sites)
 
@@ -124,9 +116,7 @@ class _Reader(ParallelMarks):
         self.framework_calls: List[FrameworkCall] = []
         self.statement: ast.stmt = ast.Pass()  # the top-level statement being read
         self.functions: List[ast.AST] = []  # the defs being read, innermost last
-        self.screens: Dict[Tuple[str, int], bool] = {}  # (`astscreen` test, id(node)) -> its answer
-        self.site_counts: Dict[int, Tuple[int, int]] = {}  # id(scope) -> (density sites, exposed ones)
-        self.site_span: Optional[Tuple[Tuple[int, int], Tuple[int, int]]] = None  # the last site's
+        self.sites = SiteJudge(tree, self.source, imports)
         self.handlers: Dict[type, Callable[[ast.AST], None]] = {
             ast.FunctionDef: self.function, ast.AsyncFunctionDef: self.function, ast.ClassDef: self.class_def,
             ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
@@ -148,7 +138,7 @@ class _Reader(ParallelMarks):
         if handler is not None:
             handler(node)
             return
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             self.visit(child)
 
     def visit_all(self, nodes_: "List[ast.AST] | List[ast.expr] | List[ast.stmt]") -> None:
@@ -156,7 +146,7 @@ class _Reader(ParallelMarks):
             self.visit(node)
 
     def f_string(self, node: ast.JoinedStr) -> None:
-        if not FSTRING_POSITIONS and any(isinstance(inner, ast.Call) for inner in ast.walk(node)):
+        if not FSTRING_POSITIONS and any(isinstance(inner, ast.Call) for inner in walk(node)):
             raise _Bail
         for child in node.values:
             self.visit(child)
@@ -173,42 +163,12 @@ class _Reader(ParallelMarks):
             self.visit(param.annotation)
             self.visit(default)
 
-    # --- what the site screen looks for: any of it sends the file to LibCST -------------------------------
+    # --- what the site screen looks for (`astsites`) ------------------------------------------------------
     def constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, float) and any(abs(node.value - c) < 1e-3 for c in _LOG_2PI_VALUES):
-            raise _Bail
-        if counts_as_site(node, self.imports) and self._screened(self._holds_probabilities, self._floors_reached()):
-            raise _Bail  # a floor such as `1e-10`: a site only under probabilities
+        self.sites.constant(node, counts_as_site(node, self.imports), self._function(), self.statement)
 
-    def _floors_reached(self) -> ast.AST:
-        """Where every floor the literal being read may be the epsilon of lies: its function, unless that
-        assigns a `self.` attribute, then its top-level statement (the class's other methods read it).
-
-        The recognizer follows a function's own bindings and its class's `self.` attributes, never a
-        module-level name (`probmath.literal_value`).
-        """
-        function = self.functions[-1] if self.functions else None
-        if function is None or self._screened(assigns_attributes, function):
-            return self.statement
-        return function
-
-    def _screened(self, test: Callable[[ast.AST], bool], node: ast.AST) -> bool:
-        """`test(node)`, read once per node and only when something asks."""
-        key = (test.__name__, id(node))
-        found = self.screens.get(key)
-        if found is None:
-            found = self.screens[key] = test(node)
-        return found
-
-    def _holds_probabilities(self, node: ast.AST) -> bool:
-        return holds_probabilities(node, self.imports)
-
-    def _may_hold_log_sites(self, node: ast.AST) -> bool:
-        return may_hold_log_sites(node, self.imports)
-
-    @cached_property
-    def definitions(self) -> Definitions:
-        return Definitions(self.tree)
+    def _function(self) -> Optional[ast.AST]:
+        return self.functions[-1] if self.functions else None
 
     # --- scopes --------------------------------------------------------------------------------------
     def class_def(self, node: ast.ClassDef) -> None:
@@ -417,54 +377,13 @@ class _Reader(ParallelMarks):
 
     # --- calls ----------------------------------------------------------------------------------------
     def call(self, node: ast.Call) -> None:
-        if _log_of_pi(node):
-            raise _Bail
-        self._record(node, counts_as_site(node, self.imports) and self._density_site(node))
+        owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
+        density = self.sites.call(node, counts_as_site(node, self.imports), self.scope, owner, self._function(),
+                                  self.statement, self._wide)
+        self._record(node, density)
         self.visit(node.func)
         for arg in nodes.call_args(node):
             self.visit(arg.value)
-
-    def _density_site(self, node: ast.Call) -> bool:
-        """Is a call the site screen counts a density site of the collector's (`densitycalls.density_call`)?
-
-        False for one that can be no site (`astscreen`); a density site is counted in its scope, as the
-        collector records it. A call that may be any other site, or whose site depends on more than
-        this reads, sends the file to LibCST.
-        """
-        if scalar_log(node, self.imports) or self._quiet_log(node):
-            return False
-        if is_distribution_call(node, self.imports) or is_log_call(node, self.imports):
-            raise _Bail
-        span = self._span(node)
-        if self.site_span is not None and self.site_span[0] <= span[0] and span[1] <= self.site_span[1]:
-            return False  # inside the last site (`Collector.inside_site`): the collector asks this first
-        owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
-        verdict = density_site(node, self.imports, self.definitions, self.scope.class_name, owner)
-        if verdict is None:
-            raise _Bail
-        if verdict:
-            self._count_site(node)
-        return verdict
-
-    def _count_site(self, node: ast.Call) -> None:
-        """`Collector.make_site` for a density call: its inputs are its tensor arguments."""
-        inputs = [arg.value for arg in nodes.call_args(node) if not arg.star and nodes.tensorish(arg.value)]
-        exposed = self.scope.effective() is None and any(not self._wide(i) for i in inputs)
-        sites, exposures = self.site_counts.get(id(self.scope), (0, 0))
-        self.site_counts[id(self.scope)] = (sites + 1, exposures + exposed)
-        self.site_span = self._span(node)
-
-    def _span(self, node: ast.expr) -> Tuple[Tuple[int, int], Tuple[int, int]]:
-        """The node's start and end as LibCST positions it (lines, columns in characters)."""
-        end_line = node.end_lineno or node.lineno
-        return ((node.lineno, self.source.column(node.lineno, node.col_offset)),
-                (end_line, self.source.column(end_line, node.end_col_offset or 0)))
-
-    def _quiet_log(self, node: ast.Call) -> bool:
-        """A tensor log whose function holds nothing it could be a site with (`astscreen.may_hold_log_sites`)."""
-        if not is_log_call(node, self.imports) or is_probability_call(node, self.imports):
-            return False
-        return not self._screened(self._may_hold_log_sites, self.functions[-1] if self.functions else self.statement)
 
     def _record(self, node: ast.Call, density: bool) -> None:
         func = node.func

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+from amplint.astwalk import child_nodes
 from amplint.autocast_names import PARTIAL_NAMES, Style
 from amplint.facts.astnodes import Arg, call_args, matches, self_attribute
 from amplint.model import Precision
@@ -89,7 +90,7 @@ def _attribute_values(cls: ast.ClassDef, attr: str) -> List[ast.expr]:
             values.append(node.value)
         elif isinstance(node, ast.AnnAssign) and node.value is not None and _names_attr(node.target, attr):
             values.append(node.value)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return values
 
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple, Union
 
+from amplint.astwalk import child_nodes, walk
 from amplint.densitynames import from_library, is_density_name
 from amplint.dtypes import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number, self_attribute
@@ -114,7 +115,7 @@ def _is_sum_call(node: ast.AST, imports: ImportTable) -> bool:
 
 def holds_probabilities(tree: ast.AST, imports: ImportTable) -> bool:
     """May some value of `tree` hold probabilities, as `probmath.is_prob` tells? (False: certainly none.)"""
-    return any(_makes_probabilities(node, imports) for node in ast.walk(tree))
+    return any(_makes_probabilities(node, imports) for node in walk(tree))
 
 
 def may_hold_log_sites(scope: ast.AST, imports: ImportTable) -> bool:
@@ -124,7 +125,7 @@ def may_hold_log_sites(scope: ast.AST, imports: ImportTable) -> bool:
     factor of an entropy term (`p * log(p)`) or a term of a sum beside a square (a Gaussian). The
     recognizers read the log's function and its bindings only, so `scope` is that function.
     """
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if _makes_probabilities(node, imports) or _last_parts(node, imports) & _SHAPE_PARTS:
             return True
         if isinstance(node, ast.BinOp) and (isinstance(node.op, ast.Pow) or isinstance(node.op, ast.Mult) and (
@@ -157,7 +158,7 @@ def scalar_log(node: ast.Call, imports: ImportTable) -> bool:
     quals = imports.qualnames_of(dotted)
     if not quals or not quals <= SCALAR_LOG_FUNCTIONS:
         return False
-    return not any(_names_pi(inner, imports) for arg in [*node.args, *node.keywords] for inner in ast.walk(arg))
+    return not any(_names_pi(inner, imports) for arg in [*node.args, *node.keywords] for inner in walk(arg))
 
 
 def _names_pi(node: ast.AST, imports: ImportTable) -> bool:
@@ -176,7 +177,7 @@ def may_name_distributions(tree: ast.AST, imports: ImportTable) -> bool:
     held = [qual for quals in imports.bindings.values() for qual in quals] + list(imports.star_modules)
     if any(qual.startswith(packages) for qual in held):
         return True
-    return any(ast_last_name(node) == DISTRIBUTIONS for node in ast.walk(tree))
+    return any(ast_last_name(node) == DISTRIBUTIONS for node in walk(tree))
 
 
 # --- calls and functions named like densities (`amplint.facts.densitycalls`) -------------------------------
@@ -219,7 +220,7 @@ class Definitions:
 def assigns_attributes(function: ast.AST) -> bool:
     """Does anything in `function` assign a `self.` attribute?"""
     return any(isinstance(node, ast.Assign) and any(self_attribute(t) is not None for t in node.targets)
-               for node in ast.walk(function))
+               for node in walk(function))
 
 
 def _assigned_attributes(cls: ast.ClassDef) -> "frozenset[str]":
@@ -236,7 +237,7 @@ def _assigned_attributes(cls: ast.ClassDef) -> "frozenset[str]":
             if isinstance(node, ast.Assign):
                 found.update(attr for attr in map(self_attribute, node.targets) if attr is not None)
             elif isinstance(node, ast.stmt):
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(child_nodes(node))
             elif isinstance(node, (ast.excepthandler, _MATCH_CASE)):
                 stack.extend(node.body)
     return frozenset(found)
@@ -253,7 +254,7 @@ def loses_range(function: Function, imports: ImportTable) -> bool:
                 return True
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not is_number(node.left):
             return True
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return False
 
 

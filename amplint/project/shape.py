@@ -21,6 +21,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
+from amplint.astwalk import child_nodes
 from amplint.names import ImportTable, ast_dotted
 from amplint.project.summary import MODULE_KEY, FileSummary, Imports, import_pairs, imported, methods_by_class
 
@@ -97,7 +98,7 @@ class _Builder:
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             for name in classes:  # every class whose body holds it, nested ones included
                 self.mentions[name].add(node.attr)
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             self.node(child, scope, classes, in_class)
 
     def _expressions(self, nodes: List[ast.expr], scope: _Scope, classes: List[str]) -> None:
