@@ -19,7 +19,8 @@ MAX_LINES = 600
 # Lowest first. A module may import modules of its own layer and of layers below it, never above.
 LAYERS = [
     ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.names", "amplint.positions",
-              "amplint.cstwalk", "amplint.screen", "amplint.noqa", "amplint.selection", "amplint.deep",
+              "amplint.cstwalk", "amplint.astwalk", "amplint.screen", "amplint.noqa", "amplint.selection",
+              "amplint.deep",
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.autocast_names", "amplint.densitynames",
               "amplint.workers", "amplint.collection", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
               "amplint.fix", "amplint.fix.safety")),
