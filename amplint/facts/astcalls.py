@@ -57,13 +57,10 @@ SELF_NAMES = ("self", "cls")
 FSTRING_POSITIONS = sys.version_info >= (3, 11)
 
 
-class _Bail(Exception):
-    """The file holds something only the LibCST collector reads."""
-
-
 @dataclass
 class AstFacts:
-    """What `project.summarize` reads of a file: the collector's project-mode facts, for a file with no site."""
+    """What `project.summarize` reads of a file: the collector's project-mode facts, for a file whose only sites are
+    density calls."""
 
     scopes: Dict[str, Scope]
     params: Dict[str, Tuple[str, ...]]  # scope key -> `signatures.parameter_names` of its def
@@ -82,7 +79,7 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
     reader = _Reader(tree, text, imports, extend_autocast, aliases)
     try:
         reader.module()
-    except (_Bail, Unread, regions.Unsure, RecursionError):
+    except (Unread, regions.Unsure, RecursionError):
         return None
     sites = {key: reader.sites.counts[id(scope)] for key, scope in reader.scopes.items()
              if id(scope) in reader.sites.counts}
@@ -147,7 +144,7 @@ class _Reader(ParallelMarks):
 
     def f_string(self, node: ast.JoinedStr) -> None:
         if not FSTRING_POSITIONS and any(isinstance(inner, ast.Call) for inner in walk(node)):
-            raise _Bail
+            raise Unread
         for child in node.values:
             self.visit(child)
 
@@ -201,7 +198,7 @@ class _Reader(ParallelMarks):
             self.params[key] = nodes.parameter_names(node.args)
             dist_params = nodes.distribution_params(node.args, self.imports, self._starts_with_paren)
             if dist_params is None:
-                raise _Bail
+                raise Unread
             self.dist_params[key] = dist_params
             if is_density(node, self.imports):
                 self.densities.append(key)
@@ -289,7 +286,7 @@ class _Reader(ParallelMarks):
         pushed = 0
         for item in node.items:
             if self.source.code(item.context_expr) != self.source.segment(item.context_expr):
-                raise _Bail  # `with (a(), b()):` groups the items: which node holds the parentheses is LibCST's call
+                raise Unread  # `with (a(), b()):` groups the items: which node holds the parentheses is LibCST's call
             spec = self._region_from_with_item(item.context_expr)
             if spec is not None:
                 self.scope.regions.append(RegionEntry(spec, node.lineno, None))
@@ -426,7 +423,7 @@ class _Reader(ParallelMarks):
         """LibCST's code for the node (`SourceText.code`); a comment that makes it unsure sends the file there."""
         code = self.source.code(node)
         if code is None:
-            raise _Bail
+            raise Unread
         return code
 
     def _call_text(self, node: ast.Call, callee: str) -> str:
@@ -505,5 +502,5 @@ class _Reader(ParallelMarks):
         """The line of the decorator's `@` (LibCST's position of the decorator)."""
         before = self.source.text[self.source.offset(expr.lineno, 0):self.source.offset(expr.lineno, expr.col_offset)]
         if not before.strip().endswith("@"):
-            raise _Bail
+            raise Unread
         return expr.lineno

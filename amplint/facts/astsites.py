@@ -38,7 +38,7 @@ Span = Tuple[Tuple[int, int], Tuple[int, int]]
 
 
 class Unread(Exception):
-    """The file holds a site only the LibCST collector reads."""
+    """The file holds something only the LibCST collector reads (a site here, or in `astcalls` any other reason)."""
 
 
 def _log_of_pi(node: ast.Call) -> bool:
@@ -78,8 +78,8 @@ class SiteJudge:
             raise Unread  # a floor is a site only under probabilities
 
     def _floors_reached(self, function: Optional[ast.AST], statement: ast.AST) -> ast.AST:
-        """Where every floor the literal may be the epsilon of lies: its function, unless that assigns a
-        `self.` attribute, then its top-level statement (the class's other methods read it) (`probmath.literal_value`).
+        """Where every floor the literal may be the epsilon of lies (`probmath.literal_value`): its function,
+        unless that assigns a `self.` attribute; then its top-level statement, as the class's other methods read it.
         """
         if function is None or self._screened(assigns_attributes, function):
             return statement
