@@ -374,15 +374,16 @@ class _Reader(ParallelMarks):
 
     # --- calls ----------------------------------------------------------------------------------------
     def call(self, node: ast.Call) -> None:
+        args = nodes.call_args(node)  # read once: the site judgement, the record and the walk all use them
         owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
-        density = self.sites.call(node, counts_as_site(node, self.imports), self.scope, owner, self._function(),
-                                  self.statement, self._wide)
-        self._record(node, density)
+        density = self.sites.call(node, args, counts_as_site(node, self.imports), self.scope, owner,
+                                  self._function(), self.statement, self._wide)
+        self._record(node, args, density)
         self.visit(node.func)
-        for arg in nodes.call_args(node):
+        for arg in args:
             self.visit(arg.value)
 
-    def _record(self, node: ast.Call, density: bool) -> None:
+    def _record(self, node: ast.Call, args: List[nodes.Arg], density: bool) -> None:
         func = node.func
         if isinstance(func, ast.Name):
             kind, name = "name", func.id
@@ -392,7 +393,6 @@ class _Reader(ParallelMarks):
             kind, name = "attr", func.attr if isinstance(func, ast.Attribute) else ELEMENT
         else:
             return
-        args = nodes.call_args(node)
         protected = bool(args) and all(self._wide(a.value) for a in args)
         callee = nodes.element_callee(func, self.scope.elements) or ast_dotted(func)
         if callee is None:

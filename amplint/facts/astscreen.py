@@ -115,7 +115,7 @@ def _is_sum_call(node: ast.AST, imports: ImportTable) -> bool:
 
 def holds_probabilities(tree: ast.AST, imports: ImportTable) -> bool:
     """May some value of `tree` hold probabilities, as `probmath.is_prob` tells? (False: certainly none.)"""
-    return any(_makes_probabilities(node, imports) for node in walk(tree))
+    return any(_makes_probabilities(node, _last_parts(node, imports), imports) for node in walk(tree))
 
 
 def may_hold_log_sites(scope: ast.AST, imports: ImportTable) -> bool:
@@ -126,7 +126,8 @@ def may_hold_log_sites(scope: ast.AST, imports: ImportTable) -> bool:
     recognizers read the log's function and its bindings only, so `scope` is that function.
     """
     for node in walk(scope):
-        if _makes_probabilities(node, imports) or _last_parts(node, imports) & _SHAPE_PARTS:
+        parts = _last_parts(node, imports)
+        if parts & _SHAPE_PARTS or _makes_probabilities(node, parts, imports):
             return True
         if isinstance(node, ast.BinOp) and (isinstance(node.op, ast.Pow) or isinstance(node.op, ast.Mult) and (
                 _is_log_factor(node.left, imports) or _is_log_factor(node.right, imports)
@@ -135,8 +136,8 @@ def may_hold_log_sites(scope: ast.AST, imports: ImportTable) -> bool:
     return False
 
 
-def _makes_probabilities(node: ast.AST, imports: ImportTable) -> bool:
-    parts = _last_parts(node, imports)
+def _makes_probabilities(node: ast.AST, parts: "frozenset[str]", imports: ImportTable) -> bool:
+    """May `node` (its `_last_parts` are `parts`) make probabilities: a softmax, a name, a normalisation?"""
     return bool(parts & _PROB_PARTS) or any(names_probability(part) for part in parts) or _divides_by_a_sum(
         node, imports)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from functools import cached_property
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from amplint.astwalk import walk
 from amplint.facts import astnodes as nodes
@@ -86,12 +86,13 @@ class SiteJudge:
         return function
 
     # --- calls ------------------------------------------------------------------------------------
-    def call(self, node: ast.Call, counted: bool, scope: Scope, owner: Optional[ast.ClassDef],
-             function: Optional[ast.AST], statement: ast.AST, wide: Callable[[ast.expr], bool]) -> bool:
+    def call(self, node: ast.Call, args: Sequence[nodes.Arg], counted: bool, scope: Scope,
+             owner: Optional[ast.ClassDef], function: Optional[ast.AST], statement: ast.AST,
+             wide: Callable[[ast.expr], bool]) -> bool:
         """Is the call a density site (then counted in `scope`)? False for one that is no site.
 
-        `counted`: the site screen counts the call. `owner` is the class whose body holds it (the
-        collector's `math_env` class), `wide` the reader's float32 test.
+        `args`: its arguments (`astnodes.call_args`); `counted`: the site screen counts the call. `owner` is
+        the class whose body holds it (the collector's `math_env` class), `wide` the reader's float32 test.
         """
         if _log_of_pi(node):
             raise Unread
@@ -106,7 +107,7 @@ class SiteJudge:
         if verdict is None:
             raise Unread
         if verdict:
-            self._count(node, scope, wide, span)
+            self._count(args, scope, wide, span)
         return verdict
 
     def _quiet_log(self, node: ast.Call, where: ast.AST) -> bool:
@@ -115,9 +116,9 @@ class SiteJudge:
             return False
         return not self._screened(self._may_hold_log_sites, where)
 
-    def _count(self, node: ast.Call, scope: Scope, wide: Callable[[ast.expr], bool], span: Span) -> None:
+    def _count(self, args: Sequence[nodes.Arg], scope: Scope, wide: Callable[[ast.expr], bool], span: Span) -> None:
         """`Collector.make_site` for a density call: its inputs are its tensor arguments."""
-        inputs = [arg.value for arg in nodes.call_args(node) if not arg.star and nodes.tensorish(arg.value)]
+        inputs = [arg.value for arg in args if not arg.star and nodes.tensorish(arg.value)]
         exposed = scope.effective() is None and any(not wide(i) for i in inputs)
         sites, exposures = self.counts.get(id(scope), (0, 0))
         self.counts[id(scope)] = (sites + 1, exposures + exposed)

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
+from amplint.facts.frameworks import ACCELERATOR
 from amplint.project.summary import (
     CallSummary, ClassSummary, FileSummary, FunctionSummary, RegionRef, import_pairs, methods_by_class,
 )
+
+# The class names and the top-level packages of Accelerate's `Accelerator`: a file that names it spells both.
+_ACCELERATOR_WORDS = (frozenset(q.rsplit(".", 1)[-1] for q in ACCELERATOR),
+                      frozenset(q.split(".", 1)[0] for q in ACCELERATOR))
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
@@ -162,13 +167,7 @@ def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:
     `distributions` itself counts only in the code (`astscreen.may_name_distributions`): it is in license
     headers ("Redistributions of source code") and docstrings.
     """
-    from amplint.facts.frameworks import ACCELERATOR
-
-    if all(any(word in text for word in words) for words in _accelerator_words(ACCELERATOR)):
+    if all(any(word in text for word in words) for words in _ACCELERATOR_WORDS):
         return True
     return any(name.rsplit(".", 1)[-1] in text for name in config.extend_distributions)
 
-
-def _accelerator_words(qualnames: "frozenset[str]") -> "Tuple[frozenset[str], frozenset[str]]":
-    """The class names and the top-level packages of `qualnames`: a file that names one must spell both."""
-    return frozenset(q.rsplit(".", 1)[-1] for q in qualnames), frozenset(q.split(".", 1)[0] for q in qualnames)
