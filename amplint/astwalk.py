@@ -8,7 +8,8 @@ those (a context or an operator is read from its parent: `node.ctx`,
 `walk` give the other nodes in the same order, reading only the fields that
 can hold one: each node type's signature (`ast.BinOp.__doc__` is
 "BinOp(expr left, operator op, expr right)") says which, and is read once at
-import.
+import. `statements` walks the statements alone, for the readers of imports
+and definitions.
 """
 from __future__ import annotations
 
@@ -72,3 +73,24 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         current = todo.popleft()
         todo.extend(child_nodes(current))
         yield current
+
+
+# What holds statements: statements, `except` handlers and `match` cases (Python 3.8/3.9 have no `match`).
+BLOCKS = (ast.stmt, ast.excepthandler, getattr(ast, "match_case", ast.excepthandler))
+
+
+def statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """The statements of `tree` in `ast.walk`'s order, without visiting an expression.
+
+    Statements sit only in the blocks of statements, handlers and match cases, so the
+    breadth-first order among them is the same with every expression left out: expressions,
+    most of a tree and the deep part of deep code, are never walked.
+    """
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        if isinstance(node, ast.stmt):
+            yield node
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                todo.extend(child for child in value if isinstance(child, BLOCKS))

@@ -11,8 +11,11 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set
 
+from amplint.astwalk import statements
+
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
+
 # LibCST is imported inside the functions that take its nodes: the import table and the
 # screen (`amplint.screen`) run on CPython's tree for files that are never parsed with LibCST.
 
@@ -73,27 +76,9 @@ class ImportTable:
 
 
 def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
-    """Every statement, in source order, without visiting expressions.
-
-    Imports and aliases are statements, so expressions (most of a tree, and
-    the deep part of deep code) are never walked. Iterative: block nesting is
-    bounded by CPython's parser anyway, but a stack costs nothing.
-    """
-    stack: List[ast.AST] = [tree]
-    found: List[ast.stmt] = []
-    while stack:
-        node = stack.pop()
-        for _, value in ast.iter_fields(node):
-            if isinstance(value, list) and value and isinstance(value[0], (ast.stmt, ast.excepthandler, _MATCH_CASE)):
-                for child in value:
-                    if isinstance(child, ast.stmt):
-                        found.append(child)
-                    stack.append(child)
-    found.sort(key=lambda stmt: (stmt.lineno, stmt.col_offset))
-    return iter(found)
-
-
-_MATCH_CASE = getattr(ast, "match_case", ast.excepthandler)  # Python 3.8/3.9 have no `match`
+    """Every statement, in source order (`astwalk.statements`, sorted): imports and aliases are statements,
+    so no expression is walked."""
+    return iter(sorted(statements(tree), key=lambda stmt: (stmt.lineno, stmt.col_offset)))
 
 
 def ast_dotted(node: ast.expr) -> Optional[str]:

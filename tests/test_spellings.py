@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from amplint.astwalk import statements
 from amplint.names import import_table
 from amplint.project import spellings
 from amplint.project.spellings import file_spellings
@@ -64,7 +65,7 @@ def test_file_spellings_finds_decorators_by_the_autocast_with_they_hold_and_self
 def test_statements_come_in_the_order_ast_walk_gives(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     expected = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
-    assert list(spellings.statements_breadth_first(tree)) == expected
+    assert list(statements(tree)) == expected
 
 
 NESTED = '''\
@@ -88,9 +89,9 @@ finally:
 
 def test_the_first_definition_is_the_one_nearest_the_top_of_the_tree() -> None:
     tree = ast.parse("import torch\nfrom contextlib import nullcontext\n" + NESTED)
-    statements = list(spellings.statements_breadth_first(tree))
-    assert statements == [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
-    assert len(statements) == 12
+    found = list(statements(tree))
+    assert found == [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    assert len(found) == 12
     # The `finally` alias is shallower than the one in the match case, though later in the file.
     assert [(s.name, s.wraps, s.line) for s in file_spellings(tree, import_table(tree))] == [
         ("self.amp", "torch.cuda.amp.autocast", 17)]

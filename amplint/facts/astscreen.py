@@ -47,7 +47,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple, Union
 
-from amplint.astwalk import child_nodes, walk
+from amplint.astwalk import BLOCKS, child_nodes, walk
 from amplint.densitynames import from_library, is_density_name
 from amplint.dtypes import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number, self_attribute
@@ -57,12 +57,11 @@ from amplint.facts.probmath import (
     SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS, SQUARE_METHODS, names_probability,
 )
 from amplint.names import ImportTable, ast_dotted, ast_last_name
-from amplint.screen import is_distribution_call, is_log_call, is_probability_call
+from amplint.screen import is_log_call, is_probability_call
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 DISTRIBUTIONS = "distributions"
-_MATCH_CASE = getattr(ast, "match_case", ast.excepthandler)  # Python 3.8/3.9 have no `match`
 # The last parts of what makes a probability (`softmax`, `sigmoid`, `expit`), and of a sum.
 _PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PROB_METHODS
 _SUM = "sum"
@@ -239,7 +238,7 @@ def _assigned_attributes(cls: ast.ClassDef) -> "frozenset[str]":
                 found.update(attr for attr in map(self_attribute, node.targets) if attr is not None)
             elif isinstance(node, ast.stmt):
                 stack.extend(child_nodes(node))
-            elif isinstance(node, (ast.excepthandler, _MATCH_CASE)):
+            elif isinstance(node, BLOCKS):  # a handler or a match case
                 stack.extend(node.body)
     return frozenset(found)
 
@@ -269,12 +268,11 @@ def density_site(node: ast.Call, imports: ImportTable, definitions: Definitions,
     """Does `densitycalls.density_call` make a site of a call the screen counts for its density name?
 
     True: it does, the project's density with no receiver to add inputs; False: it never does; None: that
-    depends on more than this reads (a distribution method, a log, a local name bound to a construction).
-    `owner` is the class whose body holds the call (the collector's `math_env` class). The caller tells
-    whether the call lies inside another site, which the collector asks first.
+    depends on more than this reads (a local name bound to a construction). `owner` is the class whose body
+    holds the call (the collector's `math_env` class). The caller (`astsites.SiteJudge.call`) has left out
+    distribution methods and logs, other recognizers' sites, and tells whether the call lies inside another
+    site, which the collector asks first.
     """
-    if is_distribution_call(node, imports) or is_log_call(node, imports):
-        return None
     func = node.func
     name = ast_last_name(func)
     if name is None or not is_density_name(name):

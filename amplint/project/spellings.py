@@ -20,10 +20,10 @@ one branch may be an enabled region, as a flag in a config does.
 from __future__ import annotations
 
 import ast
-from collections import deque
 from dataclasses import dataclass, replace
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+from amplint.astwalk import statements
 from amplint.config import Config
 from amplint.deep import python_parse
 from amplint.files import read_source
@@ -103,26 +103,6 @@ def _self_alias(statement: ast.stmt, imports: ImportTable) -> Iterator[Tuple[str
             yield f"self.{target.attr}", autocast
 
 
-_BLOCKS = (ast.stmt, ast.excepthandler, getattr(ast, "match_case", ast.excepthandler))  # what holds statements
-
-
-def statements_breadth_first(tree: ast.Module) -> Iterator[ast.stmt]:
-    """The statements of `tree` in `ast.walk`'s order, without visiting an expression.
-
-    Statements sit only in the blocks of statements, handlers and match cases, so the
-    breadth-first order among them is the same with every expression left out, and a
-    file's first definition of a name stays the one `ast.walk` meets first.
-    """
-    todo = deque([tree])
-    while todo:
-        node = todo.popleft()
-        if isinstance(node, ast.stmt):
-            yield node
-        for _, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                todo.extend(child for child in value if isinstance(child, _BLOCKS))
-
-
 def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ...]:
     """Self-held autocast aliases and autocast-entering decorators defined in one file.
 
@@ -133,7 +113,7 @@ def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ..
     found: Dict[str, Spelling] = {}
     functions: List[ast.FunctionDef] = []
     entering: List[int] = []  # the lines of the autocast `with`s
-    for node in statements_breadth_first(tree):
+    for node in statements(tree):  # `ast.walk`'s order: the first definition it meets wins
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append(node)  # type: ignore[arg-type]
         elif isinstance(node, ast.With):
