@@ -21,6 +21,7 @@ from amplint.selection import code_enabled
 from amplint.source_analysis import SourceAnalysis
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.cpython_trees import CPythonTrees
     from amplint.analysis import AnalysisOptions, ModuleAnalysis
     from amplint.names import ImportTable
     from amplint.facts.entry import EntryContext
@@ -43,17 +44,20 @@ def may_have_findings(text: str, config: Config) -> bool:
     return any(word in text for word in regions) and any(word in text for word in PROBABILITY_WORDS)
 
 
-def will_parse(text: str, config: Config) -> bool:
+def will_parse(text: str, config: Config, trees: "Optional[CPythonTrees]" = None) -> bool:
     """Would single-file mode parse `text` with LibCST (or report that it cannot)?
 
     The text prefilter, then the syntax-aware screen on CPython's tree
     (`screen.may_have_findings`). Front ends decide with it which files are
     worth a process pool, and project mode which files have findings of their own.
+    `trees`: the project run's CPython trees, which its later readers of the file share.
     """
-    return _screened(text, config, alone=True) is not None
+    return _screened(text, config, alone=True, trees=trees) is not None
 
 
-def _screened(text: str, config: Config, alone: bool) -> "Union[None, str, ImportTable]":
+def _screened(
+    text: str, config: Config, alone: bool, trees: "Optional[CPythonTrees]" = None
+) -> "Union[None, str, ImportTable]":
     """None when single-file mode would not parse `text`; else CPython's refusal, or the import table.
 
     `alone`: the file is analysed on its own (no entries, not project mode), so both
@@ -62,13 +66,12 @@ def _screened(text: str, config: Config, alone: bool) -> "Union[None, str, Impor
     if alone and not may_have_findings(text, config):
         return None
     from amplint import screen
-    from amplint.deep import python_parse
-    from amplint.names import import_table
+    from amplint.cpython_trees import parse
 
-    tree = python_parse(text)  # CPython's verdict first: it also keeps LibCST off what crashes it
-    if isinstance(tree, str):
-        return tree
-    imports = import_table(tree)
+    parsed = parse(text, trees)  # CPython's verdict first: it also keeps LibCST off what crashes it
+    if isinstance(parsed, str):
+        return parsed
+    tree, imports = parsed
     if alone and not screen.may_have_findings(tree, imports, config.extend_autocast):
         return None  # the words were in comments, strings or other names: no parse
     return imports
@@ -84,6 +87,7 @@ def analyze_source(
     project: bool = False,
     parse: "Optional[Callable[..., Union[SourceAnalysis, FileError]]]" = None,
     imports: "Optional[ImportTable]" = None,
+    trees: "Optional[CPythonTrees]" = None,
 ) -> Union[SourceAnalysis, FileError]:
     """Parse once, analyze, keep the findings `config` selects.
 
@@ -97,11 +101,12 @@ def analyze_source(
     `parse` stands in for `_parse_and_analyze` (the engine passes its own name for it).
     `imports`: the file's import table, when the caller has read CPython's tree of it (project mode's
     `summarize.read_summary`): CPython accepted the file, and it is not read again.
+    `trees`: the project run's CPython trees, when `imports` is not at hand.
     """
     parse = parse or _parse_and_analyze
     alone = not entries and not project
     if imports is None or alone:
-        imports = _screened(text, config, alone=alone)
+        imports = _screened(text, config, alone=alone, trees=trees)
     if imports is None:
         return SourceAnalysis(path, text)
     if isinstance(imports, str):

@@ -144,8 +144,8 @@ def _item_key(name: str, item: object) -> object:
     if name == "_parse_job":
         path, _, entries = item[:3]  # type: ignore[index]
         return path, bool(entries)
-    if name == "_scan_job":
-        return name, tuple(item[0])  # type: ignore[index]
+    if name in ("_scan_job", "_spellings_job") and isinstance(item, tuple):  # (paths, ...)
+        return name, tuple(item[0])
     return name, (tuple(item) if isinstance(item, list) else repr(item))
 
 
@@ -167,7 +167,8 @@ def _model(root: str) -> Dict[str, float]:
     reader = "analyze_file" if hasattr(loader, "analyze_file") else "_analyze"  # its name before `project.reading`
     analyze = getattr(loader, reader)
 
-    def timed_analyze(path, config, entries):  # type: ignore[no-untyped-def]
+    def timed_analyze(path, config, entries, *shared):  # type: ignore[no-untyped-def]
+        # Without the run's shared CPython trees: a pool worker parses what it reads, so its cost is this one.
         start = time.process_time()
         outcome = analyze(path, config, entries)
         cost[(path, bool(entries))] = time.process_time() - start

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
+from amplint.cpython_trees import CPythonTrees
 from amplint.files import read_source
 from amplint.model import FileError, Finding
 from amplint.pipeline import will_parse
@@ -69,7 +70,7 @@ class Stats:
 
 class Loader:
     def __init__(self, files: Sequence[str], config: Config, cache: DiskCache, modules: ModuleIndex,
-                 fingerprint: str) -> None:
+                 fingerprint: str, parsed: Optional[CPythonTrees] = None) -> None:
         self.files = list(files)
         self.known = set(files)
         self.config = config
@@ -87,6 +88,7 @@ class Loader:
         self._shapes: Dict[str, "FileShape"] = {}
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
         self._trees = KeptTrees()  # this process's parses, for their entry pass
+        self._parsed = parsed or CPythonTrees()  # CPython's trees, shared by the scan, summaries and shapes
         self._holders: Dict[str, int] = {}  # path -> the pool worker that keeps its tree
         self._pool: "Optional[Workers]" = None  # started by the first batch that pays, kept to `close`
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
@@ -113,7 +115,7 @@ class Loader:
         chunks = [self.files[start:start + SCAN_CHUNK] for start in range(0, len(self.files), SCAN_CHUNK)]
         sizes = [len(chunk) for chunk in chunks]
         scanned = parallel.run_map(
-            _scan_job, [(chunk, self.config) for chunk in chunks], jobs=self.config.jobs, label="reading",
+            _scan_job, [(chunk, self.config, self._parsed) for chunk in chunks], jobs=self.config.jobs, label="reading",
             units=sizes, min_size=SCAN_POOL_FILES, size=len(self.files), preload=(),
         )
         for chunk in scanned:
@@ -251,15 +253,13 @@ class Loader:
             self.cache.contains("summary", self._summary_key(info))
 
     def _shape(self, path: str) -> "Optional[FileShape]":
-        from amplint.deep import python_parse
-        from amplint.names import import_table
         from amplint.project.shape import file_shape
 
         text = self._read(path)
-        tree = None if text is None else python_parse(text)
-        if tree is None or isinstance(tree, str):
+        parsed = None if text is None else self._parsed.parse(text)
+        if parsed is None or isinstance(parsed, str):
             return None
-        return file_shape(tree, import_table(tree))
+        return file_shape(*parsed)
 
     def summary(self, path: str) -> Optional[FileSummary]:
         """The file's summary, from memory, the disk cache, or one parse; None if not a readable project file.
@@ -426,7 +426,7 @@ class Loader:
         from amplint import progress
         from amplint.project.summarize import summarize
 
-        how, outcome = analyze_file(path, self.config, entries)
+        how, outcome = analyze_file(path, self.config, entries, self._parsed)
         self._count(path, how)
         if how:
             progress.current().advance()
@@ -510,9 +510,9 @@ class Loader:
         return list(parsed[1])
 
 
-def _scan_job(job: Tuple[Sequence[str], Config]) -> List[Tuple[str, Union[_Scanned, FileError]]]:
+def _scan_job(job: Tuple[Sequence[str], Config, CPythonTrees]) -> List[Tuple[str, Union[_Scanned, FileError]]]:
     """The text pass over a chunk of files (`Loader.scan`, maybe in a pool worker)."""
-    paths, config = job
+    paths, config, parsed = job
     out: List[Tuple[str, Union[_Scanned, FileError]]] = []
     for path in paths:
         source = read_source(path)
@@ -523,7 +523,7 @@ def _scan_job(job: Tuple[Sequence[str], Config]) -> List[Tuple[str, Union[_Scann
         bases = [base for _, names in prefilter.class_bases(text) for base in names] if "class" in text else []
         out.append((path, (
             prefilter.flags(text, config.extend_autocast, config.extend_distributions),
-            will_parse(text, config),
+            will_parse(text, config, parsed),
             tuple(bases),
             tuple(prefilter.defined_names(text)),
             tuple(prefilter.assigned_attributes(text)) if "self." in text else (),

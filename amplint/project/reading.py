@@ -7,7 +7,7 @@ which parses it with LibCST.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.files import read_source
@@ -15,6 +15,7 @@ from amplint.model import FileError
 from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.cpython_trees import CPythonTrees
     from amplint.source_analysis import SourceAnalysis
 
 # How a file was read: not at all (an error), with LibCST, or with CPython's `ast` only.
@@ -22,11 +23,12 @@ NOT_READ, LIBCST, CPYTHON = "", "libcst", "ast"
 
 
 def analyze_file(
-    path: str, config: Config, entries: Sequence[EntryContext]
+    path: str, config: Config, entries: Sequence[EntryContext], trees: "Optional[CPythonTrees]" = None
 ) -> "Tuple[str, Union[SourceAnalysis, FileSummary, FileError]]":
     """Read `path` and analyse it in project mode: (how it was read, the analysis, its summary or the error).
 
     With no entries, the summary of a file with no site or distribution, with no findings of its own.
+    `trees`: the run's CPython trees, when the file may have been parsed already in this process.
     """
     from amplint.pipeline import analyze_source
     from amplint.project.summarize import read_summary
@@ -34,7 +36,8 @@ def analyze_file(
     source = read_source(path)
     if isinstance(source, FileError):
         return NOT_READ, source
-    quick, imports = read_summary(source.text, config) if not entries else (None, None)
+    quick, imports = read_summary(source.text, config, trees) if not entries else (None, None)
     if quick is not None:
         return CPYTHON, quick
-    return LIBCST, analyze_source(source.text, path, config, entries=entries, project=True, imports=imports)
+    return LIBCST, analyze_source(source.text, path, config, entries=entries, project=True, imports=imports,
+                                  trees=trees)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
+from amplint.cpython_trees import CPythonTrees
 from amplint.files import discover
 from amplint.model import FileError, FileResult
 from amplint.project.cache import DiskCache, code_fingerprint
@@ -44,7 +45,8 @@ def run_project(
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
     files, errors = discover(paths, config.exclude, config.max_file_size)
-    spellings = project_spellings(files, config.jobs)
+    parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
+    spellings = project_spellings(files, config.jobs, parsed)
     config = with_spellings(config, spellings)
     tops = sorted({project_top(p) for p in paths})
     root = display_root(paths)
@@ -52,7 +54,7 @@ def run_project(
     if use_cache is None:
         use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
     cache = DiskCache(directory if use_cache else None)
-    loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint())
+    loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint(), parsed)
     try:
         results, contexts = _walk_and_report(loader, files, errors, config, tops, root, report)
     finally:

@@ -25,10 +25,10 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from amplint.astwalk import statements
 from amplint.config import Config
-from amplint.deep import python_parse
+from amplint.cpython_trees import CPythonTrees
 from amplint.files import read_source
 from amplint.model import FileError
-from amplint.names import ImportTable, ast_qualnames, import_table
+from amplint.names import ImportTable, ast_qualnames
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
 CHUNK = 64  # files per unit of work in a pool
@@ -130,37 +130,42 @@ def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ..
     return tuple(sorted(found.values(), key=lambda s: (s.line, s.name)))
 
 
-def project_spellings(files: Sequence[str], jobs: Optional[int] = None) -> Tuple[Spelling, ...]:
+def project_spellings(
+    files: Sequence[str], jobs: Optional[int] = None, parsed: Optional[CPythonTrees] = None
+) -> Tuple[Spelling, ...]:
     """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins.
 
     Every file is read, and the ones that mention `autocast` get CPython's parse
     (~1.8 s for the 4,637 files of the benchmark corpus): from CHUNK_POOL_FILES
     files the chunks go to a process pool (`amplint.parallel`, `jobs` as
     `--jobs`), and their results are merged in file order, as read here.
+    `parsed`: the run's CPython trees; the text pass and the summaries read these files again.
     """
     from amplint import parallel
 
     chunks = [list(files[start:start + CHUNK]) for start in range(0, len(files), CHUNK)]
     found: Dict[str, Spelling] = {}
-    done = parallel.run_map(_spellings_job, chunks, jobs=jobs, label="reading", units=[len(c) for c in chunks],
-                            min_size=CHUNK_POOL_FILES, size=len(files), preload=())
+    parsed = parsed or CPythonTrees()
+    done = parallel.run_map(_spellings_job, [(chunk, parsed) for chunk in chunks], jobs=jobs, label="reading",
+                            units=[len(c) for c in chunks], min_size=CHUNK_POOL_FILES, size=len(files), preload=())
     for spellings in done:
         for spelling in spellings:
             found.setdefault(spelling.name, spelling)
     return tuple(found[name] for name in sorted(found))
 
 
-def _spellings_job(paths: Sequence[str]) -> List[Spelling]:
+def _spellings_job(job: Tuple[Sequence[str], CPythonTrees]) -> List[Spelling]:
     """The spellings of a chunk of files, in file order (maybe in a pool worker)."""
+    paths, parsed = job
     found: List[Spelling] = []
     for path in paths:
         source = read_source(path)
         if isinstance(source, FileError) or "autocast" not in source.text:
             continue
-        tree = python_parse(source.text)
+        tree = parsed.parse(source.text)
         if isinstance(tree, str):
             continue  # the file's own check reports the syntax error
-        found.extend(file_spellings(tree, import_table(tree)))
+        found.extend(file_spellings(*tree))
     return found
 
 

@@ -21,6 +21,7 @@ _ACCELERATOR_WORDS = (frozenset(q.rsplit(".", 1)[-1] for q in ACCELERATOR),
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.analysis import ModuleAnalysis
     from amplint.config import Config
+    from amplint.cpython_trees import CPythonTrees
     from amplint.facts.astcalls import AstFacts
     from amplint.facts.frameworks import FrameworkCall
     from amplint.facts.model import CallRecord, RegionEntry, Scope
@@ -138,20 +139,21 @@ def summary_from_ast(text: str, config: "Config") -> Optional[FileSummary]:
     return read_summary(text, config)[0]
 
 
-def read_summary(text: str, config: "Config") -> "Tuple[Optional[FileSummary], Optional[ImportTable]]":
+def read_summary(
+    text: str, config: "Config", trees: "Optional[CPythonTrees]" = None
+) -> "Tuple[Optional[FileSummary], Optional[ImportTable]]":
     """(the summary, None) when CPython's tree says all; else (None, the import table when CPython's tree was
-    read), so that the LibCST path does not parse the file with CPython again."""
-    from amplint.deep import python_parse
+    read), so that the LibCST path does not parse the file with CPython again. `trees`: the run's memo."""
+    from amplint.cpython_trees import parse
     from amplint.facts.astcalls import ast_facts
     from amplint.facts.astscreen import DISTRIBUTIONS, may_name_distributions
-    from amplint.names import import_table
 
     if _names_what_only_libcst_reads(text, config):
         return None, None
-    tree = python_parse(text)
-    if isinstance(tree, str):  # the LibCST path reports CPython's refusal, as it always did
+    parsed = parse(text, trees)
+    if isinstance(parsed, str):  # the LibCST path reports CPython's refusal, as it always did
         return None, None
-    imports = import_table(tree)
+    tree, imports = parsed
     if DISTRIBUTIONS in text and may_name_distributions(tree, imports):
         return None, imports
     facts = ast_facts(tree, text, imports, frozenset(config.extend_autocast), config.autocast_aliases)

@@ -1,0 +1,64 @@
+"""CPython's trees of the texts one project run reads more than once, with their import tables.
+
+A cold project run parses a file with CPython up to four times: for the
+project's autocast spellings (every file that spells `autocast`), for the
+text pass's single-file screen (`pipeline.will_parse`), for its summary
+(`summarize.read_summary`) and for its shape (`Loader.shape`). On the
+real-code corpus 92 of 279 parses were repeats, about 6% of a run's
+instructions with their import tables (benchmarks/RESULTS.md). Nothing
+changes these trees or tables once built, so each reader can share them.
+
+A memo is owned by one run and handed to its readers. It crosses a process
+boundary empty (`__reduce__`): a pool worker parses what it reads, as before.
+"""
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from typing import Optional, Tuple, Union
+
+from amplint.deep import python_parse
+from amplint.names import ImportTable, import_table
+
+# Source bytes whose trees are kept; the least recently read go first. A tree takes 20-45 bytes of
+# memory per byte of source (measured on the corpus's largest files), so this bounds it near 40 MB.
+KEEP_SOURCE_BYTES = 1_000_000
+
+Parsed = Union[Tuple[ast.Module, ImportTable], str]  # the tree and its imports, or CPython's refusal
+
+
+class CPythonTrees:
+    """`python_parse` and `import_table` of texts, remembered by text within a budget of source bytes."""
+
+    def __init__(self, budget: int = KEEP_SOURCE_BYTES) -> None:
+        self._budget = budget
+        self._size = 0
+        self._kept: "OrderedDict[str, Tuple[ast.Module, ImportTable]]" = OrderedDict()
+
+    def __reduce__(self) -> Tuple[type, Tuple[int]]:
+        return type(self), (self._budget,)  # a copy in another process starts empty
+
+    def parse(self, text: str) -> Parsed:
+        """(CPython's tree of `text`, its import table), or why CPython refuses the text."""
+        kept = self._kept.get(text)
+        if kept is not None:
+            self._kept.move_to_end(text)
+            return kept
+        tree = python_parse(text)
+        if isinstance(tree, str):
+            return tree
+        parsed = (tree, import_table(tree))
+        if len(text) <= self._budget:
+            self._kept[text] = parsed
+            self._size += len(text)
+            while self._size > self._budget:
+                self._size -= len(self._kept.popitem(last=False)[0])
+        return parsed
+
+
+def parse(text: str, trees: Optional[CPythonTrees] = None) -> Parsed:
+    """`trees.parse(text)`, or a parse of its own when no memo is at hand."""
+    if trees is not None:
+        return trees.parse(text)
+    tree = python_parse(text)
+    return tree if isinstance(tree, str) else (tree, import_table(tree))
