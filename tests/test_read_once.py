@@ -7,6 +7,10 @@ again after a command, however it ended.
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -14,6 +18,8 @@ import pytest
 from amplint import cli
 from amplint.collection import BATCH_THRESHOLDS, batch_collection
 from amplint.facts.mathenv import Statements, _attribute_bindings, statements_of
+
+CHECK = Path(__file__).resolve().parent.parent / "fixtures" / "check"
 
 SOURCE = """\
 class Head:
@@ -76,3 +82,30 @@ def test_a_command_runs_with_the_batch_thresholds(monkeypatch: pytest.MonkeyPatc
     before = gc.get_threshold()
     assert cli.main(["config"]) == 0
     assert seen == [BATCH_THRESHOLDS] and gc.get_threshold() == before
+
+
+def test_a_block_that_ends_the_process_leaves_its_objects_frozen_not_collected() -> None:
+    before = gc.get_threshold()
+    kept = [[index] for index in range(1000)]
+    try:
+        with batch_collection(ending=True):
+            kept.append([])
+        assert gc.get_freeze_count() >= len(kept) and gc.get_threshold() == before
+    finally:
+        gc.unfreeze()
+
+
+
+def test_only_the_real_command_line_freezes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    frozen = gc.get_freeze_count()
+    assert cli.main(["check", "--no-project", str(CHECK)]) == 1  # an in-process caller
+    assert gc.get_freeze_count() == frozen
+    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    script = ("import gc, sys\nfrom amplint.cli import main\n"
+              f"sys.argv = ['amplint', 'check', '--no-project', {str(CHECK)!r}]\n"
+              "code = main()\nprint(code, gc.get_freeze_count(), gc.get_threshold(), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          env=dict(os.environ, AMPLINT_NO_CACHE="1"), timeout=300)
+    code, count, thresholds = done.stderr.strip().splitlines()[-1].split(" ", 2)
+    assert code == "1" and int(count) > 10_000 and thresholds == "(700, 10, 10)"  # a fresh interpreter's own
+    assert done.stdout.strip().splitlines()[-1] == summary
