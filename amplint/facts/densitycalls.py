@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, List, Mapping, Optional, Protocol
 import libcst as cst
 
 from amplint import dtypes
+from amplint.cstwalk import children
 from amplint.densitynames import DENSITY_KIND, from_library, is_density_name
 from amplint.facts.mathenv import Env, Statements
 from amplint.names import ImportTable, dotted_name
@@ -179,7 +180,7 @@ def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and (
                 not dtypes.is_number(node.left)):
             return True
-        stack.extend(node.children)
+        stack.extend(children(node))  # without LibCST's rebuild of each node; operators are read above
     return False
 
 
