@@ -8,8 +8,11 @@ real-code corpus 92 of 279 parses were repeats, about 6% of a run's
 instructions with their import tables (benchmarks/RESULTS.md). Nothing
 changes these trees or tables once built, so each reader can share them.
 
-A memo is owned by one run and handed to its readers. It crosses a process
-boundary empty (`__reduce__`): a pool worker parses what it reads, as before.
+A memo is owned by one run and handed to its readers. A reader keeps a tree
+only when a later one may want it, and the last reader takes it out, so the
+memo holds the files between the text pass and their summaries, not every
+file the passes parse. It crosses a process boundary empty (`__reduce__`): a
+pool worker parses what it reads, as before.
 """
 from __future__ import annotations
 
@@ -38,27 +41,39 @@ class CPythonTrees:
     def __reduce__(self) -> Tuple[type, Tuple[int]]:
         return type(self), (self._budget,)  # a copy in another process starts empty
 
-    def parse(self, text: str) -> Parsed:
-        """(CPython's tree of `text`, its import table), or why CPython refuses the text."""
+    def parse(self, text: str, keep: bool = True) -> Parsed:
+        """(CPython's tree of `text`, its import table), or why CPython refuses the text.
+
+        `keep`: a later reader in this run may want the tree. A reader that knows it is the last
+        (the summary, LibCST's analysis) passes False, and the tree leaves the memo.
+        """
         kept = self._kept.get(text)
         if kept is not None:
-            self._kept.move_to_end(text)
+            if keep:
+                self._kept.move_to_end(text)
+            else:
+                self.forget(text)
             return kept
         tree = python_parse(text)
         if isinstance(tree, str):
             return tree
         parsed = (tree, import_table(tree))
-        if len(text) <= self._budget:
+        if keep and len(text) <= self._budget:
             self._kept[text] = parsed
             self._size += len(text)
             while self._size > self._budget:
-                self._size -= len(self._kept.popitem(last=False)[0])
+                self.forget(next(iter(self._kept)))
         return parsed
 
+    def forget(self, text: str) -> None:
+        """Drop the tree of `text`, if kept: the run will not read it again."""
+        if self._kept.pop(text, None) is not None:
+            self._size -= len(text)
 
-def parse(text: str, trees: Optional[CPythonTrees] = None) -> Parsed:
-    """`trees.parse(text)`, or a parse of its own when no memo is at hand."""
+
+def parse(text: str, trees: Optional[CPythonTrees] = None, keep: bool = True) -> Parsed:
+    """`trees.parse(text, keep)`, or a parse of its own when no memo is at hand."""
     if trees is not None:
-        return trees.parse(text)
+        return trees.parse(text, keep)
     tree = python_parse(text)
     return tree if isinstance(tree, str) else (tree, import_table(tree))

@@ -56,19 +56,20 @@ def will_parse(text: str, config: Config, trees: "Optional[CPythonTrees]" = None
 
 
 def _screened(
-    text: str, config: Config, alone: bool, trees: "Optional[CPythonTrees]" = None
+    text: str, config: Config, alone: bool, trees: "Optional[CPythonTrees]" = None, keep: bool = True
 ) -> "Union[None, str, ImportTable]":
     """None when single-file mode would not parse `text`; else CPython's refusal, or the import table.
 
     `alone`: the file is analysed on its own (no entries, not project mode), so both
     prefilters apply; otherwise only CPython's verdict and the import table are wanted.
+    `keep`: a later reader may want CPython's tree from `trees` (`CPythonTrees.parse`).
     """
     if alone and not may_have_findings(text, config):
         return None
     from amplint import screen
     from amplint.cpython_trees import parse
 
-    parsed = parse(text, trees)  # CPython's verdict first: it also keeps LibCST off what crashes it
+    parsed = parse(text, trees, keep)  # CPython's verdict first: it also keeps LibCST off what crashes it
     if isinstance(parsed, str):
         return parsed
     tree, imports = parsed
@@ -106,7 +107,7 @@ def analyze_source(
     parse = parse or _parse_and_analyze
     alone = not entries and not project
     if imports is None or alone:
-        imports = _screened(text, config, alone=alone, trees=trees)
+        imports = _screened(text, config, alone=alone, trees=trees, keep=False)  # LibCST's parse comes next
     if imports is None:
         return SourceAnalysis(path, text)
     if isinstance(imports, str):

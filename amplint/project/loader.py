@@ -521,9 +521,13 @@ def _scan_job(job: Tuple[Sequence[str], Config, CPythonTrees]) -> List[Tuple[str
             continue
         text = source.text
         bases = [base for _, names in prefilter.class_bases(text) for base in names] if "class" in text else []
+        flags = prefilter.flags(text, config.extend_autocast, config.extend_distributions)
+        single = will_parse(text, config, parsed)
+        if not (single or flags.autocast or flags.lightning or flags.hf or flags.accelerate):
+            parsed.forget(text)  # not a region file (`Loader.region_files`): no summary of it comes next
         out.append((path, (
-            prefilter.flags(text, config.extend_autocast, config.extend_distributions),
-            will_parse(text, config, parsed),
+            flags,
+            single,
             tuple(bases),
             tuple(prefilter.defined_names(text)),
             tuple(prefilter.assigned_attributes(text)) if "self." in text else (),

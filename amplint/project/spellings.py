@@ -28,6 +28,7 @@ from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees
 from amplint.files import read_source
 from amplint.model import FileError
+from amplint.screen import PROBABILITY_WORDS
 from amplint.names import ImportTable, ast_qualnames
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
@@ -162,7 +163,9 @@ def _spellings_job(job: Tuple[Sequence[str], CPythonTrees]) -> List[Spelling]:
         source = read_source(path)
         if isinstance(source, FileError) or "autocast" not in source.text:
             continue
-        tree = parsed.parse(source.text)
+        # The text pass parses it again when it may have findings of its own (`pipeline.may_have_findings`:
+        # `autocast` is here, so the probability words decide).
+        tree = parsed.parse(source.text, keep=any(word in source.text for word in PROBABILITY_WORDS))
         if isinstance(tree, str):
             continue  # the file's own check reports the syntax error
         found.extend(file_spellings(*tree))

@@ -150,7 +150,7 @@ def read_summary(
 
     if _names_what_only_libcst_reads(text, config):
         return None, None
-    parsed = parse(text, trees)
+    parsed = parse(text, trees, keep=False)  # a shape, if one is asked for later, parses it again
     if isinstance(parsed, str):  # the LibCST path reports CPython's refusal, as it always did
         return None, None
     tree, imports = parsed
