@@ -58,3 +58,16 @@ def test_instruction_counts_are_counts_and_the_table_compares_outputs() -> None:
     assert small[0] and large[0] and large[0] > small[0] + 50_000_000  # ~30 instructions an addition at least
     text = instructions.table("x", ["a", "b"], [small, large])
     assert "| a | " in text and "| b | " in text and "| yes |" in text  # same output: `1`
+
+
+def test_the_schedule_model_times_shared_trees_as_a_worker_would_get_them(monkeypatch) -> None:
+    """A unit carrying the run's CPython trees is timed again from a pickled copy, whose memo is empty, and
+    that second run is not counted in the -j 1 total."""
+    from amplint.config import Config
+    from amplint.cpython_trees import CPythonTrees
+
+    assert project_speed._shares_trees((["a.py"], Config(), CPythonTrees()))
+    assert not project_speed._shares_trees(("a.py", Config(), (), True, 100)) and not project_speed._shares_trees([])
+    monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
+    found = project_speed._model(str(ROOT / "fixtures" / "reach"))
+    assert found["j1"] > 0 and found["parent"] > 0 and found["j2"] == found["parent"] + found["spans"]

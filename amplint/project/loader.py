@@ -523,7 +523,7 @@ def _scan_job(job: Tuple[Sequence[str], Config, CPythonTrees]) -> List[Tuple[str
         bases = [base for _, names in prefilter.class_bases(text) for base in names] if "class" in text else []
         flags = prefilter.flags(text, config.extend_autocast, config.extend_distributions)
         single = will_parse(text, config, parsed)
-        if not (single or flags.autocast or flags.lightning or flags.hf or flags.accelerate):
+        if not (single or flags.region):
             parsed.forget(text)  # not a region file (`Loader.region_files`): no summary of it comes next
         out.append((path, (
             flags,

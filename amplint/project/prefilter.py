@@ -65,6 +65,11 @@ class Flags:
     accelerate: bool  # builds an Accelerator and prepares models
     candidate: bool  # may hold a probability computation
 
+    @property
+    def region(self) -> bool:
+        """May the file open a region of its own: autocast, a Lightning or HF construction, an Accelerator?"""
+        return self.autocast or self.lightning or self.hf or self.accelerate
+
 
 def _last_parts(names: Iterable[str]) -> Tuple[str, ...]:
     return tuple(name.rsplit(".", 1)[-1] for name in names)
