@@ -54,11 +54,8 @@ class CPythonTrees:
             else:
                 self.forget(text)
             return kept
-        tree = python_parse(text)
-        if isinstance(tree, str):
-            return tree
-        parsed = (tree, import_table(tree))
-        if keep and len(text) <= self._budget:
+        parsed = _parse(text)
+        if keep and not isinstance(parsed, str) and len(text) <= self._budget:
             self._kept[text] = parsed
             self._size += len(text)
             while self._size > self._budget:
@@ -73,7 +70,9 @@ class CPythonTrees:
 
 def parse(text: str, trees: Optional[CPythonTrees] = None, keep: bool = True) -> Parsed:
     """`trees.parse(text, keep)`, or a parse of its own when no memo is at hand."""
-    if trees is not None:
-        return trees.parse(text, keep)
+    return _parse(text) if trees is None else trees.parse(text, keep)
+
+
+def _parse(text: str) -> Parsed:
     tree = python_parse(text)
     return tree if isinstance(tree, str) else (tree, import_table(tree))

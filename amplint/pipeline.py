@@ -16,7 +16,7 @@ from amplint.files import source_lines
 from amplint.model import FileError, Finding
 from amplint.noqa import noqa_texts, suppressed
 from amplint.risk import with_risk
-from amplint.screen import PROBABILITY_WORDS, region_words
+from amplint.screen import mentions_probability, region_words
 from amplint.selection import code_enabled
 from amplint.source_analysis import SourceAnalysis
 
@@ -41,7 +41,7 @@ def may_have_findings(text: str, config: Config) -> bool:
     `cross_entropy` cost no LibCST parse.
     """
     regions = region_words(config.extend_autocast)
-    return any(word in text for word in regions) and any(word in text for word in PROBABILITY_WORDS)
+    return any(word in text for word in regions) and mentions_probability(text)
 
 
 def will_parse(text: str, config: Config, trees: "Optional[CPythonTrees]" = None) -> bool:

@@ -39,6 +39,11 @@ KL_NAMES = frozenset(
 )
 
 
+def mentions_probability(text: str) -> bool:
+    """Does `text` hold a word of a computation (`PROBABILITY_WORDS`), in code or not? The text prefilter's half."""
+    return any(word in text for word in PROBABILITY_WORDS)
+
+
 def region_words(extend_autocast: Iterable[str] = ()) -> Tuple[str, ...]:
     """How a region is spelled: `autocast`, and the last part of each configured autocast name."""
     return REGION_WORDS + tuple(name.rsplit(".", 1)[-1] for name in extend_autocast)

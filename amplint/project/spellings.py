@@ -28,7 +28,7 @@ from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees
 from amplint.files import read_source
 from amplint.model import FileError
-from amplint.screen import PROBABILITY_WORDS
+from amplint.screen import mentions_probability
 from amplint.names import ImportTable, ast_qualnames
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
@@ -165,7 +165,7 @@ def _spellings_job(job: Tuple[Sequence[str], CPythonTrees]) -> List[Spelling]:
             continue
         # The text pass parses it again when it may have findings of its own (`pipeline.may_have_findings`:
         # `autocast` is here, so the probability words decide).
-        tree = parsed.parse(source.text, keep=any(word in source.text for word in PROBABILITY_WORDS))
+        tree = parsed.parse(source.text, keep=mentions_probability(source.text))
         if isinstance(tree, str):
             continue  # the file's own check reports the syntax error
         found.extend(file_spellings(*tree))
