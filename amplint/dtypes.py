@@ -93,14 +93,17 @@ INTEGER_DTYPES = frozenset(
      "torch.uint8", "torch.bool"}
 )
 INTEGER_CAST_METHODS = frozenset({"long", "int", "short", "byte", "char", "bool"})
+_NUMBERS = frozenset({cst.Integer, cst.Float, cst.Imaginary})
+_SIGNS = frozenset({cst.Minus, cst.Plus})
 
 
 def is_number(node: cst.BaseExpression) -> bool:
-    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+    kind = type(node)  # not `isinstance`: on LibCST's ABCs a failing one is slow, and most fail here
+    if kind in _NUMBERS:
         return True
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+    if kind is cst.UnaryOperation and type(node.operator) in _SIGNS:
         return is_number(node.expression)
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+    if kind is cst.Name and node.value in ("True", "False", "None"):
         return True
     return False
 
@@ -245,19 +248,20 @@ def is_wide(
     """
     if is_number(node):
         return True
-    if isinstance(node, cst.Name):
+    kind = type(node)
+    if kind is cst.Name:
         return wide_name(node.value)
     if is_cast_call(node, table) or is_float32_factory(node, table):
         return True
-    if isinstance(node, cst.Subscript):
+    if kind is cst.Subscript:
         return is_wide(node.value, table, wide_name)
-    if isinstance(node, cst.BinaryOperation):
+    if kind is cst.BinaryOperation:
         left = is_wide(node.left, table, wide_name)
         right = is_wide(node.right, table, wide_name)
         return left and right and not (is_number(node.left) and is_number(node.right))
-    if isinstance(node, cst.UnaryOperation):
+    if kind is cst.UnaryOperation:
         return is_wide(node.expression, table, wide_name)
-    if isinstance(node, cst.Call):
+    if kind is cst.Call:
         operands = transform_operands(node, table)
         return bool(operands) and all(is_wide(op, table, wide_name) for op in operands)
     if isinstance(node, (cst.DictComp, cst.ListComp, cst.GeneratorExp)):  # `**{k: v.float() ... for ...}`

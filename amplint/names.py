@@ -24,9 +24,10 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
     import libcst as cst  # already loaded by whoever made `node`: a dictionary lookup
 
-    if isinstance(node, cst.Name):
+    kind = type(node)  # not `isinstance`: on LibCST's ABCs a failing one is slow, and most fail here
+    if kind is cst.Name:
         return node.value
-    if isinstance(node, cst.Attribute):
+    if kind is cst.Attribute:
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None

@@ -258,3 +258,17 @@ def test_type_test_answers_as_isinstance_for_every_node_and_value() -> None:
     answers = [test(value) for value in values + values]  # asked twice: the second answers come from the memo
     assert answers == [isinstance(value, (cst.BaseSmallStatement, cst.For, cst.CompFor)) for value in values + values]
     assert sum(answers) == 2 * 5  # For, Assign, Return, and CompFor twice (a node, and `ListComp.for_in`)
+
+
+# The concrete classes the analysis tests with `type(node) is cst.X` (not `isinstance`, slow when it fails).
+EXACT_TYPE_TESTS = (
+    cst.Name, cst.Attribute, cst.Call, cst.Arg, cst.Subscript, cst.UnaryOperation, cst.BinaryOperation,
+    cst.Integer, cst.Float, cst.Imaginary, cst.Plus, cst.Minus, cst.Add, cst.Multiply, cst.Power,
+    cst.Lambda, cst.FunctionDef,
+)
+
+
+@pytest.mark.parametrize("node_type", EXACT_TYPE_TESTS, ids=lambda t: t.__name__)
+def test_exact_type_tests_are_isinstance_tests(node_type: type) -> None:
+    """`type(node) is X` answers as `isinstance(node, X)` only while LibCST derives no class from X."""
+    assert node_type.__subclasses__() == []

@@ -119,7 +119,7 @@ class _Reader(ParallelMarks):
             ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
             ast.AugAssign: self.aug_assign, ast.For: self.for_, ast.AsyncFor: self.for_, ast.With: self.with_,
             ast.AsyncWith: self.with_, ast.IfExp: self.if_exp, ast.Dict: self.dict_, ast.Constant: self.constant,
-            ast.JoinedStr: self.f_string,
+            ast.JoinedStr: self.f_string, ast.Name: self.name,
         }
 
     # --- the walk ----------------------------------------------------------------------------------
@@ -137,6 +137,9 @@ class _Reader(ParallelMarks):
             return
         for child in child_nodes(node):
             self.visit(child)
+
+    def name(self, node: ast.Name) -> None:
+        """A name holds nothing to read: the most common node, answered without looking for children."""
 
     def visit_all(self, nodes_: "List[ast.AST] | List[ast.expr] | List[ast.stmt]") -> None:
         for node in nodes_:

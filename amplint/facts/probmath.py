@@ -23,7 +23,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from amplint import dtypes
-from amplint.cstwalk import children
+from amplint.cstwalk import children, type_test
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
@@ -34,6 +34,7 @@ FLOAT16_SUBNORMAL = 2.0 ** -24
 FLOAT16_NORMAL = 2.0 ** -14
 LOG_2PI = math.log(2 * math.pi)
 _DEPTH = 4  # how many assignments back a name is followed
+_EXPRESSION = type_test(cst.BaseExpression)
 
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
 LOG_METHODS = frozenset({"log", "log2", "log10"})
@@ -157,7 +158,7 @@ def _site(node: cst.BaseExpression, env: Env) -> Optional[InlineSite]:
 # --- calls ------------------------------------------------------------------------------------------
 def _method(node: cst.BaseExpression, names: frozenset, env: Optional[Env] = None) -> Optional[cst.Call]:
     """`x.name(...)` on a value; with `env`, not `torch.name(...)` or another module's function."""
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
+    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in names:
         if env is None or not _imported(node.func.value, env):
             return node
     return None
@@ -171,7 +172,7 @@ def _imported(node: cst.BaseExpression, env: Env) -> bool:
 
 
 def _function(node: cst.BaseExpression, names: frozenset, env: Env) -> Optional[cst.Call]:
-    if isinstance(node, cst.Call) and env.imports.matches(node.func, names):
+    if type(node) is cst.Call and env.imports.matches(node.func, names):
         return node
     return None
 
@@ -203,7 +204,7 @@ def log_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpressi
 
 def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
     """Parentheses are kept on the node in LibCST; nothing to strip but a unary plus."""
-    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Plus):
+    while type(node) is cst.UnaryOperation and type(node.operator) is cst.Plus:
         node = node.expression
     return node
 
@@ -211,7 +212,7 @@ def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
 def strip_floor(node: cst.BaseExpression, env: Env) -> Tuple[cst.BaseExpression, Optional[Epsilon]]:
     """`p + eps`, `eps + p`, `p.clamp(min=eps)`, `torch.clamp(p, eps)`, `torch.maximum(p, tensor(eps))`: (p, eps)."""
     node = _unwrap(node)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Add:
         right = literal_value(node.right, env)
         if right is not None:
             return node.left, Epsilon(node.right, right)
@@ -480,26 +481,28 @@ def _search(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpressi
     node = _unwrap(node)
     if test(node, env):
         return True
-    if isinstance(node, cst.Name):
+    kind = type(node)
+    if kind is cst.Name:
         return depth > 0 and any(_has(value, env, test, depth - 1) for value in env.values(node.value))
-    if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+    if kind is cst.Lambda or kind is cst.FunctionDef:
         return False
-    return any(isinstance(child, cst.BaseExpression) and _has(child, env, test, depth) or
-               (isinstance(child, cst.Arg) and _has(child.value, env, test, depth))
+    return any(_EXPRESSION(child) and _has(child, env, test, depth) or
+               (type(child) is cst.Arg and _has(child.value, env, test, depth))
                for child in children(node))
 
 
 def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
     base: Optional[cst.BaseExpression] = None
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+    operator = type(node.operator) if type(node) is cst.BinaryOperation else None
+    if operator is cst.Power:
         if _number(node.right) == 2:
             base = node.left
-    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+    elif operator is cst.Multiply:
         if node.left.deep_equals(node.right):
             base = node.left
     elif _method(node, SQUARE_METHODS, env) is not None:
         base = _receiver(node)  # type: ignore[arg-type]
-    elif isinstance(node, cst.Call) and _method(node, POW_METHODS, env) is not None:
+    elif type(node) is cst.Call and _method(node, POW_METHODS, env) is not None:
         exponent = _first_arg(node)
         base = _receiver(node) if exponent is not None and _number(exponent) == 2 else None
     else:

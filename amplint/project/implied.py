@@ -43,10 +43,11 @@ def _strongest(loader: Loader, names: frozenset, keyword: str, rule) -> Optional
 def _hook_seeds(resolver: Resolver, classes: List[ClassRef], hooks: Tuple[str, ...], where: str,
                 region: RegionRef, root: str) -> List[Seed]:
     seeds: List[Seed] = []
+    region_path = shown(where, root)
     for cls in classes:
         for hook in hooks:
             for target in resolver.method(cls, hook, exact=True):
-                seeds.append(Seed(target, region, shown(where, root), (resolver.display(target),), where))
+                seeds.append(Seed(target, region, region_path, (resolver.display(target),), where))
     return seeds
 
 
@@ -82,6 +83,7 @@ def hf_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
     path, region = strongest
     trainers = resolver.classes_deriving(frameworks.HF_TRAINER, ("Trainer", "Seq2SeqTrainer"))
     seeds = _hook_seeds(resolver, trainers, frameworks.HF_HOOKS, path, region, root)
+    region_path = shown(path, root)
     for where in loader.region_files():
         summary = loader.summary(where)
         for call in summary.framework_calls if summary is not None else ():
@@ -90,7 +92,7 @@ def hf_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
             text, exact = call.model
             for cls in resolver.class_of(where, text):
                 for target in resolver.instance_call(cls, exact):
-                    seeds.append(Seed(target, region, shown(path, root), (resolver.display(target),), path))
+                    seeds.append(Seed(target, region, region_path, (resolver.display(target),), path))
     return seeds
 
 

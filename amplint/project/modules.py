@@ -111,6 +111,10 @@ class ModuleIndex:
 
     by_name: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)  # name -> [(path, root)]
     names_of: Dict[str, List[ModuleName]] = field(default_factory=dict)
+    # `locate`'s answers by (importer's directory, name, root): the files of a package ask the same few.
+    _located: Dict[Tuple[str, str, Optional[str]], Tuple[Tuple[str, Tuple[str, ...]], ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _directories: Dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def build(cls, files: Iterable[str], tops: Sequence[str]) -> "ModuleIndex":
@@ -147,8 +151,18 @@ class ModuleIndex:
                 out.append((full, module.root))
         return out
 
-    def locate(self, importer: str, dotted: str, root: Optional[str] = None) -> List[Tuple[str, List[str]]]:
+    def locate(self, importer: str, dotted: str, root: Optional[str] = None) -> List[Tuple[str, Tuple[str, ...]]]:
         """(file, remaining attribute parts) for the longest module prefix of `dotted`; preferred files only."""
+        here = self._directories.get(importer)
+        if here is None:
+            here = self._directories[importer] = os.path.dirname(os.path.abspath(importer))
+        key = (here, dotted, root)
+        found = self._located.get(key)
+        if found is None:
+            found = self._located[key] = self._locate(here, dotted, root)
+        return list(found)
+
+    def _locate(self, here: str, dotted: str, root: Optional[str]) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
         parts = dotted.split(".")
         for size in range(len(parts), 0, -1):
             found = self.by_name.get(".".join(parts[:size]))
@@ -156,14 +170,14 @@ class ModuleIndex:
                 continue
             if root is not None:
                 found = [(p, r) for p, r in found if r == root]
-            chosen = self._prefer(importer, found)
+            chosen = self._prefer(here, found)
             if chosen:
-                return [(path, parts[size:]) for path in chosen]
-        return []
+                return tuple((path, tuple(parts[size:])) for path in chosen)
+        return ()
 
     @staticmethod
-    def _prefer(importer: str, found: List[Tuple[str, str]]) -> List[str]:
-        here = os.path.dirname(os.path.abspath(importer))
+    def _prefer(here: str, found: List[Tuple[str, str]]) -> List[str]:
+        """The files under the deepest root above `here` (the importer's directory); all of them if none is."""
         above = [(p, r) for p, r in found if _under(here, r)]
         if not above:
             return sorted({p for p, _ in found})

@@ -51,12 +51,13 @@ def call_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
         if summary is None:
             continue
         calls = [(call, function) for function in summary.functions.values() for call in function.calls]
+        where = shown(path, root)
         for call, function in sorted(calls, key=lambda item: (item[0].line, item[0].column)):
             if call.region is None or not call.region.float16 or call.protected:
                 continue
             for target in resolver.call_targets(path, function, call, None, False):
                 chain = (call.text or f"{call.callee}(...)", resolver.display(target))
-                seeds.append(Seed(target, call.region, shown(path, root), chain, path))
+                seeds.append(Seed(target, call.region, where, chain, path))
     return seeds
 
 
