@@ -107,4 +107,3 @@ def wrap_in_autocast(text: str) -> Optional[str]:
     if not _binds_torch(wrapped):
         wrapped = _insert_import(wrapped)
     return wrapped.code
-

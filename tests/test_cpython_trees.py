@@ -123,4 +123,3 @@ def test_the_last_reader_takes_the_tree_out_and_a_forgotten_text_is_parsed_again
     trees.parse("y = 2\n" * 16)  # 96 characters: within the budget only if the forgotten ones left it
     trees.parse("x = 1\n")
     assert parses["y = 2\n" * 16] == 1 and parses["x = 1\n"] == 5  # x's 6 characters pushed the budget over
-

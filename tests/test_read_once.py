@@ -95,7 +95,6 @@ def test_a_block_that_ends_the_process_leaves_its_objects_frozen_not_collected()
         gc.unfreeze()
 
 
-
 def test_only_the_real_command_line_freezes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     frozen = gc.get_freeze_count()
     assert cli.main(["check", "--no-project", str(CHECK)]) == 1  # an in-process caller

@@ -45,7 +45,6 @@ def distribution_arguments(
     return tuple(slots), tuple(given)
 
 
-
 def parameter_names(function: Optional[cst.CSTNode]) -> Tuple[str, ...]:
     """Positional parameters (`self`/`cls` left out), then keyword-only ones: how a call's slots map to names."""
     if not isinstance(function, cst.FunctionDef):

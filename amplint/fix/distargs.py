@@ -25,7 +25,6 @@ from amplint import dtypes
 from amplint.names import ImportTable
 
 
-
 @dataclass
 class SortedInputs:
     """The tensors to cast, and the distribution arguments that block the fix (empty when none)."""

@@ -524,4 +524,3 @@ class Resolver:
         shown = function.display if function.class_name is not None else (
             f"{self.modules.short(target.path)}.{function.display}")
         return f"{shown} (inferred)" if target.inferred else shown
-
