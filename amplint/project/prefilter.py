@@ -21,8 +21,9 @@ Everything else is read (to run these tests) and never parsed.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
-from typing import Iterable, List, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
 
 from amplint.densitynames import may_call_density
 
@@ -36,10 +37,12 @@ ACCELERATE = (re.compile(r"(?<!\w)Accelerator\("), re.compile(r"\.prepare\("))
 NAME_WORDS = ("log_prob", "distributions", "kl_divergence", "entropy")
 # Hand-written math: a tensor log, a log method, log(2*pi); `cdf` also as the end of `icdf`.
 MATH_WORDS = ("cdf", "torch.log", ".log()", "log(2")
-_NAME_WORD = re.compile(r"(?<![A-Za-z])(?:" + "|".join(NAME_WORDS) + ")")
+_NAME_WORD = re.compile("|".join(NAME_WORDS))  # where no ASCII letter comes before (`_found`)
 # A literal below float16's smallest subnormal (5.96e-8) that the text can show: 1e-8, 5e-9, 1e-12, 1.e-20;
-# `1e-1` and `1e-2` are not tiny, nor is `stage-1`.
-_TINY_LITERAL = re.compile(r"[0-9.]e-(?:[12][0-9]|[89])")
+# `1e-1` and `1e-2` are not tiny, nor is `stage-1`. A digit or a dot comes before it (`_found`).
+_TINY_EXPONENT = re.compile(r"e-(?:[12][0-9]|[89])")
+_LETTERS = frozenset(string.ascii_letters)
+_MANTISSA_ENDS = frozenset(string.digits + ".")
 
 # Each starts with a literal, which `re` searches for fast (10-20x faster than `^[ \t]*...` with re.M).
 _AUTOCAST = re.compile(r"(?<!\w)autocast\b")
@@ -48,8 +51,9 @@ _NOT_FLOAT16 = re.compile(r"bfloat16|float32|float64")
 _FLOAT16 = re.compile(r"(?<!b)float16|\bhalf\b")
 _ALIAS = re.compile(r"=\s*[\w.]*autocast\b|partial\(\s*[\w.]*autocast\b|\bas\s+\w+")
 _CLASS = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
-_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
-_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
+# These two count only where they begin a line (`_line_starts`).
+_FROM = re.compile(r"from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)")
+_IMPORT = re.compile(r"import[ \t]+([^\n#;]+)")
 _DEF = re.compile(r"def[ \t]+(\w+)[ \t]*\(")
 _SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
@@ -176,9 +180,17 @@ def is_candidate_file(text: str, extend_distributions: Sequence[str] = ()) -> bo
     """May this file hold a probability computation?"""
     if any(word in text for word in MATH_WORDS + _last_parts(extend_distributions)):
         return True
-    if any(word in text for word in NAME_WORDS) and _NAME_WORD.search(text) is not None:
+    if any(word in text for word in NAME_WORDS) and _found(_NAME_WORD, text, _starts_identifier):
         return True
-    return ("e-" in text and _TINY_LITERAL.search(text) is not None) or may_call_density(text)
+    return ("e-" in text and _found(_TINY_EXPONENT, text, _ends_mantissa)) or may_call_density(text)
+
+
+def _starts_identifier(text: str, start: int) -> bool:
+    return start == 0 or text[start - 1] not in _LETTERS
+
+
+def _ends_mantissa(text: str, start: int) -> bool:
+    return start > 0 and text[start - 1] in _MANTISSA_ENDS
 
 
 def class_bases(text: str) -> List[Tuple[str, Tuple[str, ...]]]:
@@ -205,7 +217,7 @@ def imported_names(text: str) -> List[str]:
     """Dotted names a file imports, as `names.ImportTable` would bind them (relative ones keep their dots),
     and the module of each `from m import *`: its names are the file's too."""
     out: List[str] = []
-    for match in _FROM.finditer(text):
+    for match in _line_starts(_FROM, text):
         module = match.group(1)
         if match.group(2).strip() == "*":
             out.append(module)
@@ -214,6 +226,38 @@ def imported_names(text: str) -> List[str]:
             if name == "as":
                 continue
             out.append(module + name if not module.strip(".") else f"{module}.{name}")
-    for match in _IMPORT.finditer(text):
+    for match in _line_starts(_IMPORT, text):
         out.extend(n for n in _IDENT.findall(match.group(1)) if n != "as")
     return out
+
+
+def _line_starts(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str]"]:
+    """The matches `^[ \t]*` + `pattern` would give with re.M, in order: those only indentation precedes."""
+    return _where(pattern, text, _after_indentation)
+
+
+def _after_indentation(text: str, start: int) -> bool:
+    return not text[text.rfind("\n", 0, start) + 1:start].strip(" \t")
+
+
+def _found(pattern: "re.Pattern[str]", text: str, context: Callable[[str, int], bool]) -> bool:
+    return next(_where(pattern, text, context), None) is not None
+
+
+def _where(pattern: "re.Pattern[str]", text: str, context: Callable[[str, int], bool]) -> Iterator["re.Match[str]"]:
+    """The matches of `pattern` whose start `context(text, start)` accepts, as a lookbehind would give them.
+
+    A pattern that starts with a literal is searched for fast; the same test as a lookbehind or a `^` with
+    re.M makes `re` try every position (several times slower on the text pass, issue 12). A search goes on
+    after the last match, or after the start of a match that does not count, as the regex engine's would.
+    """
+    position = 0
+    while True:
+        match = pattern.search(text, position)
+        if match is None:
+            return
+        if context(text, match.start()):
+            yield match
+            position = match.end()
+        else:
+            position = match.start() + 1
