@@ -25,9 +25,9 @@ CALL_TEXT = re.compile(
     r"(?:l(?:og_?probs?|og_?p|ikelihoods?|og_?density|og_?pdf|og_?posterior|og_?prior)|nll|k(?<![A-Za-z]k)l)"
     r"(?:_\w*)?\s*\("
 )
-# Literals one of which every match of CALL_TEXT holds: a fast test before the regex.
-_CALL_WORDS = ("log_p", "logp", "likelihood", "log_density", "logdensity", "log_pdf", "logpdf", "nll", "kl",
-               "log_posterior", "logposterior", "log_prior", "logprior")
+# Literals one of which every match of CALL_TEXT holds: a fast test before the regex. `log_p` and `logp`
+# also stand for the pdf, posterior and prior spellings, which start with them.
+_CALL_WORDS = ("log_p", "logp", "likelihood", "log_density", "logdensity", "nll", "kl")
 
 
 def may_call_density(text: str) -> bool:

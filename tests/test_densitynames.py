@@ -4,8 +4,10 @@ accepts; it may pass more."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from amplint.densitynames import is_density_name, may_call_density
+from amplint.densitynames import CALL_TEXT, is_density_name, may_call_density
 
 
 @pytest.mark.parametrize("text", [
@@ -31,3 +33,13 @@ def test_other_text_does_not(text: str) -> None:
 ])
 def test_every_density_name_called_passes(name: str) -> None:
     assert is_density_name(name) and may_call_density(f"y = obj.{name}(x)") and may_call_density(f"{name}(x)")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([
+    "log", "_", "p", "prob", "s", "likelihood", "density", "pdf", "posterior", "prior", "nll", "k", "l", "ak",
+    "(", " ", "\n", ".", "x", "=",
+]), max_size=12).map("".join))
+def test_the_word_test_keeps_every_call_the_regex_finds(text: str) -> None:
+    """`may_call_density` tests words before CALL_TEXT: no text the regex matches may fail the words."""
+    assert may_call_density(text) == bool(CALL_TEXT.search(text))
