@@ -1,9 +1,10 @@
 """The text pass's literal-first patterns (`prefilter._where`) against the anchored regexes they replaced.
 
 Each pattern starts with a literal, which `re` finds fast, and `_where` tests what comes before a match:
-only indentation on its line (imports), no ASCII letter (the names of probability code), a digit or a dot
-(a tiny literal's exponent). Written as `^[ \\t]*` with re.M or as a lookbehind, `re` tried every
-position, several times slower (issue 12). Both forms must give the same matches, in the same order.
+only indentation on its line (imports), an indentation and maybe `async` (a method's `def`), no ASCII
+letter (the names of probability code), a digit or a dot (a tiny literal's exponent). Written as
+`^[ \\t]*` with re.M or as a lookbehind, `re` tried every position, several times slower (issue 12).
+Both forms must give the same matches, in the same order.
 """
 from __future__ import annotations
 
@@ -16,19 +17,21 @@ from hypothesis import strategies as st
 
 from amplint.project.prefilter import (
     _FROM, _IMPORT, _NAME_WORD, _TINY_EXPONENT, NAME_WORDS, _ends_mantissa, _found, _line_starts,
-    _starts_identifier, imported_names, is_candidate_file,
+    _starts_identifier, imported_names, is_candidate_file, method_definitions,
 )
 
 ANCHORED_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
 ANCHORED_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
 NAME_WORD = re.compile(r"(?<![A-Za-z])(?:" + "|".join(NAME_WORDS) + ")")
 TINY_LITERAL = re.compile(r"[0-9.]e-(?:[12][0-9]|[89])")
+METHOD_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+f[ \t]*\(", re.M)
 
-# Pieces that make and break what the patterns find: keywords, indentation, line ends, separators, words, exponents.
+# Pieces that make and break what the patterns find: keywords, indentation, line ends, separators, words,
+# exponents.
 PIECES = ["from", "import", " ", "\t", "\n", "\r\n", "\r", ".", "..", "a", "b.c", "as", ",", ";", "#", "(", ")",
           "*", "x = ", "re", "'", '"""', "\\\n", "ümport",
           "Redistributions", "log_prob", "xentropy", "é", "_entropy", "kl_divergence", "1", "e-", "8", "12", "1e",
-          "e-9", ".e-20", "stage"]
+          "e-9", ".e-20", "stage", "def", "async", "f", "f(", "def f(", "    def f(", "async def f("]
 
 
 def _anchored(text: str) -> List[tuple]:
@@ -66,6 +69,12 @@ def test_the_same_matches_on_any_text(text: str) -> None:
 def test_the_same_words_and_literals_as_the_lookbehinds(text: str) -> None:
     assert _found(_NAME_WORD, text, _starts_identifier) == (NAME_WORD.search(text) is not None)
     assert _found(_TINY_EXPONENT, text, _ends_mantissa) == (TINY_LITERAL.search(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_the_same_method_definitions_as_the_anchored_pattern(text: str) -> None:
+    assert method_definitions(text, "f") == sum(1 for _ in METHOD_DEF.finditer(text))
 
 
 @pytest.mark.parametrize(("text", "candidate"), [

@@ -185,10 +185,10 @@ class Loader:
         """Files worth entering with a `def name` line (text only): where an inferred call may go."""
         return [path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path)]
 
-    def count(self, path: str, pattern: "re.Pattern[str]") -> int:
-        """How many times the file's text matches `pattern` (read again, not kept)."""
+    def method_definitions(self, path: str, name: str) -> int:
+        """How many methods named `name` the file's text defines (`prefilter.method_definitions`; read again)."""
         text = self._read(path)
-        return 0 if text is None else sum(1 for _ in pattern.finditer(text))
+        return 0 if text is None else prefilter.method_definitions(text, name)
 
     def matches(self, path: str, pattern: "re.Pattern[str]") -> bool:
         """Does the file's text match `pattern`? (read again, not kept: memory stays flat)"""

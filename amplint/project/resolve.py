@@ -460,8 +460,7 @@ class Resolver:
         files = self.loader.defining_files(name)
         built = self._built_classes()
         # A text count of indented `def name(` lines bounds the classes before any file is parsed.
-        method_def = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+%s[ \t]*\(" % re.escape(name), re.M)
-        if len(files) > MAX_INFERRED or sum(self.loader.count(p, method_def) for p in files) > MAX_INFERRED:
+        if len(files) > MAX_INFERRED or sum(self.loader.method_definitions(p, name) for p in files) > MAX_INFERRED:
             # Too many for the name alone: only the files that define a class a config builds.
             pattern = re.compile(r"class\s+(?:%s)\b" % "|".join(map(re.escape, sorted(built)))) if built else None
             files = [p for p in files if pattern is not None and self.loader.matches(p, pattern)]
