@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplint.project.prefilter import (
-    _FROM, _IMPORT, _NAME_WORD, _TINY_EXPONENT, NAME_WORDS, _ends_mantissa, _found, _line_starts,
+    _FROM, _IMPORT, _NAME_WORD, _TINY_EXPONENT, NAME_WORDS, _ends_mantissa, _found, _line_starts, _where,
     _starts_identifier, imported_names, is_candidate_file, method_definitions,
 )
 
@@ -93,3 +93,10 @@ def test_candidate_files(text: str, candidate: bool) -> None:
 def test_imported_names_reads_lines_only_indentation_precedes() -> None:
     text = "from .m import (x,\n  y as z)\n    import a.b, c as d\nq = 1; import no\nfrom e import *\n"
     assert imported_names(text) == [".m.x", ".m.y", ".m.z", "e", "a.b", "c", "d"]
+
+
+def test_a_pattern_that_can_match_nothing_ends_as_finditer_does() -> None:
+    """No pattern of the text pass matches empty text, but `_where` must not loop on one that does."""
+    pattern = re.compile("x*")
+    assert [m.span() for m in _where(pattern, "axxb", lambda text, start: True)] == [
+        m.span() for m in pattern.finditer("axxb")]

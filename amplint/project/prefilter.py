@@ -243,7 +243,7 @@ def _in_method_line(text: str, start: int) -> bool:
 
 
 def _line_starts(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str]"]:
-    """The matches `^[ \t]*` + `pattern` would give with re.M, in order: those only indentation precedes."""
+    """The matches `^[ \\t]*` + `pattern` would give with re.M, in order: those only indentation precedes."""
     return _where(pattern, text, _after_indentation)
 
 
@@ -263,12 +263,13 @@ def _where(pattern: "re.Pattern[str]", text: str, context: Callable[[str, int], 
     after the last match, or after the start of a match that does not count, as the regex engine's would.
     """
     position = 0
-    while True:
+    while position <= len(text):
         match = pattern.search(text, position)
         if match is None:
             return
-        if context(text, match.start()):
+        start = match.start()
+        if context(text, start):
             yield match
-            position = match.end()
+            position = max(match.end(), start + 1)  # an empty match must not stop the search where it is
         else:
-            position = match.start() + 1
+            position = start + 1
