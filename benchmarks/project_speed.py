@@ -11,14 +11,17 @@ the median of wall and of CPU (user+system of the process tree) and the
 
 On a shared machine the `-j 2` wall-clock speed-up cannot be measured fairly:
 another process on one of the two cores takes it away. So each corpus also
-gets a *schedule model*, which does not depend on load: one in-process
+gets a *schedule model*, which no other process can take a core from: one in-process
 `-j 1` run times each file's analysis (CPU s), one `-j 2` run records which
 files each pool batch held, and each batch is then laid out on two workers as
 the pool hands work out (largest file first, to whichever worker is free).
 Modelled `-j 2` wall = the parent's own CPU in the `-j 2` run + the sum of
 the batches' makespans; modelled `-j 1` wall = the `-j 1` run's CPU. It
 leaves out process start-up (the same both ways), fork and pickling costs, so
-it is an upper bound of what two idle cores give.
+it is an upper bound of what two idle cores give. Load still moves it: the
+two runs are timed one after the other, and a busy machine slows one more than
+the other (1.58 under a load of 1.5, against 1.40 three times on a quieter
+machine, benchmarks/RESULTS.md).
 
 `--ref DIR` runs the amplint package found in DIR (a `git archive` export
 with `rules/` copied to `amplint/rules/`) instead of the installed one, for
@@ -311,7 +314,7 @@ def measure_corpus(root: Path, reps: int, ref: Optional[str], with_ruff: bool) -
     modelled = model(root, env)
     if modelled is not None:
         speedup = modelled["j1"] / modelled["j2"]
-        lines.append(f"| `-j 2` ≥ 1.5 × faster than `-j 1` (schedule model, load-independent) | "
+        lines.append(f"| `-j 2` ≥ 1.5 × faster than `-j 1` (schedule model, CPU in-process) | "
                      f"{modelled['j1']:.2f} / ({modelled['parent']:.2f} parent + {modelled['spans']:.2f} "
                      f"in {modelled['batches']:.0f} pool batches of {modelled['work']:.2f} CPU s) = "
                      f"{speedup:.2f} | {_yes(speedup >= 1.5)} |")
