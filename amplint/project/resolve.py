@@ -120,6 +120,8 @@ class Resolver:
         self._lookups: Memo[Tuple[str, Tuple[str, ...], int, bool], Tuple[Symbol, ...]] = memo()
         # By the call's identity: summaries, and the calls in them, live as long as the run.
         self._calls: Memo[Tuple[str, str, int, Optional[ClassRef], bool], Tuple[Target, ...]] = memo()
+        # How chains name targets: every edge the walk follows names its target, in every pass.
+        self._displays: Memo[Tuple[Target, bool], str] = memo()
 
     def new_pass(self) -> None:
         """Start another pass of the walk: keep the sure answers, forget the rest (`amplint.project.memo`)."""
@@ -516,6 +518,9 @@ class Resolver:
 
     def display(self, target: Target) -> str:
         """How a chain names a function: `Class.method`, or `module.function` for plain functions."""
+        return self._displays.get((target, target.inferred), lambda: self._display(target))
+
+    def _display(self, target: Target) -> str:
         summary = self._shape(target.path)
         function = summary.functions.get(target.key) if summary is not None else None
         if function is None:

@@ -81,7 +81,12 @@ class _Builder:
             self.node(node, scope, classes, in_class)
 
     def node(self, node: ast.AST, scope: _Scope, classes: List[str], in_class: bool) -> None:
-        if isinstance(node, ast.ClassDef):
+        kind = type(node)  # CPython's parser makes nodes of these exact types
+        if kind is ast.Name:  # the most common node, and one with no children
+            if type(node.ctx) is ast.Store and scope is self.module:
+                self.bound.add(node.id)
+            return
+        if kind is ast.ClassDef:
             name = (classes[-1] + "." if in_class else "") + node.name
             self.bases[name] = tuple(
                 ast_dotted(base.value if isinstance(base, ast.Starred) else base) or "" for base in node.bases)
@@ -89,13 +94,11 @@ class _Builder:
             self.mentions.setdefault(name, set())
             self.block(node.body, scope, classes + [name], True)
             return
-        if isinstance(node, _FUNCTIONS):
+        if kind in _FUNCTIONS:
             self._expressions(list(node.decorator_list), scope, classes)
             self.block(node.body, self._function(node.name, scope, classes, in_class), classes, False)
             return
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and scope is self.module:
-            self.bound.add(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        if kind is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":
             for name in classes:  # every class whose body holds it, nested ones included
                 self.mentions[name].add(node.attr)
         for child in child_nodes(node):

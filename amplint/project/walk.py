@@ -50,11 +50,10 @@ def call_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
         summary = loader.summary(path)
         if summary is None:
             continue
-        calls = [(call, function) for function in summary.functions.values() for call in function.calls]
+        calls = [(call, function) for function in summary.functions.values() for call in function.calls
+                 if call.region is not None and call.region.float16 and not call.protected]
         where = shown(path, root)
         for call, function in sorted(calls, key=lambda item: (item[0].line, item[0].column)):
-            if call.region is None or not call.region.float16 or call.protected:
-                continue
             for target in resolver.call_targets(path, function, call, None, False):
                 chain = (call.text or f"{call.callee}(...)", resolver.display(target))
                 seeds.append(Seed(target, call.region, where, chain, path))
