@@ -41,7 +41,6 @@ _NAME_WORD = re.compile("|".join(NAME_WORDS))  # where no ASCII letter comes bef
 # A literal below float16's smallest subnormal (5.96e-8) that the text can show: 1e-8, 5e-9, 1e-12, 1.e-20;
 # `1e-1` and `1e-2` are not tiny, nor is `stage-1`. A digit or a dot comes before it (`_found`).
 _TINY_EXPONENT = re.compile(r"e-(?:[12][0-9]|[89])")
-_METHOD_INDENT = re.compile(r"[ \t]+(?:async[ \t]+)?")  # what comes before a method's `def` on its line
 _LETTERS = frozenset(string.ascii_letters)
 _MANTISSA_ENDS = frozenset(string.digits + ".")
 
@@ -235,20 +234,23 @@ def imported_names(text: str) -> List[str]:
 def method_definitions(text: str, name: str) -> int:
     """How many indented `def name(` (or `async def name(`) lines the text has: the methods of that name."""
     pattern = re.compile(r"def[ \t]+%s[ \t]*\(" % re.escape(name))
-    return sum(1 for _ in _where(pattern, text, _in_method_line))
-
-
-def _in_method_line(text: str, start: int) -> bool:
-    return _METHOD_INDENT.fullmatch(text, text.rfind("\n", 0, start) + 1, start) is not None
+    return sum(1 for _ in _where(pattern, text, _IN_METHOD_LINE))
 
 
 def _line_starts(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str]"]:
     """The matches `^[ \\t]*` + `pattern` would give with re.M, in order: those only indentation precedes."""
-    return _where(pattern, text, _after_indentation)
+    return _where(pattern, text, _AFTER_INDENTATION)
 
 
-def _after_indentation(text: str, start: int) -> bool:
-    return not text[text.rfind("\n", 0, start) + 1:start].strip(" \t")
+def _after_on_its_line(prefix: "re.Pattern[str]") -> Callable[[str, int], bool]:
+    """A `_where` test: does `prefix` make up all of the match's line before it (as `^prefix` with re.M)?"""
+    def test(text: str, start: int) -> bool:
+        return prefix.fullmatch(text, text.rfind("\n", 0, start) + 1, start) is not None
+    return test
+
+
+_AFTER_INDENTATION = _after_on_its_line(re.compile(r"[ \t]*"))
+_IN_METHOD_LINE = _after_on_its_line(re.compile(r"[ \t]+(?:async[ \t]+)?"))  # before a method's `def`
 
 
 def _found(pattern: "re.Pattern[str]", text: str, context: Callable[[str, int], bool]) -> bool:
