@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections import OrderedDict
-from typing import Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from amplint.deep import python_parse
 from amplint.names import ImportTable, import_table
@@ -27,6 +27,7 @@ from amplint.names import ImportTable, import_table
 # memory per byte of source (measured on the corpus's largest files), so this bounds it near 40 MB.
 KEEP_SOURCE_BYTES = 1_000_000
 
+_MEMORY_KEY = "cpython_trees"  # where a pool worker's memory holds its memo
 Parsed = Union[Tuple[ast.Module, ImportTable], str]  # the tree and its imports, or CPython's refusal
 
 
@@ -40,6 +41,10 @@ class CPythonTrees:
 
     def __reduce__(self) -> Tuple[type, Tuple[int]]:
         return type(self), (self._budget,)  # a copy in another process starts empty
+
+    def share(self, count: int) -> "CPythonTrees":
+        """An empty memo with a `count`-th of this one's budget: each of `count` workers keeps one."""
+        return CPythonTrees(self._budget // max(1, count))
 
     def parse(self, text: str, keep: bool = True) -> Parsed:
         """(CPython's tree of `text`, its import table), or why CPython refuses the text.
@@ -66,6 +71,20 @@ class CPythonTrees:
         """Drop the tree of `text`, if kept: the run will not read it again."""
         if self._kept.pop(text, None) is not None:
             self._size -= len(text)
+
+
+def worker_trees(memory: Optional[Dict[str, Any]], sent: CPythonTrees) -> CPythonTrees:
+    """The memo a job reads: `sent` in this process (`memory` None), else its pool worker's memo for the run.
+
+    A worker's memo is the first one a job sent it (a copy, empty, with the budget the caller gave it), so
+    the trees one pass parses there are read by the next pass's jobs on that worker (`parallel.RunPool`).
+    """
+    return sent if memory is None else memory.setdefault(_MEMORY_KEY, sent)
+
+
+def kept_by_worker(memory: Optional[Dict[str, Any]]) -> Optional[CPythonTrees]:
+    """The worker's memo, if an earlier job made one (`worker_trees`); None in this process."""
+    return None if memory is None else memory.get(_MEMORY_KEY)
 
 
 def parse(text: str, trees: Optional[CPythonTrees] = None, keep: bool = True) -> Parsed:

@@ -38,9 +38,10 @@ import multiprocessing
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.cpython_trees import CPythonTrees
     from amplint.workers import Workers
 
 T = TypeVar("T")
@@ -105,6 +106,7 @@ def run_map(
     pool: "Optional[Workers]" = None,
     pins: Optional[Sequence[Optional[int]]] = None,
     stateful: bool = False,
+    steal: bool = False,
 ) -> List[R]:
     """`[func(item) for item in items]`, in a process pool when `pool_size` says it pays.
 
@@ -116,8 +118,8 @@ def run_map(
     context to use instead of the default choice. `pool`: workers kept for
     the run (`start_workers`), used for every batch sent with it (the caller
     has judged that it pays) instead of starting some; `pins` (the pid of a
-    worker, or None, per item) and `stateful` are `Workers.run`'s. An item
-    run here with `stateful` is called `func(item, None)`.
+    worker, or None, per item), `stateful` and `steal` are `Workers.run`'s. An
+    item run here with `stateful` is called `func(item, None)`.
     """
     from amplint import progress
 
@@ -132,7 +134,7 @@ def run_map(
         return [_here(func, item, report, step, stateful) for item, step in zip(items, steps)]
     done: Dict[int, R] = {}
     try:
-        _pooled(func, items, workers, weights, preload, context, done, report, steps, pool, pins, stateful)
+        _pooled(func, items, workers, weights, preload, context, done, report, steps, pool, pins, stateful, steal)
     except KeyboardInterrupt:
         raise
     except Exception:  # no pool on this system (no semaphores, fork refused...): the rest runs here
@@ -162,6 +164,7 @@ def _pooled(
     pool: "Optional[Workers]" = None,
     pins: Optional[Sequence[Optional[int]]] = None,
     stateful: bool = False,
+    steal: bool = False,
 ) -> None:
     """Fill `done` with the results the pool delivered: `pool`, else `workers` started for these items.
 
@@ -175,10 +178,10 @@ def _pooled(
 
     _flush()
     if pool is not None:
-        pool.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived)
+        pool.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived, steal=steal)
         return
     with Workers(workers, context or _context(), preload) as own:
-        own.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived)
+        own.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived, steal=steal)
 
 
 def start_workers(jobs: Optional[int], preload: Sequence[str] = PRELOAD) -> "Optional[Workers]":
@@ -195,6 +198,70 @@ def start_workers(jobs: Optional[int], preload: Sequence[str] = PRELOAD) -> "Opt
         raise
     except Exception:  # no pool on this system (no semaphores, fork refused...): the work runs here
         return None
+
+
+def map_chunks(
+    func: Callable[..., R], chunks: Sequence[Sequence[str]], trees: "CPythonTrees", extra: Tuple[Any, ...] = (),
+    *, pool: "Optional[RunPool]", jobs: Optional[int], min_files: int, label: str = "reading",
+) -> List[R]:
+    """`func((chunk, trees, *extra), memory)` for each chunk of files, in order: a pass over the project's files.
+
+    From `min_files` files, and when `jobs` allows, the chunks go to the run's
+    workers (`pool`), chunk k pinned to `pool.pin(k)` and stolen when the
+    other worker runs dry; each worker gets an equal share of `trees`' budget
+    for the memo it keeps (`cpython_trees.worker_trees`). Otherwise they run
+    here with `trees`, or on a pool of their own when no run pool is given.
+    """
+    files = sum(len(chunk) for chunk in chunks)
+    workers = None
+    if pool is not None and pool_size(len(chunks), jobs, files, min_files) >= 1:
+        workers = pool.workers()
+    sent = trees if workers is None else trees.share(len(workers.alive))
+    pins = None if workers is None or pool is None else [pool.pin(k) for k in range(len(chunks))]
+    return run_map(func, [(chunk, sent, *extra) for chunk in chunks], jobs=jobs, label=label,
+                   units=[len(chunk) for chunk in chunks], size=files, min_size=min_files, preload=(),
+                   pool=workers, pins=pins, stateful=True, steal=True)
+
+
+class RunPool:
+    """The workers of one project run: started by its first batch that pays, then used by every later batch.
+
+    One set of workers serves the run's passes in turn (spellings, the text
+    pass, the parses). A worker keeps the CPython trees its jobs parsed
+    (`cpython_trees.worker_trees`), so a later job sent to it reads them instead
+    of parsing again, as one process does at `--jobs 1`; and the run forks its
+    workers once instead of once a pass. `pin(k)` sends the k-th chunk of
+    files, in every pass, to the same worker.
+    """
+
+    def __init__(self, jobs: Optional[int]) -> None:
+        self.jobs = jobs
+        self._workers: "Optional[Workers]" = None
+        self._order: List[int] = []  # the pids as started: `pin` stays put if one dies
+
+    def workers(self) -> "Optional[Workers]":
+        """The run's workers, started now if need be; None when no pool can start here."""
+        if self._workers is None:
+            self._workers = start_workers(self.jobs)
+            self._order = [] if self._workers is None else list(self._workers.alive)
+        return self._workers
+
+    def started(self) -> bool:
+        return self._workers is not None
+
+    def alive(self) -> List[int]:
+        """The pids of the workers up (none before the start)."""
+        return [] if self._workers is None else self._workers.alive
+
+    def pin(self, chunk: int) -> Optional[int]:
+        """The worker that gets the `chunk`-th chunk of files (None before the workers start)."""
+        return self._order[chunk % len(self._order)] if self._order else None
+
+    def close(self) -> None:
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
+            self._order = []
 
 
 def _flush() -> None:

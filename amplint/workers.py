@@ -112,6 +112,7 @@ class Workers:
         pins: Optional[Sequence[Optional[int]]] = None,
         stateful: bool = False,
         done: Optional[Callable[[int, Any], None]] = None,
+        steal: bool = False,
     ) -> Dict[int, Any]:
         """Run `func` on each item in the workers: largest weight first, a pinned item only on its worker (a pid).
 
@@ -119,18 +120,21 @@ class Workers:
         memory)` with the worker's memory. Items that did not come back (the
         worker raised or died, or the pin names a worker that is gone) are not
         in the result. `done(index, result)` is called as each result arrives.
+        `steal`: a pin is a preference. A worker with nothing of its own left takes
+        the smallest item pinned to the busiest other, and an item pinned to a
+        worker that is gone goes to any.
         """
         results: Dict[int, Any] = {}
         shared: Deque[int] = deque()
         pinned: Dict[int, Deque[int]] = {pid: deque() for pid in self._workers}
         for index in sorted(range(len(items)), key=lambda index: -(weights[index] if weights else 0)):
             pin = pins[index] if pins is not None else None
-            if pin is None:
-                shared.append(index)
-            elif pin in pinned:
+            if pin in pinned:
                 pinned[pin].append(index)
+            elif pin is None or steal:
+                shared.append(index)
         try:
-            self._dispatch(func, items, stateful, shared, pinned, results, done)
+            self._dispatch(func, items, stateful, shared, pinned, results, done, steal)
         except BaseException:
             self.close(now=True)
             raise
@@ -139,9 +143,10 @@ class Workers:
     def _dispatch(
         self, func: Callable[..., Any], items: Sequence[Any], stateful: bool, shared: Deque[int],
         pinned: Dict[int, Deque[int]], results: Dict[int, Any], done: Optional[Callable[[int, Any], None]],
+        steal: bool = False,
     ) -> None:
         while True:
-            self._fill(func, items, stateful, shared, pinned)
+            self._fill(func, items, stateful, shared, pinned, steal)
             busy = {worker.conn: pid for pid, worker in self._workers.items() if worker.job is not None}
             if not busy:
                 return
@@ -163,15 +168,19 @@ class Workers:
 
     def _fill(
         self, func: Callable[..., Any], items: Sequence[Any], stateful: bool, shared: Deque[int],
-        pinned: Dict[int, Deque[int]],
+        pinned: Dict[int, Deque[int]], steal: bool = False,
     ) -> None:
-        """Give each idle worker its next item: one pinned to it first, else the largest one left."""
+        """Give each idle worker its next item: one pinned to it first, else the largest one left (`run`'s `steal`:
+        else the smallest one pinned to the worker with the most left)."""
         for pid in list(self._workers):
             while pid in self._workers and self._workers[pid].job is None:
                 queue = pinned.get(pid) or shared
-                if not queue:
+                if queue:
+                    index = queue.popleft()
+                elif steal and any(pinned.values()):
+                    index = max(pinned.values(), key=len).pop()
+                else:
                     break
-                index = queue.popleft()
                 self._send(pid, (func, items[index], stateful), index)
 
     def _send(self, pid: int, message: Tuple[Any, Any, bool], index: int) -> None:

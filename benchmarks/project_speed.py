@@ -179,8 +179,9 @@ def _model(root: str) -> Dict[str, float]:
     cost: Dict[object, float] = {}
     reader = "analyze_file" if hasattr(loader, "analyze_file") else "_analyze"  # its name before `project.reading`
     analyze = getattr(loader, reader)
-    # A -j 1 run shares CPython's trees between its passes (`amplint.cpython_trees`); a pool worker gets none
-    # (a copy arrives empty). So a unit that shared some is run again as a worker would, for its cost, and that
+    # A -j 1 run shares CPython's trees between its passes (`amplint.cpython_trees`); a pool worker has only
+    # those its own earlier jobs kept (`parallel.RunPool`), which the model does not follow. So a unit that
+    # shared some is run again as a worker with none would run it, for its cost (an upper bound), and that
     # second run's time is taken out of the -j 1 total.
     extra = [0.0]
 

@@ -103,6 +103,23 @@ def test_a_pin_naming_no_worker_is_left_to_the_caller() -> None:
         assert pool.run(double, [1, 2], pins=[None, -1]) == {0: 2}
 
 
+def test_with_steal_an_idle_worker_takes_the_smallest_item_pinned_to_the_busiest() -> None:
+    with Workers(2, _context()) as pool:
+        owner, idle = pool.alive
+        weights = [5, 1, 4, 2, 3]
+        strict = pool.run(whose, [0, 1, 2, 3, 4], weights=weights, pins=[owner] * 5)
+        assert {pid for pid, _ in strict.values()} == {owner}  # a pin is a rule without `steal`
+        shared = pool.run(whose, [0, 1, 2, 3, 4], weights=weights, pins=[owner] * 5, steal=True)
+        assert {index: doubled for index, (_, doubled) in shared.items()} == {i: 2 * i for i in range(5)}
+        # The owner starts on its largest item; the idle worker takes the smallest one at once.
+        assert shared[0][0] == owner and shared[1][0] == idle
+
+
+def test_with_steal_an_item_pinned_to_no_worker_runs_in_the_pool() -> None:
+    with Workers(1, _context()) as pool:
+        assert pool.run(double, [1, 2], pins=[None, -1], steal=True) == {0: 2, 1: 4}
+
+
 def test_close_ends_the_workers_and_so_does_dropping_the_pool() -> None:
     pool = Workers(2, _context())
     processes = [worker.process for worker in pool._workers.values()]
@@ -144,3 +161,75 @@ def test_a_findings_batch_too_small_to_pay_still_goes_to_the_workers_that_hold_t
     pooled = run_project([str(FIXTURES)], Config(jobs=2), use_cache=False)
     assert sorted(pooled.stats.parsed) == sorted(alone.stats.parsed)
     assert pooled.entries == alone.entries
+
+
+# --- the run's pool: one set of workers for every pass, each keeping the CPython trees it parsed
+
+
+def _parse_log(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
+    """Append the first line of every text CPython parses, here or in a worker forked later, to `log`."""
+    from amplint import cpython_trees
+
+    real = cpython_trees.python_parse
+
+    def logged(text: str) -> Any:
+        with open(log, "a") as out:
+            out.write(text.splitlines()[0] + "\n")
+        return real(text)
+
+    monkeypatch.setattr(cpython_trees, "python_parse", logged)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_the_text_pass_on_the_run_pool_reads_the_trees_the_spellings_pass_parsed_there(
+        forced: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared: bool) -> None:
+    from amplint.cpython_trees import CPythonTrees
+    from amplint.project.cache import DiskCache
+    from amplint.project.loader import Loader
+    from amplint.project.modules import ModuleIndex
+    from amplint.project.spellings import CHUNK, project_spellings
+
+    log = tmp_path / "parses.log"
+    _parse_log(monkeypatch, log)
+    project = tmp_path / "project"
+    project.mkdir()
+    count = CHUNK + 3  # two chunks, one a worker: when one worker is done, the other's chunk is in flight
+    for index in range(count):
+        (project / f"m{index:03d}.py").write_text(
+            f"# {index}\nimport torch\nwith torch.autocast('cuda'):\n    loss = -d.log_prob(x)\n")
+    files = sorted(str(path) for path in project.iterdir())
+    pool = parallel.RunPool(2)
+    try:
+        trees = CPythonTrees()
+        project_spellings(files, 2, trees, pool if shared else None)
+        loader = Loader(files, Config(jobs=2), DiskCache(None), ModuleIndex.build(files, [str(project)]), "f",
+                        trees, pool if shared else None)
+        loader.scan()
+        workers = pool.alive() if shared else []
+    finally:
+        pool.close()
+    assert all(loader.info[path].single for path in files)  # the text pass wants each tree
+    parsed = sorted(log.read_text().splitlines())
+    once = sorted(f"# {index}" for index in range(count))
+    # On one pool each file is parsed once, by its chunk's worker; a pool per pass parses each twice.
+    assert parsed == (once if shared else sorted(once + once))
+    assert len(workers) == (2 if shared else 0)
+
+
+def test_a_summary_job_reads_the_tree_its_worker_kept_from_an_earlier_pass(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from amplint.cpython_trees import CPythonTrees, worker_trees
+    from amplint.project.loader import _parse_job
+
+    log = tmp_path / "parses.log"
+    _parse_log(monkeypatch, log)
+    path = tmp_path / "train.py"
+    path.write_text("# train\nimport torch\n\ndef step(model, x):\n    with torch.autocast('cuda'):\n"
+                    "        return model(x)\n")
+    memory: dict = {}
+    worker_trees(memory, CPythonTrees()).parse(path.read_text())  # the text pass on this worker kept it
+    how, (summary, findings), _ = _parse_job((str(path), Config(), (), True, 1_000_000), memory)
+    assert log.read_text() == "# train\n"  # that parse only
+    assert how == "ast" and summary is not None and findings == ()
+    _parse_job((str(path), Config(), (), True, 1_000_000), {})  # a worker that kept nothing parses it
+    assert log.read_text() == "# train\n# train\n"

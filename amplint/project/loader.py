@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
-from amplint.cpython_trees import CPythonTrees
+from amplint.cpython_trees import CPythonTrees, kept_by_worker, worker_trees
 from amplint.files import read_source
 from amplint.model import FileError, Finding
 from amplint.pipeline import will_parse
@@ -23,20 +23,24 @@ from amplint.project.cache import DiskCache, digest
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
+from amplint.project.spellings import CHUNK
 from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.parallel import RunPool
     from amplint.project.shape import FileShape, Shape
-    from amplint.workers import Memory, Workers
+    from amplint.workers import Memory
 
-SCAN_CHUNK = 64  # files per unit of work of the text pass
+SCAN_CHUNK = CHUNK  # files per unit of work of the text pass: the spellings' chunks, so chunk k goes to one worker
 # The text pass reads ~50 MB/s (0.35 ms a file in the benchmark corpus): a pool pays from ~1,000 files.
 SCAN_POOL_FILES = 1000
 LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
 
 
-# The text pass's result for one file: flags, `single`, class bases named, defs, `self.<attr> =` names.
-_Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]
+# The text pass's result for one file: flags, `single`, class bases named, defs, `self.<attr> =` names, and
+# what `Loader._neighbours` reads: the names imported and the classes defined.
+_Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
+                 Tuple[str, ...]]
 # A pooled parse (`_parse_job`): how the file was read, and (summary or None, findings) or the error.
 _Parsed = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
 # What `_parse_job` returns: the above, and the worker process that kept the file's tree (its pid) or None.
@@ -47,6 +51,8 @@ _Job = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileE
 class _FileInfo:
     flags: prefilter.Flags
     single: bool  # single-file mode would parse it (`pipeline.will_parse`)
+    imported: Tuple[str, ...] = ()  # `prefilter.imported_names`
+    classes: Tuple[str, ...] = ()  # the names of its `class` lines
     content: str = ""  # sha256 of the decoded text, computed when a cache key needs it
 
     @property
@@ -70,7 +76,9 @@ class Stats:
 
 class Loader:
     def __init__(self, files: Sequence[str], config: Config, cache: DiskCache, modules: ModuleIndex,
-                 fingerprint: str, parsed: Optional[CPythonTrees] = None) -> None:
+                 fingerprint: str, parsed: Optional[CPythonTrees] = None, pool: "Optional[RunPool]" = None) -> None:
+        from amplint.parallel import RunPool
+
         self.files = list(files)
         self.known = set(files)
         self.config = config
@@ -90,7 +98,9 @@ class Loader:
         self._trees = KeptTrees()  # this process's parses, for their entry pass
         self._parsed = parsed or CPythonTrees()  # CPython's trees, shared by the scan, summaries and shapes
         self._holders: Dict[str, int] = {}  # path -> the pool worker that keeps its tree
-        self._pool: "Optional[Workers]" = None  # started by the first batch that pays, kept to `close`
+        self._pool = pool or RunPool(config.jobs)  # the run's workers, started by the first batch that pays
+        self._chunk = {path: index // SCAN_CHUNK for index, path in enumerate(self.files)}  # its text-pass chunk
+        self._scan_pooled = False  # the text pass ran on the pool: its workers keep the trees it parsed
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
@@ -113,18 +123,16 @@ class Loader:
         from amplint import parallel
 
         chunks = [self.files[start:start + SCAN_CHUNK] for start in range(0, len(self.files), SCAN_CHUNK)]
-        sizes = [len(chunk) for chunk in chunks]
-        scanned = parallel.run_map(
-            _scan_job, [(chunk, self.config, self._parsed) for chunk in chunks], jobs=self.config.jobs, label="reading",
-            units=sizes, min_size=SCAN_POOL_FILES, size=len(self.files), preload=(),
-        )
+        scanned = parallel.map_chunks(_scan_job, chunks, self._parsed, (self.config,), pool=self._pool,
+                                      jobs=self.config.jobs, min_files=SCAN_POOL_FILES)
+        self._scan_pooled = self._pool.started()
         for chunk in scanned:
             for path, outcome in chunk:
                 if isinstance(outcome, FileError):
                     self.errors[path] = outcome
                     continue
-                flags, single, bases, names, attributes = outcome
-                self.info[path] = _FileInfo(flags, single)
+                flags, single, bases, names, attributes, imported, classes = outcome
+                self.info[path] = _FileInfo(flags, single, imported, classes)
                 for base in bases:
                     self._subclass_index.setdefault(base, set()).add(path)
                 for name in names:
@@ -212,12 +220,12 @@ class Loader:
     def _neighbours(self, path: str) -> Tuple[str, ...]:
         """Project files `path` imports, and files with a class line naming one of its classes as a base."""
         if path not in self._edges:
-            text = self._read(path) or ""
+            info = self.info.get(path)  # the text pass read it (a file it could not read has no edges)
             found: Set[str] = set()
-            for name in prefilter.imported_names(text):
+            for name in info.imported if info is not None else ():
                 for absolute, root in self.modules.absolute(path, name):
                     found.update(p for p, _ in self.modules.locate(path, absolute, root))
-            for cls, _ in prefilter.class_bases(text):
+            for cls in info.classes if info is not None else ():
                 found.update(self._subclass_index.get(cls, ()))
             found.discard(path)
             self._edges[path] = tuple(sorted(found & self.known))
@@ -387,19 +395,22 @@ class Loader:
 
         progress.current().phase("parsing", len(requests))  # `_parse` advances it when there is no pool
         sizes = [_size(path) for path, _ in requests]
-        pins = None if summaries else [self._holders.get(path) for path, _ in requests]
-        held = self._pool is not None and any(pin in self._pool.alive for pin in pins or ())
+        if summaries:  # preferably to the worker whose text pass kept the file's CPython tree
+            pins = [self._pool.pin(self._chunk[path]) if self._kept_in_scan(path) else None for path, _ in requests]
+            held = False
+        else:
+            pins = [self._holders.get(path) for path, _ in requests]
+            held = any(pin in self._pool.alive() for pin in pins)
         if not held and parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
-        if self._pool is None:
-            self._pool = parallel.start_workers(self.config.jobs)
-            if self._pool is None:
-                return None  # no pool can start here: `summary` and `findings` parse in this process
+        workers = self._pool.workers()
+        if workers is None:
+            return None  # no pool can start here: `summary` and `findings` parse in this process
         # The workers share the budget this process has for its own trees: peak memory is bounded alike.
-        budget = KEEP_SOURCE_BYTES // max(1, len(self._pool.alive))
+        budget = KEEP_SOURCE_BYTES // max(1, len(workers.alive))
         jobs = [(path, self.config, entries, summaries, budget) for path, entries in requests]
-        done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=self._pool, pins=pins,
-                                stateful=True)
+        done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=workers, pins=pins,
+                                stateful=True, steal=summaries)
         outcomes: List[_Parsed] = []
         for (path, _), (read, outcome, holder) in zip(requests, done):
             if holder is not None:
@@ -407,11 +418,14 @@ class Loader:
             outcomes.append((read, outcome))
         return outcomes
 
+    def _kept_in_scan(self, path: str) -> bool:
+        """Did the text pass keep the file's CPython tree for its summary (`_scan_job`), in a pool worker?"""
+        info = self.info.get(path)
+        return self._scan_pooled and path in self._chunk and info is not None and (info.single or info.flags.region)
+
     def close(self) -> None:
         """End the run's pool, if one started."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        self._pool.close()
 
     def _commit(self, path: str, parsed: "_Parsed") -> Optional[Tuple[Optional[FileSummary], Tuple[Finding, ...]]]:
         """Record a pooled parse as `_parse` records its own: the parse in the stats, an error as the file's."""
@@ -510,9 +524,12 @@ class Loader:
         return list(parsed[1])
 
 
-def _scan_job(job: Tuple[Sequence[str], Config, CPythonTrees]) -> List[Tuple[str, Union[_Scanned, FileError]]]:
-    """The text pass over a chunk of files (`Loader.scan`, maybe in a pool worker)."""
-    paths, config, parsed = job
+def _scan_job(
+    job: Tuple[Sequence[str], CPythonTrees, Config], memory: "Optional[Memory]" = None
+) -> List[Tuple[str, Union[_Scanned, FileError]]]:
+    """The text pass over a chunk of files (`Loader.scan`, maybe in a pool worker, which keeps the trees)."""
+    paths, sent, config = job
+    parsed = worker_trees(memory, sent)
     out: List[Tuple[str, Union[_Scanned, FileError]]] = []
     for path in paths:
         source = read_source(path)
@@ -520,7 +537,7 @@ def _scan_job(job: Tuple[Sequence[str], Config, CPythonTrees]) -> List[Tuple[str
             out.append((path, source))
             continue
         text = source.text
-        bases = [base for _, names in prefilter.class_bases(text) for base in names] if "class" in text else []
+        classes = prefilter.class_bases(text) if "class" in text else []
         flags = prefilter.flags(text, config.extend_autocast, config.extend_distributions)
         single = will_parse(text, config, parsed)
         if not (single or flags.region):
@@ -528,9 +545,11 @@ def _scan_job(job: Tuple[Sequence[str], Config, CPythonTrees]) -> List[Tuple[str
         out.append((path, (
             flags,
             single,
-            tuple(bases),
+            tuple(base for _, names in classes for base in names),
             tuple(prefilter.defined_names(text)),
             tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
+            tuple(prefilter.imported_names(text)) if "import" in text else (),
+            tuple(name for name, _ in classes),
         )))
     return out
 
@@ -559,7 +578,7 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
         reused = trees.findings(path, config, entries)
         if reused is not None:
             return NOT_READ, (None, tuple(reused)), None
-    how, outcome = analyze_file(path, config, entries)
+    how, outcome = analyze_file(path, config, entries, kept_by_worker(memory))
     if isinstance(outcome, FileError):
         return how, outcome, None
     if isinstance(outcome, FileSummary):

@@ -9,6 +9,7 @@ from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees
 from amplint.files import discover
 from amplint.model import FileError, FileResult
+from amplint.parallel import RunPool
 from amplint.project.cache import DiskCache, code_fingerprint
 from amplint.project import configfiles
 from amplint.project.ahead import walk_in_waves
@@ -46,19 +47,20 @@ def run_project(
     """
     files, errors = discover(paths, config.exclude, config.max_file_size)
     parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
-    spellings = project_spellings(files, config.jobs, parsed)
-    config = with_spellings(config, spellings)
-    tops = sorted({project_top(p) for p in paths})
-    root = display_root(paths)
-    directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
-    if use_cache is None:
-        use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
-    cache = DiskCache(directory if use_cache else None)
-    loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint(), parsed)
+    pool = RunPool(config.jobs)  # the run's workers, if a pass pays for them: every later pass uses them too
     try:
+        spellings = project_spellings(files, config.jobs, parsed, pool)
+        config = with_spellings(config, spellings)
+        tops = sorted({project_top(p) for p in paths})
+        root = display_root(paths)
+        directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
+        if use_cache is None:
+            use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
+        cache = DiskCache(directory if use_cache else None)
+        loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint(), parsed, pool)
         results, contexts = _walk_and_report(loader, files, errors, config, tops, root, report)
     finally:
-        loader.close()  # the parse pool, if one started
+        pool.close()
     return ProjectRun(results, contexts, loader.stats, spellings)
 
 

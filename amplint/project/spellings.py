@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from amplint.astwalk import statements
 from amplint.config import Config
-from amplint.cpython_trees import CPythonTrees
+from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_source
 from amplint.model import FileError
 from amplint.screen import mentions_probability
 from amplint.names import ImportTable, ast_qualnames
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.parallel import RunPool
+    from amplint.workers import Memory
 
 CHUNK = 64  # files per unit of work in a pool
 # Reading every file and parsing the ones that say `autocast` costs ~0.4 ms a file: a pool pays from ~1,000.
@@ -132,32 +136,34 @@ def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ..
 
 
 def project_spellings(
-    files: Sequence[str], jobs: Optional[int] = None, parsed: Optional[CPythonTrees] = None
+    files: Sequence[str], jobs: Optional[int] = None, parsed: Optional[CPythonTrees] = None,
+    pool: "Optional[RunPool]" = None,
 ) -> Tuple[Spelling, ...]:
     """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins.
 
     Every file is read, and the ones that mention `autocast` get CPython's parse
     (~1.8 s for the 4,637 files of the benchmark corpus): from CHUNK_POOL_FILES
-    files the chunks go to a process pool (`amplint.parallel`, `jobs` as
-    `--jobs`), and their results are merged in file order, as read here.
-    `parsed`: the run's CPython trees; the text pass and the summaries read these files again.
+    files the chunks go to a process pool (`parallel.map_chunks`: the run's
+    `pool` if given, `jobs` as `--jobs`), and their results are merged in file
+    order, as read here. `parsed`: the run's CPython trees; the text pass and
+    the summaries read these files again.
     """
     from amplint import parallel
 
     chunks = [list(files[start:start + CHUNK]) for start in range(0, len(files), CHUNK)]
     found: Dict[str, Spelling] = {}
-    parsed = parsed or CPythonTrees()
-    done = parallel.run_map(_spellings_job, [(chunk, parsed) for chunk in chunks], jobs=jobs, label="reading",
-                            units=[len(c) for c in chunks], min_size=CHUNK_POOL_FILES, size=len(files), preload=())
+    done = parallel.map_chunks(_spellings_job, chunks, parsed or CPythonTrees(), pool=pool, jobs=jobs,
+                               min_files=CHUNK_POOL_FILES)
     for spellings in done:
         for spelling in spellings:
             found.setdefault(spelling.name, spelling)
     return tuple(found[name] for name in sorted(found))
 
 
-def _spellings_job(job: Tuple[Sequence[str], CPythonTrees]) -> List[Spelling]:
-    """The spellings of a chunk of files, in file order (maybe in a pool worker)."""
-    paths, parsed = job
+def _spellings_job(job: Tuple[Sequence[str], CPythonTrees], memory: "Optional[Memory]" = None) -> List[Spelling]:
+    """The spellings of a chunk of files, in file order (maybe in a pool worker, which keeps the trees)."""
+    paths, sent = job
+    parsed = worker_trees(memory, sent)
     found: List[Spelling] = []
     for path in paths:
         source = read_source(path)
