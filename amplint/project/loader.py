@@ -98,7 +98,9 @@ class Loader:
         self._trees = KeptTrees()  # this process's parses, for their entry pass
         self._parsed = parsed or CPythonTrees()  # CPython's trees, shared by the scan, summaries and shapes
         self._holders: Dict[str, int] = {}  # path -> the pool worker that keeps its tree
-        self._pool = pool or RunPool(config.jobs)  # the run's workers, started by the first batch that pays
+        # The run's workers, started by the first batch that pays; whoever passes `pool` ends it (one made here
+        # ends when the loader is dropped: `workers.Workers` has a finalizer).
+        self._pool = pool or RunPool(config.jobs)
         self._chunk = {path: index // SCAN_CHUNK for index, path in enumerate(self.files)}  # its text-pass chunk
         self._scan_pooled = False  # the text pass ran on the pool: its workers keep the trees it parsed
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
@@ -422,10 +424,6 @@ class Loader:
         """Did the text pass keep the file's CPython tree for its summary (`_scan_job`), in a pool worker?"""
         info = self.info.get(path)
         return self._scan_pooled and path in self._chunk and info is not None and (info.single or info.flags.region)
-
-    def close(self) -> None:
-        """End the run's pool, if one started."""
-        self._pool.close()
 
     def _commit(self, path: str, parsed: "_Parsed") -> Optional[Tuple[Optional[FileSummary], Tuple[Finding, ...]]]:
         """Record a pooled parse as `_parse` records its own: the parse in the stats, an error as the file's."""
