@@ -139,17 +139,30 @@ def test_an_exception_here_too_is_raised_as_with_jobs_1(forced: None) -> None:
         parallel.run_map(always_fails, [0, 1], jobs=2)
 
 
+class NoPipes:
+    """A multiprocessing context of a system where no worker can start."""
+
+    def get_start_method(self) -> str:
+        return "spawn"
+
+    def Pipe(self) -> None:  # noqa: N802 (the context's own name)
+        raise OSError("no semaphores here")
+
+
 def test_no_pool_on_this_system_means_in_process(forced: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    class NoPipes:  # a system where no worker can start
-        def get_start_method(self) -> str:
-            return "spawn"
-
-        def Pipe(self) -> None:  # noqa: N802 (the context's own name)
-            raise OSError("no semaphores here")
-
     monkeypatch.setattr(parallel, "_context", NoPipes)
     assert parallel.run_map(square, [3, 4], jobs=2) == [9, 16]
     assert parallel.start_workers(2) is None
+
+
+def test_a_project_run_where_no_worker_can_start_is_the_jobs_1_run(
+        forced: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    alone = run_project([str(FIXTURES / "project")], Config(jobs=1), use_cache=False)
+    monkeypatch.setattr(parallel, "_context", NoPipes)
+    # Every pass asks the run's pool for its workers, gets none, and runs here.
+    pooled = run_project([str(FIXTURES / "project")], Config(jobs=2), use_cache=False)
+    assert _as_data(pooled.results) == _as_data(alone.results) and pooled.entries == alone.entries
+    assert sorted(pooled.stats.parsed) == sorted(alone.stats.parsed) and pooled.stats.ahead == []
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
