@@ -77,14 +77,10 @@ def worker_trees(memory: Optional[Dict[str, Any]], sent: CPythonTrees) -> CPytho
     """The memo a job reads: `sent` in this process (`memory` None), else its pool worker's memo for the run.
 
     A worker's memo is the first one a job sent it (a copy, empty, with the budget the caller gave it), so
-    the trees one pass parses there are read by the next pass's jobs on that worker (`parallel.RunPool`).
+    the trees the spellings pass parses there are read by the text pass's jobs on that worker
+    (`parallel.RunPool`).
     """
     return sent if memory is None else memory.setdefault(_MEMORY_KEY, sent)
-
-
-def kept_by_worker(memory: Optional[Dict[str, Any]]) -> Optional[CPythonTrees]:
-    """The worker's memo, if an earlier job made one (`worker_trees`); None in this process."""
-    return None if memory is None else memory.get(_MEMORY_KEY)
 
 
 def parse(text: str, trees: Optional[CPythonTrees] = None, keep: bool = True) -> Parsed:

@@ -226,28 +226,33 @@ def map_chunks(
 class RunPool:
     """The workers of one project run: started by its first batch that pays, then used by every later batch.
 
-    One set of workers serves the run's passes in turn (spellings, the text
-    pass, the parses). A worker keeps the CPython trees its jobs parsed
-    (`cpython_trees.worker_trees`), so a later job sent to it reads them instead
-    of parsing again, as one process does at `--jobs 1`; and the run forks its
-    workers once instead of once a pass. `pin(k)` sends the k-th chunk of
-    files, in every pass, to the same worker.
+    The two passes over every file (the spellings, the text pass) share one
+    set of workers: `pin(k)` sends the k-th chunk of files to the same worker
+    in both, and a worker keeps the CPython trees it parsed
+    (`cpython_trees.worker_trees`), so the text pass reads the trees its
+    spellings pass kept. Those workers are forked without LibCST. The first
+    parse batch asks for the preload (`PRELOAD`): the workers are then replaced
+    by ones forked after this process imported it, and the parses use those.
+    Importing LibCST in each worker instead would cost the same time, in a
+    phase where both workers are busy, and this process needs LibCST for its
+    own parses anyway; a project with no file to parse never imports it.
     """
 
     def __init__(self, jobs: Optional[int]) -> None:
         self.jobs = jobs
         self._workers: "Optional[Workers]" = None
+        self._preloaded: frozenset = frozenset()  # what this process imported before forking them
         self._order: List[int] = []  # the pids as started: `pin` stays put if one dies
 
-    def workers(self) -> "Optional[Workers]":
-        """The run's workers, started now if need be; None when no pool can start here."""
+    def workers(self, preload: Sequence[str] = ()) -> "Optional[Workers]":
+        """The run's workers, with the modules of `preload` imported; None when no pool can start here."""
+        if self._workers is not None and not self._preloaded.issuperset(preload):
+            self.close()  # forked without them
         if self._workers is None:
-            self._workers = start_workers(self.jobs)
+            self._workers = start_workers(self.jobs, preload)
+            self._preloaded = frozenset(preload)
             self._order = [] if self._workers is None else list(self._workers.alive)
         return self._workers
-
-    def started(self) -> bool:
-        return self._workers is not None
 
     def alive(self) -> List[int]:
         """The pids of the workers up (none before the start)."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, List, Optional, Tuple
 
@@ -216,20 +218,27 @@ def test_the_text_pass_on_the_run_pool_reads_the_trees_the_spellings_pass_parsed
     assert len(workers) == (2 if shared else 0)
 
 
-def test_a_summary_job_reads_the_tree_its_worker_kept_from_an_earlier_pass(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from amplint.cpython_trees import CPythonTrees, worker_trees
-    from amplint.project.loader import _parse_job
+def test_the_run_pool_forks_again_after_the_preload_a_parse_needs() -> None:
+    pool = parallel.RunPool(2)
+    try:
+        light = pool.workers()
+        assert light is not None and pool.workers() is light  # the file passes share them
+        first = list(light.alive)
+        heavy = pool.workers(("json",))
+        assert heavy is not light and set(heavy.alive).isdisjoint(first) and not light.alive
+        assert pool.workers(("json",)) is heavy and pool.workers() is heavy  # already preloaded
+    finally:
+        pool.close()
+    assert pool.alive() == []
 
-    log = tmp_path / "parses.log"
-    _parse_log(monkeypatch, log)
-    path = tmp_path / "train.py"
-    path.write_text("# train\nimport torch\n\ndef step(model, x):\n    with torch.autocast('cuda'):\n"
-                    "        return model(x)\n")
-    memory: dict = {}
-    worker_trees(memory, CPythonTrees()).parse(path.read_text())  # the text pass on this worker kept it
-    how, (summary, findings), _ = _parse_job((str(path), Config(), (), True, 1_000_000), memory)
-    assert log.read_text() == "# train\n"  # that parse only
-    assert how == "ast" and summary is not None and findings == ()
-    _parse_job((str(path), Config(), (), True, 1_000_000), {})  # a worker that kept nothing parses it
-    assert log.read_text() == "# train\n# train\n"
+
+def test_a_pooled_project_run_with_nothing_to_parse_never_imports_libcst(tmp_path: Path) -> None:
+    for index in range(40):
+        (tmp_path / f"m{index}.py").write_text(f"import os\n\n\ndef f(x):\n    return x + {index}\n")
+    script = ("import sys; from amplint.config import Config; from amplint.project.run import run_project\n"
+              f"run = run_project([{str(tmp_path)!r}], Config(jobs=2), use_cache=False)\n"
+              "print(sum(len(r.findings) for r in run.results), 'libcst' in sys.modules)\n")
+    env = dict(os.environ, AMPLINT_FORCE_POOL="1", PYTHONWARNINGS="ignore")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.stdout.split() == ["0", "False"], done.stderr

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
-from amplint.cpython_trees import CPythonTrees, kept_by_worker, worker_trees
+from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_source
 from amplint.model import FileError, Finding
 from amplint.pipeline import will_parse
@@ -101,8 +101,6 @@ class Loader:
         # The run's workers, started by the first batch that pays; whoever passes `pool` ends it (one made here
         # ends when the loader is dropped: `workers.Workers` has a finalizer).
         self._pool = pool or RunPool(config.jobs)
-        self._chunk = {path: index // SCAN_CHUNK for index, path in enumerate(self.files)}  # its text-pass chunk
-        self._scan_pooled = False  # the text pass ran on the pool: its workers keep the trees it parsed
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
@@ -127,7 +125,6 @@ class Loader:
         chunks = [self.files[start:start + SCAN_CHUNK] for start in range(0, len(self.files), SCAN_CHUNK)]
         scanned = parallel.map_chunks(_scan_job, chunks, self._parsed, (self.config,), pool=self._pool,
                                       jobs=self.config.jobs, min_files=SCAN_POOL_FILES)
-        self._scan_pooled = self._pool.started()
         for chunk in scanned:
             for path, outcome in chunk:
                 if isinstance(outcome, FileError):
@@ -397,33 +394,24 @@ class Loader:
 
         progress.current().phase("parsing", len(requests))  # `_parse` advances it when there is no pool
         sizes = [_size(path) for path, _ in requests]
-        if summaries:  # preferably to the worker whose text pass kept the file's CPython tree
-            pins = [self._pool.pin(self._chunk[path]) if self._kept_in_scan(path) else None for path, _ in requests]
-            held = False
-        else:
-            pins = [self._holders.get(path) for path, _ in requests]
-            held = any(pin in self._pool.alive() for pin in pins)
+        pins = None if summaries else [self._holders.get(path) for path, _ in requests]
+        held = any(pin in self._pool.alive() for pin in pins or ())
         if not held and parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
-        workers = self._pool.workers()
+        workers = self._pool.workers(parallel.PRELOAD)
         if workers is None:
             return None  # no pool can start here: `summary` and `findings` parse in this process
         # The workers share the budget this process has for its own trees: peak memory is bounded alike.
         budget = KEEP_SOURCE_BYTES // max(1, len(workers.alive))
         jobs = [(path, self.config, entries, summaries, budget) for path, entries in requests]
         done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=workers, pins=pins,
-                                stateful=True, steal=summaries)
+                                stateful=True)
         outcomes: List[_Parsed] = []
         for (path, _), (read, outcome, holder) in zip(requests, done):
             if holder is not None:
                 self._holders[path] = holder
             outcomes.append((read, outcome))
         return outcomes
-
-    def _kept_in_scan(self, path: str) -> bool:
-        """Did the text pass keep the file's CPython tree for its summary (`_scan_job`), in a pool worker?"""
-        info = self.info.get(path)
-        return self._scan_pooled and path in self._chunk and info is not None and (info.single or info.flags.region)
 
     def _commit(self, path: str, parsed: "_Parsed") -> Optional[Tuple[Optional[FileSummary], Tuple[Finding, ...]]]:
         """Record a pooled parse as `_parse` records its own: the parse in the stats, an error as the file's."""
@@ -576,7 +564,7 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
         reused = trees.findings(path, config, entries)
         if reused is not None:
             return NOT_READ, (None, tuple(reused)), None
-    how, outcome = analyze_file(path, config, entries, kept_by_worker(memory))
+    how, outcome = analyze_file(path, config, entries)
     if isinstance(outcome, FileError):
         return how, outcome, None
     if isinstance(outcome, FileSummary):
