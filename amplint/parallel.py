@@ -224,7 +224,7 @@ def map_chunks(
 
 
 class RunPool:
-    """The workers of one project run: started by its first batch that pays, then used by every later batch.
+    """The workers of one project run, started by its first batch that pays and kept from batch to batch.
 
     The two passes over every file (the spellings, the text pass) share one
     set of workers: `pin(k)` sends the k-th chunk of files to the same worker
