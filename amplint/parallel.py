@@ -48,6 +48,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 MIN_ITEMS = 2  # fewer files to parse: parse them here
+FILE_CHUNK = 64  # files per unit of work of a pass over every file of a project (`map_chunks`)
 MIN_BYTES = 32_000  # less source than this to parse (~0.1 s): a pool's start-up and transfers would not pay
 # Tests set this to "1" to start a pool for any batch (never with --jobs 1).
 FORCE_ENV = "AMPLINT_FORCE_POOL"
@@ -201,25 +202,25 @@ def start_workers(jobs: Optional[int], preload: Sequence[str] = PRELOAD) -> "Opt
 
 
 def map_chunks(
-    func: Callable[..., R], chunks: Sequence[Sequence[str]], trees: "CPythonTrees", extra: Tuple[Any, ...] = (),
+    func: Callable[..., R], files: Sequence[str], trees: "CPythonTrees", extra: Tuple[Any, ...] = (),
     *, pool: "Optional[RunPool]", jobs: Optional[int], min_files: int, label: str = "reading",
 ) -> List[R]:
-    """`func((chunk, trees, *extra), memory)` for each chunk of files, in order: a pass over the project's files.
+    """`func((chunk, trees, *extra), memory)` for each chunk of FILE_CHUNK `files`, in order: a pass over them.
 
-    From `min_files` files, and when `jobs` allows, the chunks go to the run's
-    workers (`pool`), chunk k pinned to `pool.pin(k)` and stolen when the
-    other worker runs dry; each worker gets an equal share of `trees`' budget
-    for the memo it keeps (`cpython_trees.worker_trees`). Otherwise they run
-    here with `trees`, or on a pool of their own when no run pool is given.
+    Every pass cuts the same list the same way, so chunk k holds the same files in each. From `min_files`
+    files, and when `jobs` allows, the chunks go to the run's workers (`pool`), chunk k pinned to
+    `pool.pin(k)` and stolen when the other worker runs dry; each worker gets an equal share of `trees`'
+    budget for the memo it keeps (`cpython_trees.worker_trees`). Otherwise they run here with `trees`, or
+    on a pool of their own when no run pool is given.
     """
-    files = sum(len(chunk) for chunk in chunks)
+    chunks = [list(files[start:start + FILE_CHUNK]) for start in range(0, len(files), FILE_CHUNK)]
     workers = None
-    if pool is not None and pool_size(len(chunks), jobs, files, min_files) >= 1:
+    if pool is not None and pool_size(len(chunks), jobs, len(files), min_files) >= 1:
         workers = pool.workers()
     sent = trees if workers is None else trees.share(len(workers.alive))
     pins = None if workers is None or pool is None else [pool.pin(k) for k in range(len(chunks))]
     return run_map(func, [(chunk, sent, *extra) for chunk in chunks], jobs=jobs, label=label,
-                   units=[len(chunk) for chunk in chunks], size=files, min_size=min_files, preload=(),
+                   units=[len(chunk) for chunk in chunks], size=len(files), min_size=min_files, preload=(),
                    pool=workers, pins=pins, stateful=True, steal=True)
 
 

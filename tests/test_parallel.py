@@ -228,13 +228,14 @@ def test_project_stats_count_the_parses_a_pool_made(forced: None) -> None:
 def test_the_text_pass_in_a_pool_builds_the_same_indexes(forced: None, pools: list, tmp_path: Path) -> None:
     from amplint.files import discover
     from amplint.project.cache import DiskCache
-    from amplint.project.loader import SCAN_CHUNK, Loader
+    from amplint.parallel import FILE_CHUNK
+    from amplint.project.loader import Loader
     from amplint.project.modules import ModuleIndex
 
     shutil.copytree(FIXTURES, tmp_path / "fixtures")
     (tmp_path / "fixtures" / "latin.py").write_bytes(b"x = '\xff'\n")  # not UTF-8: an error value
     files, _ = discover([str(tmp_path)])
-    assert len(files) > 2 * SCAN_CHUNK
+    assert len(files) > 2 * FILE_CHUNK
 
     def scanned(jobs: int) -> tuple:
         loader = Loader(files, Config(jobs=jobs), DiskCache(None), ModuleIndex.build(files, [str(tmp_path)]), "f")

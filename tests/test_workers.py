@@ -189,13 +189,13 @@ def test_the_text_pass_on_the_run_pool_reads_the_trees_the_spellings_pass_parsed
     from amplint.project.cache import DiskCache
     from amplint.project.loader import Loader
     from amplint.project.modules import ModuleIndex
-    from amplint.project.spellings import CHUNK, project_spellings
+    from amplint.project.spellings import project_spellings
 
     log = tmp_path / "parses.log"
     _parse_log(monkeypatch, log)
     project = tmp_path / "project"
     project.mkdir()
-    count = CHUNK + 3  # two chunks, one a worker: when one worker is done, the other's chunk is in flight
+    count = parallel.FILE_CHUNK + 3  # two chunks, one a worker: when one worker is done, the other's chunk is in flight
     for index in range(count):
         (project / f"m{index:03d}.py").write_text(
             f"# {index}\nimport torch\nwith torch.autocast('cuda'):\n    loss = -d.log_prob(x)\n")

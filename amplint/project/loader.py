@@ -23,7 +23,6 @@ from amplint.project.cache import DiskCache, digest
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
-from amplint.project.spellings import CHUNK
 from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.shape import FileShape, Shape
     from amplint.workers import Memory
 
-SCAN_CHUNK = CHUNK  # files per unit of work of the text pass: the spellings' chunks, so chunk k goes to one worker
 # The text pass reads ~50 MB/s (0.35 ms a file in the benchmark corpus): a pool pays from ~1,000 files.
 SCAN_POOL_FILES = 1000
 LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
@@ -116,14 +114,13 @@ class Loader:
     def scan(self) -> None:
         """Read every file once for the text tests and the subclass/def/attribute indexes (no parsing).
 
-        A large project is read in chunks of SCAN_CHUNK files over a process pool
+        A large project is read in chunks of `parallel.FILE_CHUNK` files over a process pool
         (`amplint.parallel`, from SCAN_POOL_FILES files); the chunks' texts are
         merged in file order, so the indexes are the same as read here.
         """
         from amplint import parallel
 
-        chunks = [self.files[start:start + SCAN_CHUNK] for start in range(0, len(self.files), SCAN_CHUNK)]
-        scanned = parallel.map_chunks(_scan_job, chunks, self._parsed, (self.config,), pool=self._pool,
+        scanned = parallel.map_chunks(_scan_job, self.files, self._parsed, (self.config,), pool=self._pool,
                                       jobs=self.config.jobs, min_files=SCAN_POOL_FILES)
         for chunk in scanned:
             for path, outcome in chunk:
@@ -221,11 +218,12 @@ class Loader:
         if path not in self._edges:
             info = self.info.get(path)  # the text pass read it (a file it could not read has no edges)
             found: Set[str] = set()
-            for name in info.imported if info is not None else ():
-                for absolute, root in self.modules.absolute(path, name):
-                    found.update(p for p, _ in self.modules.locate(path, absolute, root))
-            for cls in info.classes if info is not None else ():
-                found.update(self._subclass_index.get(cls, ()))
+            if info is not None:
+                for name in info.imported:
+                    for absolute, root in self.modules.absolute(path, name):
+                        found.update(p for p, _ in self.modules.locate(path, absolute, root))
+                for cls in info.classes:
+                    found.update(self._subclass_index.get(cls, ()))
             found.discard(path)
             self._edges[path] = tuple(sorted(found & self.known))
         return self._edges[path]

@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
     from amplint.workers import Memory
 
-CHUNK = 64  # files per unit of work in a pool
 # Reading every file and parsing the ones that say `autocast` costs ~0.4 ms a file: a pool pays from ~1,000.
 CHUNK_POOL_FILES = 1000
 
@@ -150,9 +149,8 @@ def project_spellings(
     """
     from amplint import parallel
 
-    chunks = [list(files[start:start + CHUNK]) for start in range(0, len(files), CHUNK)]
     found: Dict[str, Spelling] = {}
-    done = parallel.map_chunks(_spellings_job, chunks, parsed or CPythonTrees(), pool=pool, jobs=jobs,
+    done = parallel.map_chunks(_spellings_job, files, parsed or CPythonTrees(), pool=pool, jobs=jobs,
                                min_files=CHUNK_POOL_FILES)
     for spellings in done:
         for spelling in spellings:
