@@ -12,7 +12,8 @@ A memo is owned by one run and handed to its readers. A reader keeps a tree
 only when a later one may want it, and the last reader takes it out, so the
 memo holds the files between the text pass and their summaries, not every
 file the passes parse. It crosses a process boundary empty (`__reduce__`): a
-pool worker parses what it reads, as before.
+pool worker keeps its own (`worker_trees`), which the summaries sent to that
+worker read (`kept_trees`).
 """
 from __future__ import annotations
 
@@ -77,10 +78,15 @@ def worker_trees(memory: Optional[Dict[str, Any]], sent: CPythonTrees) -> CPytho
     """The memo a job reads: `sent` in this process (`memory` None), else its pool worker's memo for the run.
 
     A worker's memo is the first one a job sent it (a copy, empty, with the budget the caller gave it), so
-    the trees the spellings pass parses there are read by the text pass's jobs on that worker
-    (`parallel.RunPool`).
+    the trees the spellings pass parses there are read by the text pass's jobs on that worker, and the
+    trees the text pass keeps by the summaries sent there (`parallel.RunPool`).
     """
     return sent if memory is None else memory.setdefault(_MEMORY_KEY, sent)
+
+
+def kept_trees(memory: Optional[Dict[str, Any]]) -> Optional[CPythonTrees]:
+    """The memo the passes over every file left in this pool worker's `memory` (None: none ran here)."""
+    return None if memory is None else memory.get(_MEMORY_KEY)
 
 
 def parse(text: str, trees: Optional[CPythonTrees] = None, keep: bool = True) -> Parsed:

@@ -13,49 +13,11 @@ import libcst as cst
 
 from amplint.names import ImportTable, dotted_name as dotted_name_of
 from amplint.screen import KL_NAMES  # noqa: F401 - the analysis reads it here
+from amplint.torchnames import (
+    ARITHMETIC_METHODS, CAST_METHODS, DISTRIBUTION_PACKAGES, DTYPE_CAST_METHODS, ELEMENTWISE_FUNCTIONS,
+    ELEMENTWISE_METHODS, FACTORY_FUNCTIONS, LIKE_FACTORIES, NOT_DISTRIBUTION_MODULES, WIDE_DTYPES,
+)
 
-DISTRIBUTION_PACKAGES = ("torch.distributions.", "pyro.distributions.")
-# Submodules of torch.distributions whose capitalised names are not distributions.
-NOT_DISTRIBUTION_MODULES = frozenset(
-    {"transforms", "constraints", "constraint_registry", "utils", "kl", "transformed_distribution.Transform"}
-)
-WIDE_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
-CAST_METHODS = frozenset({"float", "double"})
-DTYPE_CAST_METHODS = frozenset({"to", "type"})
-# Elementwise tensor methods and functions that keep their input's dtype.
-ELEMENTWISE_METHODS = frozenset(
-    {
-        "exp", "sigmoid", "softmax", "log_softmax", "softplus", "tanh", "abs", "square", "sqrt",
-        "clamp", "clamp_min", "clamp_max", "clip", "log", "log1p", "expm1", "neg", "reciprocal",
-        "pow", "relu", "contiguous", "squeeze", "unsqueeze", "view", "reshape", "expand", "expand_as",
-        "transpose", "permute", "detach", "clone", "chunk", "split", "flatten", "add", "mul", "sub", "div",
-        # Reductions: float32 in, float32 out (CUDA autocast widens `sum`/`prod`, never narrows).
-        "mean", "sum", "amax", "amin", "cumsum", "std", "var",
-    }
-)
-ELEMENTWISE_FUNCTIONS = frozenset(
-    {
-        "torch.exp", "torch.sigmoid", "torch.softmax", "torch.log_softmax", "torch.tanh", "torch.abs",
-        "torch.sqrt", "torch.square", "torch.clamp", "torch.clip", "torch.log", "torch.log1p", "torch.expm1",
-        "torch.nn.functional.softplus", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
-        "torch.nn.functional.sigmoid", "torch.nn.functional.elu", "torch.nn.functional.relu",
-        "torch.nn.functional.tanh", "torch.squeeze", "torch.unsqueeze", "torch.reshape",
-    }
-)
-ARITHMETIC_METHODS = frozenset({"add", "mul", "sub", "div"})
-# Factories make float32 tensors (torch's default dtype) even inside an autocast region: autocast casts the
-# inputs of the ops on its lists, it does not change what a factory makes. `*_like` factories copy their
-# argument's dtype instead, so they are elementwise transforms here.
-FACTORY_FUNCTIONS = frozenset(
-    {
-        "torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.full", "torch.arange", "torch.linspace",
-        "torch.logspace", "torch.tensor", "torch.empty", "torch.eye", "torch.normal", "torch.randint",
-    }
-)
-LIKE_FACTORIES = frozenset(
-    {"torch.randn_like", "torch.rand_like", "torch.zeros_like", "torch.ones_like", "torch.full_like",
-     "torch.empty_like", "torch.logit", "torch.special.logit"}
-)
 # Constructor parameters that are counts or shapes, never tensors to cast.
 NON_TENSOR_KEYWORDS = frozenset(
     {"validate_args", "reinterpreted_batch_ndims", "total_count", "event_dim", "cache_size", "transforms"}

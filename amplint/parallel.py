@@ -24,6 +24,11 @@ and the children start warm. Measured on an idle 2-core Linux box, Python
 - forkserver (server preloads): 0.75 s; spawn: 1.7 s wall, 1 s of CPU in
   the children.
 
+(Those runs compiled the bytecode as they went. With it compiled, importing
+LibCST and the analysis takes about 0.2 s wherever it runs.) A project run's
+pool (`RunPool`) preloads nothing: most of its work reads CPython's trees, and
+a worker imports LibCST when a file of its own needs it.
+
 Results come back in input order, whatever the order of completion, so the
 output is the same as with `--jobs 1`. An item whose worker raised, or that
 was lost with a dead worker, is run again here (`amplint.workers`): the
@@ -185,7 +190,7 @@ def _pooled(
         own.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived, steal=steal)
 
 
-def start_workers(jobs: Optional[int], preload: Sequence[str] = PRELOAD) -> "Optional[Workers]":
+def start_workers(jobs: Optional[int]) -> "Optional[Workers]":
     """Workers for a whole run (`--jobs`, else one per usable CPU); None when no pool can start here."""
     from amplint.workers import Workers
 
@@ -194,7 +199,7 @@ def start_workers(jobs: Optional[int], preload: Sequence[str] = PRELOAD) -> "Opt
         return None
     _flush()
     try:
-        return Workers(count, _context(), preload)
+        return Workers(count, _context())
     except KeyboardInterrupt:
         raise
     except Exception:  # no pool on this system (no semaphores, fork refused...): the work runs here
@@ -227,31 +232,27 @@ def map_chunks(
 class RunPool:
     """The workers of one project run, started by its first batch that pays and kept from batch to batch.
 
-    The two passes over every file (the spellings, the text pass) share one
-    set of workers: `pin(k)` sends the k-th chunk of files to the same worker
-    in both, and a worker keeps the CPython trees it parsed
-    (`cpython_trees.worker_trees`), so the text pass reads the trees its
-    spellings pass kept. Those workers are forked without LibCST. The first
-    parse batch asks for the preload (`PRELOAD`): the workers are then replaced
-    by ones forked after this process imported it, and the parses use those.
-    Importing LibCST in each worker instead would cost the same time, in a
-    phase where both workers are busy, and this process needs LibCST for its
-    own parses anyway; a project with no file to parse never imports it.
+    Every pass shares them. The two passes over every file (the spellings, the
+    text pass) pin the k-th chunk of files to one worker (`pin(k)`), which keeps
+    the CPython trees it parsed (`cpython_trees.worker_trees`): the text pass
+    reads the trees its spellings pass kept, and a summary sent to the worker
+    that keeps its file's tree (`Loader.prepare_summaries`) the text pass's.
+    They are forked without LibCST, and a worker imports it when a file it
+    parses needs it, so a project whose summaries all come from CPython's trees
+    never imports it, here or there. Importing it here before forking would
+    cost the run ~0.2 s with both workers idle; each worker importing it costs
+    as much, side by side, and no re-fork.
     """
 
     def __init__(self, jobs: Optional[int]) -> None:
         self.jobs = jobs
         self._workers: "Optional[Workers]" = None
-        self._preloaded: frozenset = frozenset()  # what this process imported before forking them
         self._order: List[int] = []  # the pids as started: `pin` stays put if one dies
 
-    def workers(self, preload: Sequence[str] = ()) -> "Optional[Workers]":
-        """The run's workers, with the modules of `preload` imported; None when no pool can start here."""
-        if self._workers is not None and not self._preloaded.issuperset(preload):
-            self.close()  # forked without them
+    def workers(self) -> "Optional[Workers]":
+        """The run's workers; None when no pool can start here."""
         if self._workers is None:
-            self._workers = start_workers(self.jobs, preload)
-            self._preloaded = frozenset(preload)
+            self._workers = start_workers(self.jobs)
             self._order = [] if self._workers is None else list(self._workers.alive)
         return self._workers
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -24,7 +26,8 @@ LAYERS = [
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.autocast_names", "amplint.densitynames",
               "amplint.workers", "amplint.collection", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
               "amplint.fix", "amplint.fix.safety")),
-    ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes")),
+    ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes",
+               "amplint.torchnames")),
     ("rules", ("amplint.rulebase", "amplint.rules", "amplint.analysis", "amplint.fix.fixability",
                "amplint.pipeline", "amplint.source_analysis", "amplint.tabs",
                "amplint.risk")),
@@ -199,3 +202,13 @@ def test_every_rule_module_holds_its_detection() -> None:
         assert hooks, rule.code
         assert {hook.__module__ for hook in hooks} == {rule.message.__module__}, rule.code
         assert rule.message.__module__.startswith("amplint.rules."), rule.code
+
+
+def test_the_cpython_fact_path_imports_no_libcst() -> None:
+    # Project summaries read from CPython's trees, and the project walk around them, must not load LibCST
+    # (~0.2 s): a run whose summaries all come from CPython's trees then never imports it.
+    script = ("import sys\n"
+              "import amplint.facts.astcalls, amplint.project.summarize, amplint.project.run, amplint.cli\n"
+              "print(sorted(name for name in sys.modules if name.split('.')[0] == 'libcst'))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr

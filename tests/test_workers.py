@@ -218,18 +218,94 @@ def test_the_text_pass_on_the_run_pool_reads_the_trees_the_spellings_pass_parsed
     assert len(workers) == (2 if shared else 0)
 
 
-def test_the_run_pool_forks_again_after_the_preload_a_parse_needs() -> None:
+def test_the_run_pool_keeps_one_set_of_workers_for_every_batch() -> None:
     pool = parallel.RunPool(2)
     try:
-        light = pool.workers()
-        assert light is not None and pool.workers() is light  # the file passes share them
-        first = list(light.alive)
-        heavy = pool.workers(("json",))
-        assert heavy is not light and set(heavy.alive).isdisjoint(first) and not light.alive
-        assert pool.workers(("json",)) is heavy and pool.workers() is heavy  # already preloaded
+        first = pool.workers()
+        assert first is not None and len(first.alive) == 2
+        pids = list(first.alive)
+        assert pool.workers() is first and first.alive == pids  # later batches get the same, never a re-fork
     finally:
         pool.close()
-    assert pool.alive() == []
+    assert pool.alive() == [] and not first.alive
+
+
+def _region_project(root: Path, count: int) -> List[str]:
+    """Files the summaries read from CPython's trees: a region and a call, with no site; the comment (a word of
+    hand-written math) makes each a file the walk may enter, so its summary is read up front."""
+    root.mkdir()
+    for index in range(count):
+        (root / f"m{index:03d}.py").write_text(
+            f"# {index}\nimport torch\n\n\ndef step(model, x):  # no torch.log here\n"
+            "    with torch.autocast('cuda'):\n        return model(x)\n")
+    return sorted(str(path) for path in root.iterdir())
+
+
+def test_a_summary_job_reads_the_tree_the_text_pass_kept_in_its_workers_memory(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from amplint.cpython_trees import CPythonTrees
+    from amplint.project.loader import CPYTHON, _parse_job, _scan_job
+
+    log = tmp_path / "parses.log"
+    _parse_log(monkeypatch, log)
+    files = _region_project(tmp_path / "project", 3)
+    memory: dict = {}  # one worker's, as `Workers` keeps it from job to job
+    holder, scanned = _scan_job((files, CPythonTrees(), Config()), memory)
+    assert holder == os.getpid() and [path for path, _ in scanned] == files
+    jobs = [_parse_job((path, Config(), (), True, 10_000), memory) for path in files]
+    assert [how for how, _, _ in jobs] == [CPYTHON] * 3
+    # The text pass parsed each file once and kept the tree; the summary took it from the memory.
+    assert log.read_text().splitlines() == ["# 0", "# 1", "# 2"]
+    assert _scan_job((files, CPythonTrees(), Config()), None)[0] is None  # run here: no worker keeps them
+
+
+def test_the_text_pass_on_the_run_pool_names_the_worker_that_keeps_each_tree(forced: None, tmp_path: Path) -> None:
+    from amplint.cpython_trees import CPythonTrees
+    from amplint.project.cache import DiskCache
+    from amplint.project.loader import Loader
+    from amplint.project.modules import ModuleIndex
+
+    files = _region_project(tmp_path / "project", parallel.FILE_CHUNK + 3)
+    modules = ModuleIndex.build(files, [str(tmp_path / "project")])
+    alone = Loader(files, Config(jobs=1), DiskCache(None), modules, "f")
+    alone.scan()
+    pool = parallel.RunPool(2)
+    try:
+        pooled = Loader(files, Config(jobs=2), DiskCache(None), modules, "f", CPythonTrees(), pool)
+        pooled.scan()
+        pooled.prepare_summaries(pooled.region_files())
+        pids = set(pool.alive())
+    finally:
+        pool.close()
+    assert pooled.region_files() == alone.region_files() == files
+    assert set(pooled._cpython_holders) == set(files) and set(pooled._cpython_holders.values()) <= pids
+    assert alone._cpython_holders == {}
+    assert [pooled.summary(path) for path in files] == [alone.summary(path) for path in files]
+
+
+def test_a_pooled_run_whose_summaries_come_from_cpython_imports_libcst_in_no_process(tmp_path: Path) -> None:
+    files = _region_project(tmp_path / "project", 40)
+    script = (
+        "import sys\n"
+        "from amplint import parallel\n"
+        "from amplint.config import Config\n"
+        "from amplint.project.run import run_project\n"
+        "def has_libcst(item):\n"
+        "    return 'libcst' in sys.modules\n"
+        "class Kept(parallel.RunPool):  # the run's pool, asked afterwards what its workers imported\n"
+        "    def close(self):\n"
+        "        workers = self.workers()\n"
+        "        print(parallel.run_map(has_libcst, [0, 1], pool=workers, pins=list(workers.alive)))\n"
+        "        super().close()\n"
+        "import amplint.project.run as run\n"
+        "run.RunPool = Kept\n"
+        f"done = run_project([{str(tmp_path / 'project')!r}], Config(jobs=2), use_cache=False)\n"
+        "print(len(done.stats.from_ast), len(done.stats.parsed), 'libcst' in sys.modules)\n"
+    )
+    env = dict(os.environ, AMPLINT_FORCE_POOL="1", PYTHONWARNINGS="ignore")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.stdout.splitlines() == ["[False, False]", f"{len(files)} 0 False"], done.stderr
 
 
 def test_a_pooled_project_run_with_nothing_to_parse_never_imports_libcst(tmp_path: Path) -> None:

@@ -42,10 +42,9 @@ from amplint.facts import astregions as regions
 from amplint.facts.astscreen import is_density
 from amplint.facts.astsites import SiteJudge, Unread
 from amplint.facts.astsource import SourceText
-from amplint.facts.containers import ELEMENT
 from amplint.facts.frameworks import PRECISION_KEYWORDS, RECORDED_SUFFIXES, FrameworkCall
 from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
-from amplint.facts.samemodule import ParallelMarks, without_module_hop
+from amplint.facts.modulecalls import ELEMENT, ParallelMarks, without_module_hop
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
 from amplint.regions import AutocastFactory, RegionSpec

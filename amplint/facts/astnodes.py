@@ -13,14 +13,14 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
-from amplint.dtypes import (
+from amplint.torchnames import (
     ARITHMETIC_METHODS, CAST_METHODS, DTYPE_CAST_METHODS, ELEMENTWISE_FUNCTIONS, ELEMENTWISE_METHODS,
     FACTORY_FUNCTIONS, LIKE_FACTORIES, WIDE_DTYPES,
 )
-from amplint.facts.containers import CONTAINERS, ELEMENT, constructed_classes
+from amplint.facts.modulecalls import CONTAINERS, ELEMENT, constructed_classes
 from amplint.facts.frameworks import LiteralArg
-from amplint.facts.samemodule import COMPILERS, MAX_HOPS, MODULE_KEYWORDS, PARALLEL_WRAPPERS, SAME_MODULE_METHODS
-from amplint.facts.signatures import names_distribution, typed_slots
+from amplint.facts.modulecalls import COMPILERS, MAX_HOPS, MODULE_KEYWORDS, PARALLEL_WRAPPERS, SAME_MODULE_METHODS
+from amplint.facts.typedslots import names_distribution, typed_slots
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
 
 

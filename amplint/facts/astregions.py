@@ -34,7 +34,7 @@ def autocast_style(func: ast.expr, table: ImportTable, extra: FrozenSet[str],
 
 def factory_of(expr: ast.expr, table: ImportTable, extra: FrozenSet[str],
                aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[AutocastFactory]:
-    """`regions.factory_of`; a partial's bound arguments are `astnodes.Arg`s."""
+    """`cstregions.factory_of`; a partial's bound arguments are `astnodes.Arg`s."""
     if isinstance(expr, ast.IfExp):
         return factory_of(expr.body, table, extra, aliases) or factory_of(expr.orelse, table, extra, aliases)
     style = autocast_style(expr, table, extra, aliases)

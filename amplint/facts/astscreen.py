@@ -8,7 +8,7 @@ collector recognises, and a file it counts anything in is read with LibCST
   only as the floor of a value that holds probabilities (`mathsites._floor_site`
   asks `probmath.is_prob`). `is_prob` holds only where the code names a
   softmax, a sigmoid or `expit`, spells a name that says probabilities
-  (`probmath.names_probability`), or divides by a sum (`holds_probabilities`).
+  (`mathnames.names_probability`), or divides by a sum (`holds_probabilities`).
   It reads the floor's function, its bindings and its class's `self.`
   attributes, and a literal reaches a floor only through those: with none of
   them in the literal's function, or in its top-level statement when that
@@ -49,12 +49,11 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from amplint.astwalk import BLOCKS, child_nodes, walk
 from amplint.densitynames import from_library, is_density_name
-from amplint.dtypes import DISTRIBUTION_PACKAGES
+from amplint.torchnames import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number, self_attribute
-from amplint.facts.densitycalls import UNSTABLE_OPS, python_math
-from amplint.facts.probmath import (
+from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS,
-    SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS, SQUARE_METHODS, names_probability,
+    SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS, SQUARE_METHODS, UNSTABLE_OPS, names_probability, python_math,
 )
 from amplint.names import ImportTable, ast_dotted, ast_last_name
 from amplint.screen import is_log_call, is_probability_call

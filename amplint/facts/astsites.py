@@ -27,7 +27,7 @@ from amplint.facts.astscreen import (
 )
 from amplint.facts.astsource import SourceText
 from amplint.facts.model import Scope
-from amplint.facts.probmath import LOG_2PI
+from amplint.facts.mathnames import LOG_2PI
 from amplint.names import ImportTable
 from amplint.screen import LOG_METHODS, is_distribution_call, is_log_call, is_probability_call
 

@@ -23,7 +23,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.facts import frameworks
-from amplint.facts.containers import ELEMENT, element_callee, element_classes, loop_elements
+from amplint.facts.containers import element_callee, element_classes, loop_elements
 from amplint.facts.densitycalls import DENSITY
 from amplint.facts.distrefs import requested_at, split_components
 from amplint.facts.signatures import distribution_arguments
@@ -35,12 +35,14 @@ from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_
 from amplint.facts.nodes import accelerator_binding, call_text, framework_call, record_params, trainer_model
 from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
 from amplint.facts.returns import ReturnIndex, given_ref, unpacked
-from amplint.facts.samemodule import ParallelMarks, prepared_arguments, same_module, without_module_hop
+from amplint.facts.modulecalls import ELEMENT, without_module_hop
+from amplint.facts.samemodule import CstParallelMarks, prepared_arguments, same_module
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
 from amplint.positions import positions, within
-from amplint.regions import AutocastFactory, RegionSpec, bound_argument, factory_of, region_spec
+from amplint.facts.cstregions import bound_argument, factory_of, region_spec
+from amplint.regions import AutocastFactory, RegionSpec
 
 # Positions the collector reads: calls, decorators, `with` lines, float literals (epsilons), and site node types.
 POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
@@ -49,7 +51,7 @@ POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 SELF_NAMES = ("self", "cls")  # a method's own receiver
 
 
-class Collector(ParallelMarks, cst.CSTVisitor):
+class Collector(CstParallelMarks, cst.CSTVisitor):
     """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
 
     def __init__(

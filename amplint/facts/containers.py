@@ -9,15 +9,13 @@ project walk resolves to each element's `forward`.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from amplint.facts.mathenv import self_attribute
+from amplint.facts.modulecalls import CONTAINERS, ELEMENT, constructed_classes
 from amplint.names import ImportTable, dotted_name
-
-CONTAINERS = frozenset({"torch.nn.ModuleDict", "torch.nn.ModuleList", "torch.nn.Sequential"})
-ELEMENT = "[]"  # suffix of the attribute name that stands for any element
 
 
 def element_classes(value: cst.BaseExpression, imports: ImportTable) -> Tuple[str, ...]:
@@ -42,15 +40,6 @@ def element_classes(value: cst.BaseExpression, imports: ImportTable) -> Tuple[st
 
 def _constructed(values: List[cst.BaseExpression]) -> Tuple[str, ...]:
     return constructed_classes(dotted_name(value.func) if isinstance(value, cst.Call) else None for value in values)
-
-
-def constructed_classes(callees: Iterable[Optional[str]]) -> Tuple[str, ...]:
-    """The capitalised callees (classes constructed), in order, each once; None for an element that is no call."""
-    found: List[str] = []
-    for callee in callees:
-        if callee is not None and callee.rsplit(".", 1)[-1][:1].isupper() and callee not in found:
-            found.append(callee)
-    return tuple(found)
 
 
 def loop_elements(node: cst.For) -> Dict[str, str]:

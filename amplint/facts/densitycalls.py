@@ -25,6 +25,7 @@ from amplint import dtypes
 from amplint.cstwalk import children
 from amplint.densitynames import DENSITY_KIND, from_library, is_density_name
 from amplint.facts.mathenv import Env, Statements
+from amplint.facts.mathnames import UNSTABLE_OPS, python_math
 from amplint.names import ImportTable, dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,12 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.model import AnalysisOptions, DistRef, Scope, Site
 
 DENSITY = DENSITY_KIND
-# Tensor ops whose float16 result can lose the range a density needs: a log of a value that underflowed,
-# a sigmoid or erf CDF that rounds to 0 or 1, a power that overflows. A body built only from fused, stable
-# primitives (`log_softmax`, `logsumexp`, `softmax`) has none and is not a density site.
-UNSTABLE_OPS = frozenset({
-    "log", "log2", "log10", "pow", "rsqrt", "reciprocal", "lgamma", "digamma", "erf", "erfc", "sigmoid",
-})
 _CONSTANTS = frozenset({"True", "False", "None"})
 
 
@@ -182,9 +177,3 @@ def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
             return True
         stack.extend(children(node))  # without LibCST's rebuild of each node; operators are read above
     return False
-
-
-def python_math(root: str, imports: ImportTable) -> bool:
-    """`math.log(x)`, `np.exp(x)`: Python or NumPy math, not tensors."""
-    quals = imports.qualnames_of(root.split(".")[0])
-    return any(q.split(".", 1)[0] in ("math", "numpy", "statistics") for q in quals)

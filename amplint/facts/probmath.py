@@ -15,8 +15,6 @@ a local name is judged by what was assigned to it.
 """
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
@@ -25,6 +23,11 @@ import libcst as cst
 from amplint import dtypes
 from amplint.cstwalk import children, type_test
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
+from amplint.facts.mathnames import (
+    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
+    LOG_METHODS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
+    SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
+)
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
 
@@ -32,40 +35,8 @@ __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "stat
 FLOAT16_SUBNORMAL = 2.0 ** -24
 # float16's smallest normal: between the two limits a floor keeps a value but loses precision.
 FLOAT16_NORMAL = 2.0 ** -14
-LOG_2PI = math.log(2 * math.pi)
 _DEPTH = 4  # how many assignments back a name is followed
 _EXPRESSION = type_test(cst.BaseExpression)
-
-LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
-LOG_METHODS = frozenset({"log", "log2", "log10"})
-EXP_FUNCTIONS = frozenset({"torch.exp"})
-PROB_FUNCTIONS = frozenset(
-    {
-        "torch.softmax", "torch.sigmoid", "torch.nn.functional.softmax", "torch.nn.functional.sigmoid",
-        "torch.special.softmax", "torch.special.expit",
-    }
-)
-PROB_METHODS = frozenset({"softmax", "sigmoid"})
-SUM_METHODS = frozenset({"sum"})
-SUM_FUNCTIONS = frozenset({"torch.sum"})
-# Reductions and views that keep a probability a probability.
-KEEPS_PROB_METHODS = frozenset(
-    {"mean", "detach", "clone", "contiguous", "squeeze", "unsqueeze", "view", "reshape", "transpose",
-     "permute", "expand", "expand_as", "flatten", "gather", "index_select", "t", "values"}
-)
-KEEPS_PROB_FUNCTIONS = frozenset({"torch.mean", "torch.gather", "torch.index_select", "torch.squeeze",
-                                  "torch.unsqueeze"})
-FLOOR_METHODS = frozenset({"clamp", "clip", "clamp_min", "clamp_"})
-FLOOR_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.clamp_min", "torch.maximum", "torch.max"})
-SQUARE_METHODS = frozenset({"square"})
-SQUARE_FUNCTIONS = frozenset({"torch.square"})
-POW_METHODS = frozenset({"pow"})
-POW_FUNCTIONS = frozenset({"torch.pow"})
-PI_NAMES = frozenset({"math.pi", "numpy.pi", "torch.pi", "np.pi"})
-SCALAR_LOG_FUNCTIONS = frozenset({"math.log", "numpy.log", "np.log"})
-# Words that say a value holds probabilities (split on `_` and digits: `sim_probs`, `probs2`).
-PROB_WORDS = frozenset({"prob", "probs", "probability", "probabilities", "likelihood", "likelihoods", "cdf"})
-_WORD = re.compile(r"[A-Za-z]+")
 
 
 @dataclass(frozen=True)
@@ -268,11 +239,6 @@ def literal_value(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> Op
 
 
 # --- probabilities ----------------------------------------------------------------------------------
-def names_probability(name: str) -> bool:
-    """`probs`, `sim_probs`, `student_prob`, `likelihoods`: the name says it holds probabilities."""
-    return any(word.lower() in PROB_WORDS for word in _WORD.findall(name))
-
-
 def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
     """Does `node` hold probabilities: a softmax or sigmoid, a normalisation, or a reduction of one?"""
     node = _unwrap(node)

@@ -9,15 +9,13 @@ A slot is a position ("0", self not counted) or a keyword name.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, List, Optional, Tuple
 
 import libcst as cst
 
 from amplint.facts.entry import ReturnedDist
+from amplint.facts.typedslots import names_distribution, typed_slots
 from amplint.names import ImportTable, dotted_name
-
-DISTRIBUTION_MODULES = ("torch.distributions", "pyro.distributions")
-A = TypeVar("A")  # an annotation node, of either tree
 
 
 def distribution_arguments(
@@ -65,20 +63,6 @@ def distribution_params(function: Optional[cst.CSTNode], imports: ImportTable) -
                        lambda annotation: is_distribution_annotation(annotation, imports))
 
 
-def typed_slots(positional: Sequence[Tuple[str, A]], keyword_only: Sequence[Tuple[str, A]],
-                typed: Callable[[A], bool]) -> Tuple[str, ...]:
-    """The slots (position, then name) of the (name, annotation) parameters `typed` holds; `self`/`cls` not
-    counted. Either tree's reader of a signature gives its parameters here."""
-    if positional and positional[0][0] in ("self", "cls"):
-        positional = positional[1:]
-    slots: List[str] = []
-    for position, (name, annotation) in enumerate(positional):
-        if typed(annotation):
-            slots.extend((str(position), name))
-    slots.extend(name for name, annotation in keyword_only if typed(annotation))
-    return tuple(slots)
-
-
 def is_distribution_annotation(annotation: Optional[cst.Annotation], imports: ImportTable) -> bool:
     """`Distribution`, `D.Normal`, `torch.distributions.Distribution`, `Optional[Distribution]`, `X | None`."""
     if annotation is None:
@@ -96,9 +80,3 @@ def is_distribution_annotation(annotation: Optional[cst.Annotation], imports: Im
         if dotted is not None and names_distribution(dotted, imports):
             return True
     return False
-
-
-def names_distribution(dotted: str, imports: ImportTable) -> bool:
-    """An annotation's name that says distribution: `...Distribution`, or a class of a distributions module."""
-    return dotted.rsplit(".", 1)[-1].endswith("Distribution") or any(
-        q.startswith(DISTRIBUTION_MODULES) for q in imports.qualnames_of(dotted))

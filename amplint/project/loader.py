@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
-from amplint.cpython_trees import CPythonTrees, worker_trees
+from amplint.cpython_trees import CPythonTrees, kept_trees, worker_trees
 from amplint.files import read_source
 from amplint.model import FileError, Finding
 from amplint.pipeline import will_parse
@@ -95,7 +95,8 @@ class Loader:
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
         self._trees = KeptTrees()  # this process's parses, for their entry pass
         self._parsed = parsed or CPythonTrees()  # CPython's trees, shared by the scan, summaries and shapes
-        self._holders: Dict[str, int] = {}  # path -> the pool worker that keeps its tree
+        self._holders: Dict[str, int] = {}  # path -> the pool worker that keeps its LibCST tree
+        self._cpython_holders: Dict[str, int] = {}  # path -> the pool worker whose text pass kept its CPython tree
         # The run's workers, started by the first batch that pays; whoever passes `pool` ends it (one made here
         # ends when the loader is dropped: `workers.Workers` has a finalizer).
         self._pool = pool or RunPool(config.jobs)
@@ -122,12 +123,14 @@ class Loader:
 
         scanned = parallel.map_chunks(_scan_job, self.files, self._parsed, (self.config,), pool=self._pool,
                                       jobs=self.config.jobs, min_files=SCAN_POOL_FILES)
-        for chunk in scanned:
+        for holder, chunk in scanned:
             for path, outcome in chunk:
                 if isinstance(outcome, FileError):
                     self.errors[path] = outcome
                     continue
                 flags, single, bases, names, attributes, imported, classes = outcome
+                if holder is not None and (single or flags.region):
+                    self._cpython_holders[path] = holder
                 self.info[path] = _FileInfo(flags, single, imported, classes)
                 for base in bases:
                     self._subclass_index.setdefault(base, set()).add(path)
@@ -384,7 +387,9 @@ class Loader:
         """`_parse_job` for each request in the run's pool; None (and nothing done) when a pool would not pay.
 
         A findings request goes to the worker that kept the file's tree, if
-        one did, however small the batch: it costs that worker no parse.
+        one did, however small the batch: it costs that worker no parse. A
+        summary goes, by preference, to the worker whose text pass kept its
+        CPython tree.
         Nothing is recorded here but which worker keeps which tree: the caller
         `_commit`s each result it uses.
         """
@@ -392,18 +397,19 @@ class Loader:
 
         progress.current().phase("parsing", len(requests))  # `_parse` advances it when there is no pool
         sizes = [_size(path) for path, _ in requests]
-        pins = None if summaries else [self._holders.get(path) for path, _ in requests]
-        held = any(pin in self._pool.alive() for pin in pins or ())
+        holders = self._cpython_holders if summaries else self._holders
+        pins = [holders.get(path) for path, _ in requests]
+        held = not summaries and any(pin in self._pool.alive() for pin in pins)
         if not held and parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
-        workers = self._pool.workers(parallel.PRELOAD)
+        workers = self._pool.workers()
         if workers is None:
             return None  # no pool can start here: `summary` and `findings` parse in this process
         # The workers share the budget this process has for its own trees: peak memory is bounded alike.
         budget = KEEP_SOURCE_BYTES // max(1, len(workers.alive))
         jobs = [(path, self.config, entries, summaries, budget) for path, entries in requests]
         done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=workers, pins=pins,
-                                stateful=True)
+                                stateful=True, steal=summaries)
         outcomes: List[_Parsed] = []
         for (path, _), (read, outcome, holder) in zip(requests, done):
             if holder is not None:
@@ -510,8 +516,9 @@ class Loader:
 
 def _scan_job(
     job: Tuple[Sequence[str], CPythonTrees, Config], memory: "Optional[Memory]" = None
-) -> List[Tuple[str, Union[_Scanned, FileError]]]:
-    """The text pass over a chunk of files (`Loader.scan`, maybe in a pool worker, which keeps the trees)."""
+) -> Tuple[Optional[int], List[Tuple[str, Union[_Scanned, FileError]]]]:
+    """The text pass over a chunk of files (`Loader.scan`): the pool worker that keeps their trees (its pid;
+    None here), and each file's result."""
     paths, sent, config = job
     parsed = worker_trees(memory, sent)
     out: List[Tuple[str, Union[_Scanned, FileError]]] = []
@@ -535,7 +542,7 @@ def _scan_job(
             tuple(prefilter.imported_names(text)) if "import" in text else (),
             tuple(name for name, _ in classes),
         )))
-    return out
+    return (None if memory is None else os.getpid()), out
 
 
 def _size(path: str) -> int:
@@ -551,7 +558,9 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
     The summary is None unless asked for (the entry pass needs only findings).
     A worker keeps the tree of a file parsed for its summary, as the loader
     does (`kept.KeptTrees` in its `memory`, within `budget` bytes of source),
-    and a findings job pinned to it reads that tree instead of parsing again;
+    and a findings job pinned to it reads that tree instead of parsing again.
+    A file's CPython tree is read from the worker's memo of the passes over
+    every file when they kept it there (`cpython_trees.kept_trees`).
     `memory` is None in the caller.
     """
     from amplint.project.summarize import summarize
@@ -562,7 +571,7 @@ def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], mem
         reused = trees.findings(path, config, entries)
         if reused is not None:
             return NOT_READ, (None, tuple(reused)), None
-    how, outcome = analyze_file(path, config, entries)
+    how, outcome = analyze_file(path, config, entries, kept_trees(memory))
     if isinstance(outcome, FileError):
         return how, outcome, None
     if isinstance(outcome, FileSummary):
