@@ -13,7 +13,6 @@ from amplint.names import ImportTable
 
 LOG_2PI = math.log(2 * math.pi)
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
-LOG_METHODS = frozenset({"log", "log2", "log10"})
 EXP_FUNCTIONS = frozenset({"torch.exp"})
 PROB_FUNCTIONS = frozenset(
     {

@@ -25,14 +25,13 @@ from amplint.cstwalk import children, type_test
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
-    LOG_METHODS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
+    PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
     SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
 )
+from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
 
-# float16's smallest subnormal: a positive literal below it rounds to 0 (half of it exactly, to even).
-FLOAT16_SUBNORMAL = 2.0 ** -24
 # float16's smallest normal: between the two limits a floor keeps a value but loses precision.
 FLOAT16_NORMAL = 2.0 ** -14
 _DEPTH = 4  # how many assignments back a name is followed

@@ -96,7 +96,8 @@ class Loader:
         self._trees = KeptTrees()  # this process's parses, for their entry pass
         self._parsed = parsed or CPythonTrees()  # CPython's trees, shared by the scan, summaries and shapes
         self._holders: Dict[str, int] = {}  # path -> the pool worker that keeps its LibCST tree
-        self._cpython_holders: Dict[str, int] = {}  # path -> the pool worker whose text pass kept its CPython tree
+        # path -> the pool worker whose text pass read it: the one that keeps its CPython tree, if any does
+        self._cpython_holders: Dict[str, int] = {}
         # The run's workers, started by the first batch that pays; whoever passes `pool` ends it (one made here
         # ends when the loader is dropped: `workers.Workers` has a finalizer).
         self._pool = pool or RunPool(config.jobs)
@@ -129,7 +130,7 @@ class Loader:
                     self.errors[path] = outcome
                     continue
                 flags, single, bases, names, attributes, imported, classes = outcome
-                if holder is not None and (single or flags.region):
+                if holder is not None:
                     self._cpython_holders[path] = holder
                 self.info[path] = _FileInfo(flags, single, imported, classes)
                 for base in bases:
