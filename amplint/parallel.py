@@ -256,6 +256,10 @@ class RunPool:
             self._order = [] if self._workers is None else list(self._workers.alive)
         return self._workers
 
+    def started(self) -> "Optional[Workers]":
+        """The run's workers if they have started (this starts none)."""
+        return self._workers
+
     def alive(self) -> List[int]:
         """The pids of the workers up (none before the start)."""
         return [] if self._workers is None else self._workers.alive

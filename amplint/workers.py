@@ -10,6 +10,9 @@ trees there, as it keeps its own).
 
 One job per worker is in flight at a time: the worker is always waiting in
 `recv` when it is sent one, so neither side can block on a full pipe. A job
+may be started ahead of the batch that will ask for it (`start`), on a worker
+that is idle while this process works on something else: `run` then takes its
+result instead of sending the item again. A job
 whose worker raised, or died, comes back as missing and the caller runs it
 itself; so does every job pinned to a dead worker. Workers ignore SIGINT: on
 Ctrl-C the parent ends them and re-raises `KeyboardInterrupt`.
@@ -22,16 +25,18 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 Memory = Dict[str, Any]  # what a worker's stateful jobs keep, by their own keys
+AHEAD = -1  # `_Worker.job` of a job started ahead of its batch (`Workers.start`) and not claimed by one yet
 
 
 @dataclass
 class _Worker:
     process: Any
     conn: Connection
-    job: Optional[int] = None  # index of the item in flight
+    job: Optional[int] = None  # index of the item in flight (AHEAD: a job started ahead)
+    ahead: Optional[Tuple[Callable[..., Any], Any]] = None  # that job's (func, item)
 
 
 def _serve(conn: Connection) -> None:
@@ -74,6 +79,7 @@ class Workers:
         elif context.get_start_method() == "forkserver":
             context.set_forkserver_preload(list(preload))
         self._workers: Dict[int, _Worker] = {}
+        self._ahead_done: List[Tuple[Callable[..., Any], Any, bool, Any]] = []  # (func, item, ok, result)
         self._finalizer = weakref.finalize(self, _end, self._workers, True)
         self._start(count, context)
 
@@ -127,7 +133,10 @@ class Workers:
         results: Dict[int, Any] = {}
         shared: Deque[int] = deque()
         pinned: Dict[int, Deque[int]] = {pid: deque() for pid in self._workers}
+        claimed = self._claim(func, items, results, done)
         for index in sorted(range(len(items)), key=lambda index: -(weights[index] if weights else 0)):
+            if index in claimed:
+                continue
             pin = pins[index] if pins is not None else None
             if pin in pinned:
                 pinned[pin].append(index)
@@ -148,23 +157,103 @@ class Workers:
         while True:
             self._fill(func, items, stateful, shared, pinned, steal)
             busy = {worker.conn: pid for pid, worker in self._workers.items() if worker.job is not None}
-            if not busy:
-                return
+            ours = any(self._workers[pid].job != AHEAD for pid in busy.values())
+            if not busy or not (ours or shared or any(pinned.values())):
+                return  # what is left cannot be placed (its pin is gone), or only others' jobs run
             for conn in wait(list(busy)):
                 pid = busy[conn]
-                worker = self._workers[pid]
-                try:
-                    ok, result = conn.recv()
-                except (EOFError, OSError):  # the worker died: what was pinned to it runs in the caller
-                    self._drop(pid)
+                arrived = self._receive(pid)
+                if arrived is None:  # the worker died: what was pinned to it runs in the caller
                     pinned.pop(pid, None)
                     continue
-                index, worker.job = worker.job, None
-                assert index is not None
+                index, ok, result = arrived
+                if ok and index != AHEAD:
+                    results[index] = result
+                    if done is not None:
+                        done(index, result)
+
+    def _receive(self, pid: int) -> Optional[Tuple[int, bool, Any]]:
+        """The reply of `pid`'s job in flight: (its index, ok, result); None when the worker died.
+
+        A job started ahead comes back as AHEAD and is kept for the batch that asks for it.
+        """
+        worker = self._workers[pid]
+        try:
+            ok, result = worker.conn.recv()
+        except (EOFError, OSError):
+            self._drop(pid)
+            return None
+        index, worker.job = worker.job, None
+        assert index is not None
+        if index == AHEAD:
+            assert worker.ahead is not None
+            self._ahead_done.append((*worker.ahead, ok, result))
+        worker.ahead = None
+        return index, ok, result
+
+    # --- jobs started ahead of their batch ----------------------------------------------------------------
+    def start(self, func: Callable[..., Any], item: Any, *, stateful: bool = False,
+              pin: Optional[int] = None) -> bool:
+        """Send `func(item)` to a worker idle now (`pin` if it is), ahead of the `run` that will ask for it.
+
+        False when every worker is busy, or the item cannot be sent: the batch
+        sends it as usual then. Results that came back meanwhile are collected
+        first, without waiting, so a worker that finished one is idle again.
+        """
+        self._collect(wait_all=False)
+        idle = [pid for pid, worker in self._workers.items() if worker.job is None]
+        if not idle:
+            return False
+        pid = pin if pin in idle else idle[0]
+        self._send(pid, (func, item, stateful), AHEAD)
+        worker = self._workers.get(pid)
+        if worker is None or worker.job != AHEAD:
+            return False
+        worker.ahead = (func, item)
+        return True
+
+    def collect(self) -> None:
+        """Wait for the jobs started ahead that are still out; their results wait for the batch that asks."""
+        self._collect(wait_all=True)
+
+    def settle(self) -> None:
+        """`collect`, then forget every result no batch claimed."""
+        self._collect(wait_all=True)
+        self._ahead_done.clear()
+
+    def _collect(self, wait_all: bool) -> None:
+        """Receive the replies of jobs started ahead: those already in (`wait_all` False), or all of them."""
+        while True:
+            out = {worker.conn: pid for pid, worker in self._workers.items() if worker.job == AHEAD}
+            if not out:
+                return
+            for conn in wait(list(out), timeout=None if wait_all else 0):
+                self._receive(out[conn])
+            if not wait_all:
+                return
+
+    def _claim(self, func: Callable[..., Any], items: Sequence[Any], results: Dict[int, Any],
+               done: Optional[Callable[[int, Any], None]]) -> Set[int]:
+        """The items of a batch that were started ahead: those back get their result now (a failed one none,
+        so the caller runs it), and a worker still on one now runs it for the batch."""
+        claimed: Set[int] = set()
+        for index, item in enumerate(items):
+            back = next((n for n, (f, i, _, _) in enumerate(self._ahead_done) if f is func and i == item), None)
+            if back is not None:
+                _, _, ok, result = self._ahead_done.pop(back)
+                claimed.add(index)
                 if ok:
                     results[index] = result
                     if done is not None:
                         done(index, result)
+                continue
+            for worker in self._workers.values():
+                if worker.job == AHEAD and worker.ahead is not None and worker.ahead[0] is func \
+                        and worker.ahead[1] == item:
+                    worker.job, worker.ahead = index, None
+                    claimed.add(index)
+                    break
+        return claimed
 
     def _fill(
         self, func: Callable[..., Any], items: Sequence[Any], stateful: bool, shared: Deque[int],
@@ -200,7 +289,12 @@ class Workers:
         worker.process.join(timeout=5)
 
     def close(self, now: bool = False) -> None:
-        """End every worker: ask them to stop, or with `now` (an error, Ctrl-C) terminate them."""
+        """End every worker: ask them to stop, or with `now` (an error, Ctrl-C) terminate them.
+
+        A job started ahead is waited for first: its worker could not send a large reply no one reads.
+        """
+        if not now:
+            self.settle()
         self._finalizer.detach()
         _end(self._workers, now)
 

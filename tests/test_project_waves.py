@@ -2,12 +2,16 @@
 
 Nothing here times anything. A run with a pool must give exactly what `-j 1`
 gives; a file parsed ahead and never asked for must leave no trace (no
-error reported, no parse counted); a speculative pass must parse nothing.
+error reported, no parse counted); a speculative pass must record nothing
+(what it wants may start in an idle worker, and counts when asked for).
 """
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any, List, Tuple
+
+import pytest
 
 from amplint.config import Config
 from amplint.files import discover
@@ -44,7 +48,28 @@ def test_a_run_in_waves_equals_jobs_1(forced: None) -> None:
     assert _as_data(pooled.results) == _as_data(alone.results)
 
 
-def test_a_speculative_pass_parses_nothing_and_notes_what_it_wanted(forced: None) -> None:
+def test_a_pass_sends_what_it_wants_to_idle_workers_and_no_summary_goes_twice(
+        forced: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amplint.workers import Workers
+
+    sent: List[str] = []  # the summary jobs this process handed to a worker, ahead or in a wave
+    send = Workers._send
+
+    def recording(self: Workers, pid: int, message: Tuple[Any, Any, bool], index: int) -> None:
+        func, item, _ = message
+        if func.__name__ == "_parse_job" and item[3]:
+            sent.append(item[0])
+        send(self, pid, message, index)
+
+    monkeypatch.setattr(Workers, "_send", recording)
+    alone = run_project([str(FIXTURES / "project")], Config(jobs=1), use_cache=False)
+    pooled = run_project([str(FIXTURES / "project")], Config(jobs=2), use_cache=False)
+    assert pooled.stats.started and set(pooled.stats.started) <= set(pooled.stats.ahead)
+    assert len(sent) == len(set(sent)) and set(pooled.stats.ahead) <= set(sent)
+    assert pooled.entries == alone.entries and _as_data(pooled.results) == _as_data(alone.results)
+
+
+def test_a_speculative_pass_records_nothing_and_notes_what_it_wanted(forced: None) -> None:
     root = FIXTURES / "project"
     serial = _loader(root, 1)
     loader = _loader(root, 2)

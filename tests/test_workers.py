@@ -58,6 +58,14 @@ def gives_a_lambda(item: int) -> Any:
     return (lambda: item) if item == 1 else item
 
 
+_GATE = multiprocessing.get_context("fork").Event() if FORK else None  # forked workers share it
+
+
+def waits_for_the_gate(item: int) -> int:
+    assert _GATE is not None and _GATE.wait(30)
+    return item
+
+
 # --- the pool itself ------------------------------------------------------------------------
 
 
@@ -120,6 +128,62 @@ def test_with_steal_an_idle_worker_takes_the_smallest_item_pinned_to_the_busiest
 def test_with_steal_an_item_pinned_to_no_worker_runs_in_the_pool() -> None:
     with Workers(1, _context()) as pool:
         assert pool.run(double, [1, 2], pins=[None, -1], steal=True) == {0: 2, 1: 4}
+
+
+# --- jobs started ahead of their batch ------------------------------------------------------
+
+
+def test_a_job_started_ahead_runs_once_and_the_batch_that_asks_for_it_takes_its_result() -> None:
+    with Workers(2, _context()) as pool:
+        owner = pool.alive[0]
+        assert pool.start(remember, 7, stateful=True, pin=owner)
+        # 8 is pinned behind 7: the owner's memory shows 7 once, so the batch did not send it again.
+        assert pool.run(remember, [7, 8], pins=[None, owner], stateful=True) == {0: (owner, [7]), 1: (owner, [7, 8])}
+
+
+def test_a_job_started_ahead_that_came_back_before_its_batch_answers_it_at_once() -> None:
+    with Workers(2, _context()) as pool:
+        owner = pool.alive[0]
+        assert pool.start(remember, 7, stateful=True, pin=owner)
+        pool.collect()
+        assert all(worker.job is None for worker in pool._workers.values())
+        assert pool.run(remember, [7], stateful=True) == {0: (owner, [7])}
+        assert pool.run(remember, [9], pins=[owner], stateful=True) == {0: (owner, [7, 9])}
+
+
+def test_a_started_job_no_batch_asked_for_is_forgotten_by_settle() -> None:
+    with Workers(2, _context()) as pool:
+        owner, other = pool.alive
+        assert pool.start(remember, 7, stateful=True, pin=owner)
+        assert pool.run(remember, [8], pins=[other], stateful=True) == {0: (other, [8])}
+        pool.settle()
+        assert pool.run(remember, [7], pins=[owner], stateful=True) == {0: (owner, [7, 7])}  # run again
+
+
+def test_a_started_job_of_another_function_or_item_answers_nothing_else() -> None:
+    with Workers(1, _context()) as pool:
+        assert pool.start(double, 3)
+        assert pool.run(whose, [3])[0][1] == 6 and pool.run(double, [4]) == {0: 8}
+        assert pool.run(double, [3]) == {0: 6}  # still there for a batch of its own function and item
+
+
+@pytest.mark.skipif(not FORK, reason="the gate is shared through fork")
+def test_a_job_starts_ahead_only_on_an_idle_worker() -> None:
+    assert _GATE is not None
+    _GATE.clear()
+    with Workers(1, _context()) as pool:
+        assert pool.start(waits_for_the_gate, 1)
+        assert not pool.start(waits_for_the_gate, 2)  # the only worker waits at the gate
+        _GATE.set()
+        assert pool.run(waits_for_the_gate, [2, 1]) == {0: 2, 1: 1}
+
+
+def test_a_started_job_whose_worker_dies_is_left_to_the_caller() -> None:
+    with Workers(2, _context()) as pool:
+        survivor, victim = pool.alive
+        assert pool.start(dies_on_three, 3, pin=victim)
+        ran = pool.run(dies_on_three, [3, 5])
+        assert ran == {1: (survivor, 5)} and pool.alive == [survivor]
 
 
 def test_close_ends_the_workers_and_so_does_dropping_the_pool() -> None:
@@ -244,7 +308,8 @@ def _region_project(root: Path, count: int) -> List[str]:
 def test_a_summary_job_reads_the_tree_the_text_pass_kept_in_its_workers_memory(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from amplint.cpython_trees import CPythonTrees
-    from amplint.project.loader import CPYTHON, _parse_job, _scan_job
+    from amplint.project.loader import CPYTHON, _parse_job
+    from amplint.project.textpass import _scan_job
 
     log = tmp_path / "parses.log"
     _parse_log(monkeypatch, log)

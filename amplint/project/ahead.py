@@ -8,7 +8,9 @@ Instead the walk itself finds them: a *speculative pass* runs the seeds and
 the walk with `Loader.speculate` on, where a summary that would need a parse
 answers None and is noted. The noted files (the walk's next frontier) are
 parsed together in the pool (`Loader.parse_ahead`), and the pass runs again
-with them known, until a pass wants nothing.
+with them known, until a pass wants nothing. A noted file also goes at once to
+a worker that is idle (`Workers.start`), so the workers need not wait for the
+pass to end; the wave's batch takes that result instead of sending the file again.
 
 A speculative pass that wanted nothing got true answers to every request
 (from memory, the cache, or the files parsed ahead), so its result is the

@@ -14,48 +14,31 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.config import Config
-from amplint.cpython_trees import CPythonTrees, kept_trees, worker_trees
+from amplint.cpython_trees import CPythonTrees, kept_trees
 from amplint.files import read_source
 from amplint.model import FileError, Finding
-from amplint.pipeline import will_parse
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, digest
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
+from amplint.project.textpass import FileInfo, read_texts
 from amplint.project.summary import EntryContext, FileSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
     from amplint.project.shape import FileShape, Shape
-    from amplint.workers import Memory
+    from amplint.workers import Memory, Workers
 
-# The text pass reads ~50 MB/s (0.35 ms a file in the benchmark corpus): a pool pays from ~1,000 files.
-SCAN_POOL_FILES = 1000
 LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
 
 
-# The text pass's result for one file: flags, `single`, class bases named, defs, `self.<attr> =` names, and
-# what `Loader._neighbours` reads: the names imported and the classes defined.
-_Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
-                 Tuple[str, ...]]
 # A pooled parse (`_parse_job`): how the file was read, and (summary or None, findings) or the error.
 _Parsed = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
+# `_parse_job`'s item: the path, the config, the entries, whether the summary is wanted, the trees' budget.
+_JobItem = Tuple[str, Config, Tuple[EntryContext, ...], bool, int]
 # What `_parse_job` returns: the above, and the worker process that kept the file's tree (its pid) or None.
 _Job = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError], Optional[int]]
-
-
-@dataclass
-class _FileInfo:
-    flags: prefilter.Flags
-    single: bool  # single-file mode would parse it (`pipeline.will_parse`)
-    imported: Tuple[str, ...] = ()  # `prefilter.imported_names`
-    classes: Tuple[str, ...] = ()  # the names of its `class` lines
-    content: str = ""  # sha256 of the decoded text, computed when a cache key needs it
-
-    @property
-    def candidate(self) -> bool:
-        return self.flags.candidate
 
 
 @dataclass
@@ -68,6 +51,7 @@ class Stats:
     ahead: List[str] = field(default_factory=list)  # summaries parsed ahead of the walk in a pool (`parse_ahead`)
     ahead_unused: List[str] = field(default_factory=list)  # of those, the ones the walk never asked for
     waves: int = 0  # speculative passes of the walk (`project.ahead`)
+    started: List[str] = field(default_factory=list)  # of `ahead`, those sent to an idle worker as the pass wanted them
     shaped: List[str] = field(default_factory=list)  # files read with `ast` only, for their shape (`Loader.shape`)
     from_ast: List[str] = field(default_factory=list)  # summaries read from CPython's tree, with no LibCST parse
 
@@ -83,7 +67,7 @@ class Loader:
         self.cache = cache
         self.modules = modules
         self.fingerprint = fingerprint
-        self.info: Dict[str, _FileInfo] = {}
+        self.info: Dict[str, FileInfo] = {}
         self.errors: Dict[str, FileError] = {}
         self.stats = Stats()
         self._subclass_index: Dict[str, Set[str]] = {}
@@ -108,36 +92,18 @@ class Loader:
         self._ahead: Dict[str, _Parsed] = {}
         self._speculating = False
         self._wanted: Dict[str, None] = {}  # asked for while speculating and not known: parse them ahead
+        self._started: Set[str] = set()  # of those, the ones already sent to a worker (`_start_ahead`)
         self.misses = 0  # summaries answered None for speculation (`amplint.project.memo`)
         self._config_key = repr(config)
         self._options_key = repr((config.extend_autocast, config.extend_distributions, config.autocast_aliases))
 
     # --- the text pass -------------------------------------------------------
     def scan(self) -> None:
-        """Read every file once for the text tests and the subclass/def/attribute indexes (no parsing).
-
-        A large project is read in chunks of `parallel.FILE_CHUNK` files over a process pool
-        (`amplint.parallel`, from SCAN_POOL_FILES files); the chunks' texts are
-        merged in file order, so the indexes are the same as read here.
-        """
-        from amplint import parallel
-
-        scanned = parallel.map_chunks(_scan_job, self.files, self._parsed, (self.config,), pool=self._pool,
-                                      jobs=self.config.jobs, min_files=SCAN_POOL_FILES)
-        for holder, chunk in scanned:
-            for path, outcome in chunk:
-                if isinstance(outcome, FileError):
-                    self.errors[path] = outcome
-                    continue
-                flags, single, bases, names, attributes, imported, classes = outcome
-                if holder is not None:
-                    self._cpython_holders[path] = holder
-                self.info[path] = _FileInfo(flags, single, imported, classes)
-                for base in bases:
-                    self._subclass_index.setdefault(base, set()).add(path)
-                for name in names:
-                    self._def_index.setdefault(name, set()).add(path)
-                self._attr_index.update(attributes)
+        """The text pass (`textpass.read_texts`): every file's flags, and the indexes by name."""
+        found = read_texts(self.files, self._parsed, self.config, self._pool)
+        self.info, self._cpython_holders = found.info, found.holders
+        self.errors.update(found.errors)
+        self._subclass_index, self._def_index, self._attr_index = found.subclasses, found.defines, found.attributes
 
     def _read(self, path: str) -> Optional[str]:
         source = read_source(path)
@@ -146,7 +112,7 @@ class Loader:
             return None
         return source.text
 
-    def _content(self, path: str, info: _FileInfo) -> Optional[str]:
+    def _content(self, path: str, info: FileInfo) -> Optional[str]:
         """The file's content digest (read again: texts are not kept between the passes)."""
         if not info.content:
             text = self._read(path)
@@ -256,7 +222,7 @@ class Loader:
         self.stats.shaped.append(path)
         return shaped
 
-    def _summary_cached(self, path: str, info: _FileInfo) -> bool:
+    def _summary_cached(self, path: str, info: FileInfo) -> bool:
         """Is the file's summary in the disk cache? With no cache, the file is not read to find out."""
         return self.cache.directory is not None and self._content(path, info) is not None and \
             self.cache.contains("summary", self._summary_key(info))
@@ -274,7 +240,8 @@ class Loader:
         """The file's summary, from memory, the disk cache, or one parse; None if not a readable project file.
 
         While speculating (`speculate`), a summary that would need a parse is
-        answered None and noted instead (`wanted`): nothing is parsed or recorded.
+        answered None and noted instead (`wanted`): nothing is parsed here or
+        recorded (the parse may start in an idle worker, `_start_ahead`).
         """
         if path in self._summaries:
             return self._summaries[path]
@@ -298,17 +265,18 @@ class Loader:
             del self._summaries[path]
             self._wanted[path] = None
             self.misses += 1
+            self._start_ahead(path)
             return None
         analyzed = self._parse(path, ())
         if analyzed is None:
             return None
         return self._keep_summary(path, info, key, analyzed)
 
-    def _summary_key(self, info: _FileInfo) -> str:
+    def _summary_key(self, info: FileInfo) -> str:
         return digest(self.fingerprint, "summary", self._options_key, info.content)
 
     def _keep_summary(
-        self, path: str, info: _FileInfo, key: str, analyzed: Tuple[FileSummary, Tuple[Finding, ...]]
+        self, path: str, info: FileInfo, key: str, analyzed: Tuple[FileSummary, Tuple[Finding, ...]]
     ) -> FileSummary:
         summary, findings = analyzed
         self._own[path] = findings
@@ -324,7 +292,7 @@ class Loader:
         parsed them itself, except that no parse tree is kept for the entry pass.
         With no pool, nothing happens here and `summary` parses them one by one.
         """
-        todo: List[Tuple[str, _FileInfo, str]] = []
+        todo: List[Tuple[str, FileInfo, str]] = []
         for path in paths:
             info = self.info.get(path)
             if path in self._summaries or info is None or path not in self.known:
@@ -352,7 +320,7 @@ class Loader:
     def speculate(self, on: bool) -> List[str]:
         """Start or end a speculative pass; returns the summaries it wanted (ending one), in request order.
 
-        During the pass `summary` never parses: a file it would parse answers
+        During the pass `summary` never parses here: a file it would parse answers
         None and is noted. Memory, the cache and what `parse_ahead` parsed still
         answer truly, so a pass that wanted nothing got the answers a real one gets.
         """
@@ -360,6 +328,20 @@ class Loader:
         self._speculating = on
         self._wanted = {}
         return wanted
+
+    def _start_ahead(self, path: str) -> None:
+        """Send the summary job of a file the pass wants to a worker, if one is idle now.
+
+        The pass goes on here meanwhile; `parse_ahead` then takes the result
+        instead of sending the job again (`Workers.start`). Nothing else
+        changes: the same jobs, the same results, in the same order.
+        """
+        workers = self._pool.started()
+        if workers is None:  # no pool yet: the batch decides whether one pays
+            return
+        job, pin = self._job(path, (), True, workers), self._cpython_holders.get(path)
+        if workers.start(_parse_job, job, stateful=True, pin=pin):
+            self._started.add(path)
 
     def parse_ahead(self, paths: Sequence[str]) -> bool:
         """Parse these files for their summaries in a process pool, kept aside until `summary` asks for one.
@@ -370,6 +352,8 @@ class Loader:
         """
         paths = [path for path in paths if path not in self._ahead and path not in self._summaries]
         outcomes = self._parse_batch([(path, ()) for path in paths], summaries=True)
+        self.stats.started.extend(path for path in paths if path in self._started)
+        self._started.clear()
         if outcomes is None:
             return False
         for path, parsed in zip(paths, outcomes):
@@ -381,6 +365,9 @@ class Loader:
         """Forget what was parsed ahead and not used (counted in `stats.ahead_unused`)."""
         self.stats.ahead_unused.extend(self._ahead)
         self._ahead.clear()
+        workers = self._pool.started()
+        if workers is not None:
+            workers.settle()
 
     def _parse_batch(
         self, requests: Sequence[Tuple[str, Tuple[EntryContext, ...]]], summaries: bool
@@ -400,15 +387,14 @@ class Loader:
         sizes = [_size(path) for path, _ in requests]
         holders = self._cpython_holders if summaries else self._holders
         pins = [holders.get(path) for path, _ in requests]
-        held = not summaries and any(pin in self._pool.alive() for pin in pins)
+        held = any(pin in self._pool.alive() for pin in pins) if not summaries else \
+            any(path in self._started for path, _ in requests)  # a worker has it: collect it there
         if not held and parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
         workers = self._pool.workers()
         if workers is None:
             return None  # no pool can start here: `summary` and `findings` parse in this process
-        # The workers share the budget this process has for its own trees: peak memory is bounded alike.
-        budget = KEEP_SOURCE_BYTES // max(1, len(workers.alive))
-        jobs = [(path, self.config, entries, summaries, budget) for path, entries in requests]
+        jobs = [self._job(path, entries, summaries, workers) for path, entries in requests]
         done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=workers, pins=pins,
                                 stateful=True, steal=summaries)
         outcomes: List[_Parsed] = []
@@ -417,6 +403,11 @@ class Loader:
                 self._holders[path] = holder
             outcomes.append((read, outcome))
         return outcomes
+
+    def _job(self, path: str, entries: Tuple[EntryContext, ...], summaries: bool, workers: "Workers") -> "_JobItem":
+        """`_parse_job`'s item. The workers share the budget this process has for its own trees: peak memory is
+        bounded alike."""
+        return path, self.config, entries, summaries, KEEP_SOURCE_BYTES // max(1, len(workers.alive))
 
     def _commit(self, path: str, parsed: "_Parsed") -> Optional[Tuple[Optional[FileSummary], Tuple[Finding, ...]]]:
         """Record a pooled parse as `_parse` records its own: the parse in the stats, an error as the file's."""
@@ -452,7 +443,7 @@ class Loader:
             self.stats.from_ast.append(path)
 
     # --- findings ------------------------------------------------------------
-    def _findings_key(self, path: str, info: _FileInfo, entries: Sequence[EntryContext]) -> str:
+    def _findings_key(self, path: str, info: FileInfo, entries: Sequence[EntryContext]) -> str:
         return digest(self.fingerprint, "findings", path, self._config_key, info.content, tuple(entries))
 
     def findings(self, path: str, entries: Sequence[EntryContext]) -> Union[List[Finding], FileError]:
@@ -515,37 +506,6 @@ class Loader:
         return list(parsed[1])
 
 
-def _scan_job(
-    job: Tuple[Sequence[str], CPythonTrees, Config], memory: "Optional[Memory]" = None
-) -> Tuple[Optional[int], List[Tuple[str, Union[_Scanned, FileError]]]]:
-    """The text pass over a chunk of files (`Loader.scan`): the pool worker that keeps their trees (its pid;
-    None here), and each file's result."""
-    paths, sent, config = job
-    parsed = worker_trees(memory, sent)
-    out: List[Tuple[str, Union[_Scanned, FileError]]] = []
-    for path in paths:
-        source = read_source(path)
-        if isinstance(source, FileError):
-            out.append((path, source))
-            continue
-        text = source.text
-        classes = prefilter.class_bases(text) if "class" in text else []
-        flags = prefilter.flags(text, config.extend_autocast, config.extend_distributions)
-        single = will_parse(text, config, parsed)
-        if not (single or flags.region):
-            parsed.forget(text)  # not a region file (`Loader.region_files`): no summary of it comes next
-        out.append((path, (
-            flags,
-            single,
-            tuple(base for _, names in classes for base in names),
-            tuple(prefilter.defined_names(text)),
-            tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
-            tuple(prefilter.imported_names(text)) if "import" in text else (),
-            tuple(name for name, _ in classes),
-        )))
-    return (None if memory is None else os.getpid()), out
-
-
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -553,7 +513,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def _parse_job(job: Tuple[str, Config, Tuple[EntryContext, ...], bool, int], memory: "Optional[Memory]") -> _Job:
+def _parse_job(job: _JobItem, memory: "Optional[Memory]") -> _Job:
     """`Loader._parse` in a pool worker: (how the file was read, (summary, findings) or the error, kept by).
 
     The summary is None unless asked for (the entry pass needs only findings).
