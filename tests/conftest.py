@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Sequence
+from typing import Iterator, List, Sequence
 
 import pytest
 
@@ -25,6 +26,22 @@ def run_amplint(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> subpr
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+def default_sigint() -> None:
+    """`Popen(preexec_fn=...)`: Ctrl-C acts in the child as in a terminal, even when this process was started
+    with SIGINT ignored (a background job of a non-interactive shell, `nohup`), which a child inherits."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """SIGINT raises `KeyboardInterrupt` in this process during the test, whatever handler it inherited."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def expected_lines(path: Path) -> List[str]:

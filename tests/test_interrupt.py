@@ -19,6 +19,7 @@ import pytest
 import amplint.fix.write as write
 from amplint.config import Config
 from amplint.fix.apply import fix_paths
+from conftest import default_sigint
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = '''\
@@ -74,6 +75,7 @@ def test_ctrl_c_during_a_pooled_fix(tmp_path: Path, delay: float) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "amplint", "check", "--fix", "-j", "2", str(tree)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=default_sigint,
     )
     _wait_for_workers(process.pid)
     time.sleep(delay)
@@ -100,7 +102,7 @@ def test_ctrl_c_during_a_pooled_fix(tmp_path: Path, delay: float) -> None:
 
 
 def test_ctrl_c_in_the_write_phase_finishes_the_current_file_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ctrl_c: None
 ) -> None:
     tree = tmp_path / "tree"
     texts = _tree(tree, 4)

@@ -23,6 +23,7 @@ from amplint.config import Config
 from amplint.engine import check_paths
 from amplint.fix.apply import fix_paths
 from amplint.project.run import run_project
+from conftest import default_sigint
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -178,7 +179,7 @@ def test_ctrl_c_stops_the_workers_and_the_run(tmp_path: Path) -> None:
     env = dict(os.environ, **{parallel.FORCE_ENV: "1"})
     proc = subprocess.Popen(
         [sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
+        text=True, start_new_session=True, preexec_fn=default_sigint,
     )
     time.sleep(2)  # the workers are sleeping in their first item
     os.killpg(proc.pid, signal.SIGINT)
