@@ -218,7 +218,7 @@ class Workers:
 
     def settle(self) -> None:
         """`collect`, then forget every result no batch claimed."""
-        self._collect(wait_all=True)
+        self.collect()
         self._ahead_done.clear()
 
     def _collect(self, wait_all: bool) -> None:

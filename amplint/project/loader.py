@@ -387,8 +387,10 @@ class Loader:
         sizes = [_size(path) for path, _ in requests]
         holders = self._cpython_holders if summaries else self._holders
         pins = [holders.get(path) for path, _ in requests]
-        held = any(pin in self._pool.alive() for pin in pins) if not summaries else \
-            any(path in self._started for path, _ in requests)  # a worker has it: collect it there
+        if summaries:  # a worker already runs one of them (`_start_ahead`): collect it there
+            held = any(path in self._started for path, _ in requests)
+        else:
+            held = any(pin in self._pool.alive() for pin in pins)
         if not held and parallel.pool_size(len(requests), self.config.jobs, sum(sizes)) < 1:
             return None
         workers = self._pool.workers()
