@@ -38,6 +38,20 @@ def test_project_speed_runs_the_ref_from_the_repository_root(tmp_path: Path, mon
     assert project_speed.timed(probe, project_speed.amplint_env(None), 60)[2] == 0  # the installed one
 
 
+def test_project_speed_starts_the_copies_of_a_pair_together(tmp_path: Path) -> None:
+    """Each copy waits for a sign of the other: copies run one after the other would time out and exit 1."""
+    probe = [sys.executable, "-c", (
+        "import os, sys, time, pathlib\n"
+        f"d = pathlib.Path({str(tmp_path)!r})\n"
+        "(d / str(os.getpid())).touch()\n"
+        "end = time.time() + 20\n"
+        "while len(list(d.iterdir())) < 2 and time.time() < end: time.sleep(0.01)\n"
+        "sys.exit(0 if len(list(d.iterdir())) == 2 else 1)\n")]
+    wall, cpu, code, _ = project_speed.timed(probe, dict(os.environ), 60, copies=2)
+    assert code == 0 and len(list(tmp_path.iterdir())) == 2
+    assert 0 < cpu < wall  # per copy, and each mostly slept
+
+
 def test_instruction_counts_run_the_ref_from_the_repository_root(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
     ref = _fake_amplint(tmp_path)
