@@ -110,7 +110,7 @@ def timed(command: Sequence[str], env: Dict[str, str], limit: float, copies: int
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / copies
-    return wall, cpu, min(codes) if -9 in codes else max(codes), load
+    return wall, cpu, -9 if -9 in codes else max(codes), load
 
 
 BYTECODE = Path(tempfile.gettempdir()) / "amplint-bench-bytecode"
