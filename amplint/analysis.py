@@ -29,6 +29,7 @@ from amplint.facts.model import (  # noqa: F401 - the facts' names, as `amplint.
 from amplint.facts.reach import Reach, entered, reached
 from amplint.facts.sitespec import site_spec  # noqa: F401
 from amplint.names import ImportTable
+from amplint.positions import SourceTree
 from amplint.rulebase import Diagnosis, Rule
 
 
@@ -117,6 +118,7 @@ def analyze_module(
     entries: Sequence["EntryContext"] = (),
     imports: Optional[ImportTable] = None,
     rules: Optional[Sequence[Rule]] = None,
+    source: Optional[SourceTree] = None,
 ) -> ModuleAnalysis:
     """Analyze a parsed module; raises nothing for valid LibCST trees.
 
@@ -124,6 +126,7 @@ def analyze_module(
     the project walk; their exposed sites are diagnosed with the walk's chain.
     `imports` is the file's `names.import_table`, when the caller has CPython's tree.
     `rules` default to every registered rule.
+    `source`: CPython's tree of the module's text, which gives the positions (`amplint.positions`).
     """
     chosen = tuple(_registered() if rules is None else rules)
     returns = tuple(e for e in entries if isinstance(e, CallReturn))  # the walk's other contexts
@@ -133,7 +136,7 @@ def analyze_module(
     if returns or arguments or densities or requests:
         options = replace(options, returns=options.returns + returns, arguments=options.arguments + arguments,
                           density_calls=options.density_calls + densities, requests=options.requests + requests)
-    facts = collect_facts(module, options, imports)
+    facts = collect_facts(module, options, imports, source=source)
     drop_covered(facts, [e for e in entries if isinstance(e, CoveredCall)])
     reached = [e for e in entries if isinstance(e, EntryContext)]
     return ModuleAnalysis(facts, diagnose(facts, chosen, reached), chosen)

@@ -7,12 +7,14 @@ per field: after parsing, that was most of an analysis (benchmarks/README.md,
 `visit_X_attr`, `leave_X_attr`, `leave_X`, children in LibCST's own order,
 no children when `visit_X` returns False) but reads the tree as it is. It
 skips whitespace and operator nodes, which hold no expression or statement;
-a visitor with hooks on those types must use `node.visit`.
+a visitor with hooks on those types must use `node.visit`. For a visitor
+with no hooks on brackets, it does not enter the fields that hold only
+punctuation (`lpar`, `comma`, ...): nothing there would call a hook.
 """
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import AbstractSet, Callable, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 from libcst._nodes import op, whitespace
@@ -31,6 +33,11 @@ def _node_types(module: ModuleType) -> Tuple[type, ...]:
 SKIPPED = frozenset(_node_types(whitespace) + _node_types(op))
 OPTIONAL = "?"  # marks a field LibCST visits only when it is not None
 # Fields LibCST's own traversal visits only when set (an `if` in `_visit_and_replace_children`).
+# Field names that hold only white space, brackets or punctuation (`Call.whitespace_after_func`, `lpar`, `comma`):
+# the node types found there are whitespace, operators, and these brackets.
+_BRACKETS = ("LeftParen", "RightParen", "LeftSquareBracket", "RightSquareBracket", "LeftCurlyBrace", "RightCurlyBrace")
+_PUNCTUATION = ("whitespace", "lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma", "semicolon",
+                "colon", "equal", "dot", "leading_lines", "lines_after_decorators", "header", "footer")
 CONDITIONAL = {"FormattedStringExpression": ("format_spec",), "TemplatedStringExpression": ("format_spec",)}
 
 
@@ -57,12 +64,29 @@ class _Orders:
 
     def __init__(self) -> None:
         self._orders: Dict[type, Tuple[str, ...]] = {}
+        self._names: Dict[type, Tuple[str, ...]] = {}
+        self._inner: Dict[type, Tuple[str, ...]] = {}
 
     def of(self, node: cst.CSTNode) -> Tuple[str, ...]:
         order = self._orders.get(type(node))
         if order is None:
             order = self._orders[type(node)] = self._learn(node)
         return order
+
+    def names(self, node: cst.CSTNode) -> Tuple[str, ...]:
+        """`of(node)` as attribute names: the optional mark left out."""
+        names = self._names.get(type(node))
+        if names is None:
+            names = self._names[type(node)] = tuple(field.lstrip(OPTIONAL) for field in self.of(node))
+        return names
+
+    def inner(self, node: cst.CSTNode) -> Tuple[str, ...]:
+        """The attribute names of `of(node)` that may hold an expression or a statement: not the fields LibCST
+        names for the white space, brackets and punctuation around them."""
+        names = self._inner.get(type(node))
+        if names is None:
+            names = self._inner[type(node)] = tuple(n for n in self.names(node) if not n.startswith(_PUNCTUATION))
+        return names
 
     @staticmethod
     def _learn(node: cst.CSTNode) -> Tuple[str, ...]:
@@ -96,14 +120,19 @@ class _Hooks:
         hooked = [t.__name__ for t in SKIPPED if self._hook(f"visit_{t.__name__}") or self._hook(f"leave_{t.__name__}")]
         if hooked:
             raise TypeError(f"{type(visitor).__name__} hooks {', '.join(sorted(hooked))}, which walk() skips")
+        # A visitor with no bracket hooks gets no call from a punctuation field: such fields are not entered.
+        self._punctuation = () if any(self._hook(f"visit_{name}") or self._hook(f"leave_{name}")
+                                      for name in _BRACKETS) else _PUNCTUATION
 
     def plan(self, node: cst.CSTNode, orders: "_Orders") -> Plan:
         found = self._cache.get(type(node))
         if found is None:
             name = type(node).__name__
             named = ((field.lstrip(OPTIONAL), field.startswith(OPTIONAL)) for field in orders.of(node))
-            fields = tuple((field, optional, self._hook(f"visit_{name}_{field}"), self._hook(f"leave_{name}_{field}"))
-                           for field, optional in named)
+            hooked = ((field, optional, self._hook(f"visit_{name}_{field}"), self._hook(f"leave_{name}_{field}"))
+                      for field, optional in named)
+            fields = tuple(each for each in hooked if not (each[0].startswith(self._punctuation) and each[2] is None
+                                                           and each[3] is None))
             found = self._cache[type(node)] = (self._hook(f"visit_{name}"), self._hook(f"leave_{name}"), fields)
         return found
 
@@ -162,8 +191,8 @@ KINDS = _Kinds()  # like ORDERS: a fact about LibCST's classes and Python's, the
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`node.children` in LibCST's order, without rebuilding `node`; whitespace and operators left out."""
     kinds = KINDS
-    for field in ORDERS.of(node):
-        value = getattr(node, field.lstrip(OPTIONAL))
+    for field in ORDERS.names(node):
+        value = getattr(node, field)
         kind = kinds[type(value)]
         if kind == _NODE:
             yield value
@@ -171,6 +200,38 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             for item in value:
                 if kinds[type(item)] == _NODE:
                     yield item
+
+
+def inner_children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """`children(node)` that can be or hold an expression or a statement: punctuation fields left out."""
+    kinds = KINDS
+    found: List[cst.CSTNode] = []
+    for name in ORDERS.inner(node):
+        value = getattr(node, name)
+        kind = kinds[type(value)]
+        if kind == _NODE:
+            found.append(value)
+        elif kind == _SEQUENCE:
+            for item in value:
+                if kinds[type(item)] == _NODE:
+                    found.append(item)
+    return found
+
+
+def nodes_of(root: cst.CSTNode, types: AbstractSet[type]) -> List[cst.CSTNode]:
+    """The nodes of `types` under `root` (itself included) in pre-order: LibCST's order, the source's.
+
+    Types of expressions and statements only: fields that hold punctuation are not entered."""
+    found: List[cst.CSTNode] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if type(node) in types:
+            found.append(node)
+        below = inner_children(node)
+        below.reverse()
+        todo.extend(below)
+    return found
 
 
 def _walk(node: cst.CSTNode, hooks: _Hooks, orders: _Orders) -> None:

@@ -9,6 +9,7 @@ rule's code.
 """
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
@@ -57,8 +58,8 @@ def will_parse(text: str, config: Config, trees: "Optional[CPythonTrees]" = None
 
 def _screened(
     text: str, config: Config, alone: bool, trees: "Optional[CPythonTrees]" = None, keep: bool = True
-) -> "Union[None, str, ImportTable]":
-    """None when single-file mode would not parse `text`; else CPython's refusal, or the import table.
+) -> "Union[None, str, Tuple[ast.Module, ImportTable]]":
+    """None when single-file mode would not parse `text`; else CPython's refusal, or its tree and import table.
 
     `alone`: the file is analysed on its own (no entries, not project mode), so both
     prefilters apply; otherwise only CPython's verdict and the import table are wanted.
@@ -75,7 +76,7 @@ def _screened(
     tree, imports = parsed
     if alone and not screen.may_have_findings(tree, imports, config.extend_autocast):
         return None  # the words were in comments, strings or other names: no parse
-    return imports
+    return parsed
 
 
 def analyze_source(
@@ -89,6 +90,7 @@ def analyze_source(
     parse: "Optional[Callable[..., Union[SourceAnalysis, FileError]]]" = None,
     imports: "Optional[ImportTable]" = None,
     trees: "Optional[CPythonTrees]" = None,
+    tree: "Optional[ast.Module]" = None,
 ) -> Union[SourceAnalysis, FileError]:
     """Parse once, analyze, keep the findings `config` selects.
 
@@ -103,23 +105,25 @@ def analyze_source(
     `imports`: the file's import table, when the caller has read CPython's tree of it (project mode's
     `summarize.read_summary`): CPython accepted the file, and it is not read again.
     `trees`: the project run's CPython trees, when `imports` is not at hand.
+    `tree`: CPython's tree of `text`, when the caller has it with `imports`: the positions are read from it.
     """
     parse = parse or _parse_and_analyze
     alone = not entries and not project
     if imports is None or alone:
-        imports = _screened(text, config, alone=alone, trees=trees, keep=False)  # LibCST's parse comes next
-    if imports is None:
-        return SourceAnalysis(path, text)
-    if isinstance(imports, str):
-        return FileError(path, imports)
+        screened = _screened(text, config, alone=alone, trees=trees, keep=False)  # LibCST's parse comes next
+        if screened is None:
+            return SourceAnalysis(path, text)
+        if isinstance(screened, str):
+            return FileError(path, screened)
+        tree, imports = screened
     from amplint.deep import call_deep
 
     try:
-        return parse(text, path, config, noqa, entries, project, imports)
+        return parse(text, path, config, noqa, entries, project, imports, tree)
     except RecursionError:  # deep but valid code: LibCST recurses ~3 frames per tree level
         pass
     try:
-        return call_deep(parse, text, path, config, noqa, entries, project, imports)
+        return call_deep(parse, text, path, config, noqa, entries, project, imports, tree)
     except RecursionError:
         return FileError(path, "too deeply nested for amplint to analyse")
 
@@ -132,11 +136,14 @@ def _parse_and_analyze(
     entries: Sequence["EntryContext"],
     project: bool,
     imports: "ImportTable",
+    tree: "Optional[ast.Module]" = None,
 ) -> Union[SourceAnalysis, FileError]:
+    """LibCST's parse of `text`, then its analysis; `tree`, CPython's tree of `text`, gives the positions."""
     import libcst as cst
 
     from amplint.analysis import analyze_module
     from amplint.cstparse import parse_module
+    from amplint.positions import SourceTree
 
     try:
         module = parse_module(text)
@@ -145,7 +152,8 @@ def _parse_and_analyze(
         if retried is not None:  # tabs and spaces mixed as CPython allows: analysed with tabs expanded
             return retried
         return FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}")
-    analysis = analyze_module(module, analysis_options(config, project or bool(entries), text), entries, imports)
+    analysis = analyze_module(module, analysis_options(config, project or bool(entries), text), entries, imports,
+                              source=None if tree is None else SourceTree(tree, text))
     return finish(text, path, analysis, config, noqa=noqa)
 
 

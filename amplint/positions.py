@@ -9,10 +9,16 @@ nodes on `# noqa` files), so this module runs the same code generation and
 records just those. The ranges are LibCST's own: the same rules for
 syntactic positions, for positions hoisted from a child (`start_node`,
 `end_node`), and the whitespace-inclusive fallback for nodes that record
-none (tests/test_positions.py compares every node with PositionProvider).
+none (tests/test_cst_speedups.py compares every node with PositionProvider).
+
+When the caller has CPython's tree of the same text (`SourceTree`), the
+positions are read from it instead (`amplint.treepositions`, about 2.5×
+cheaper than the code generation), and generated only when that reading is
+unsure.
 """
 from __future__ import annotations
 
+import ast
 import re
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -99,10 +105,13 @@ class _RecordingState(CodegenState):
 
 
 class Positions:
-    """`CodeRange`s of the chosen nodes of one module, looked up by node."""
+    """`CodeRange`s of the chosen nodes of one module, looked up by node; some nodes' starts only
+    (`start`: a `with` or decorator read from CPython's tree, `amplint.treepositions`)."""
 
-    def __init__(self, found: Dict[int, Tuple[cst.CSTNode, CodeRange]]) -> None:
+    def __init__(self, found: Dict[int, Tuple[cst.CSTNode, CodeRange]],
+                 starts: Optional[Dict[int, Tuple[cst.CSTNode, CodePosition]]] = None) -> None:
         self._found = found
+        self._starts = starts or {}
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         kept, span = self._found[id(node)]
@@ -114,11 +123,39 @@ class Positions:
         entry = self._found.get(id(node))
         return entry is not None and entry[0] is node
 
+    def start(self, node: cst.CSTNode) -> CodePosition:
+        """Where `node` starts: the one position recorded for every asked node."""
+        if node in self:
+            return self[node].start
+        kept = self._starts.get(id(node))
+        if kept is None or kept[0] is not node:
+            raise KeyError(node)
+        return kept[1]
+
+
+@dataclass(frozen=True)
+class SourceTree:
+    """CPython's tree of the text LibCST parsed: the positions are read from it (`amplint.treepositions`)."""
+
+    tree: ast.Module
+    text: str
+
 
 def positions(
-    module: cst.Module, types: AbstractSet[type] = frozenset(), nodes: Tuple[cst.CSTNode, ...] = ()
+    module: cst.Module, types: AbstractSet[type] = frozenset(), nodes: Tuple[cst.CSTNode, ...] = (),
+    source: Optional[SourceTree] = None,
 ) -> Positions:
-    """Positions of every node of `types` and of each of `nodes`, as PositionProvider gives them."""
+    """Positions of every node of `types` and of each of `nodes`, as PositionProvider gives them.
+
+    With `source`, read from CPython's tree where it can say (`amplint.treepositions`): then `with`
+    statements and decorators have a `start` only.
+    """
+    if source is not None and not nodes:
+        from amplint.treepositions import tree_positions
+
+        read = tree_positions(module, source.tree, source.text, frozenset(types))
+        if read is not None:
+            return Positions(*read)
     state = _RecordingState(
         default_indent=module.default_indent,
         default_newline=module.default_newline,

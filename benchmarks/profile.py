@@ -8,8 +8,9 @@ LibCST machinery each phase replaced:
 - CPython's `ast.parse` (the syntax screen) and the import table read from it,
   against the LibCST visitor that collected imports before;
 - `libcst.parse_module`;
-- positions of calls, decorators and `with` (`amplint.positions`), against
-  LibCST's PositionProvider for every node;
+- positions of calls, decorators and `with` read from CPython's tree
+  (`amplint.treepositions`), against the code generation that recorded only
+  them before (`amplint.positions`) and LibCST's PositionProvider for every node;
 - the analysis walk (`amplint.cstwalk.walk`), against `module.visit`;
 - the whole `analyze_source`.
 
@@ -109,7 +110,7 @@ def phases(paths: Sequence[str], reps: int) -> List[Tuple[str, float, str]]:
     from amplint.engine import analyze_source
     from amplint import screen
     from amplint.names import import_table
-    from amplint.positions import positions
+    from amplint.positions import SourceTree, positions
 
     totals: Dict[str, float] = {}
 
@@ -128,20 +129,24 @@ def phases(paths: Sequence[str], reps: int) -> List[Tuple[str, float, str]]:
             _best(reps, lambda: screen.may_have_findings(tree, imports)))
         add("  before: import collector as a LibCST visitor", _best(reps, lambda: _LibcstImports.run(module)))
         add("libcst.parse_module", _best(reps, lambda: cst.parse_module(text)))
-        add("positions of calls, decorators, with", _best(reps, lambda: positions(module, POSITIONED)))
-        add("  before: PositionProvider, every node",
+        source = SourceTree(tree, text)
+        add("positions of calls, decorators, with, from CPython's tree",
+            _best(reps, lambda: positions(module, POSITIONED, source=source)))
+        add("  before: code generation recording them", _best(reps, lambda: positions(module, POSITIONED)))
+        add("  before that: PositionProvider, every node",
             _best(reps, lambda: MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)))
         collector = lambda: collector_class(RECOGNIZERS)(  # noqa: E731 - positions computed here, untimed
             module, imports, options, RECOGNIZERS)
         add("analysis walk (cstwalk.walk)", _best_with(reps, collector, lambda c: walk(module, c)))
         add("  before: module.visit(collector)", _best_with(reps, collector, lambda c: module.visit(c)))
         add("analyze_module (positions + walk + diagnoses)",
-            _best(reps, lambda: analyze_module(module, options, (), imports)))
+            _best(reps, lambda: analyze_module(module, options, (), imports, source=source)))
         add("whole analyze_source (all of the above, once)",
             _best(reps, lambda: analyze_source(text, path, Config(), project=True)))
     notes = {
         "  before: import collector as a LibCST visitor": "replaced",
-        "  before: PositionProvider, every node": "replaced",
+        "  before: code generation recording them": "replaced",
+        "  before that: PositionProvider, every node": "replaced",
         "  before: module.visit(collector)": "replaced",
         "analyze_module (positions + walk + diagnoses)": "what a parsed file costs after the parse",
     }

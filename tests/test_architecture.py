@@ -22,7 +22,7 @@ MAX_LINES = 600
 LAYERS = [
     ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.names", "amplint.positions",
               "amplint.cstwalk", "amplint.astwalk", "amplint.screen", "amplint.noqa", "amplint.selection",
-              "amplint.deep", "amplint.cpython_trees",
+              "amplint.deep", "amplint.cpython_trees", "amplint.textlines", "amplint.treepositions",
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.autocast_names", "amplint.densitynames",
               "amplint.workers", "amplint.collection", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
               "amplint.fix", "amplint.fix.safety")),

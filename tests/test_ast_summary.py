@@ -471,6 +471,15 @@ def test_a_comment_between_a_call_and_its_parentheses_leaves_its_text_unsure() -
     assert codes == {"f": None, "g": "g(  # why\n    h(2))", "h": None}
 
 
+def test_a_form_feed_in_an_indent_moves_libcsts_columns_not_cpythons() -> None:
+    """Why a form feed sends the file to LibCST: the call's column would differ by the form feed."""
+    text = "import torch\ndef f():\n    x = 1\n\x0c    y = model(x)\n"
+    full = analyze_source(text, "t.py", Config(), project=True)
+    call = next(c for f in summarize(full.analysis).functions.values() for c in f.calls)
+    model = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call))
+    assert (call.line, call.column) == (4, 9) and model.col_offset + 1 == 10
+
+
 def test_a_comment_beside_a_float16_call_sends_the_file_to_libcst() -> None:
     text = "import torch\nwith torch.autocast('cuda'):\n    y = f(  # why\n        model(x))\n"
     assert summary_from_ast(text, Config()) is None
@@ -534,6 +543,7 @@ def test_most_plain_fixture_modules_take_the_ast_path() -> None:
     "def f(d: Dict[(str, Distribution)]):\n    return d\n",  # one subscript element to LibCST, or two?
     "def f(d: Dict[(str), Distribution]):\n    return d\n",
     "def broken(:\n",
+    "import torch\ndef f():\n    x = 1\n\x0c    y = model(x)\n",  # LibCST's column leaves the form feed out
 ])
 def test_what_only_libcst_reads_sends_the_file_there(text: str) -> None:
     assert summary_from_ast(text, Config()) is None

@@ -18,9 +18,9 @@ from hypothesis import given
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from amplint import cstparse
-from amplint.cstwalk import SKIPPED, children, type_test, walk
+from amplint.cstwalk import SKIPPED, children, nodes_of, type_test, walk
 from amplint.names import collect_imports, import_table
-from amplint.positions import positions
+from amplint.positions import SourceTree, positions
 from conftest import ROOT
 from progen import GRAMMAR, GRAMMAR_SETTINGS, NO_HYPOTHESMITH, hypothesmith
 
@@ -88,10 +88,109 @@ def test_positions_records_only_what_is_asked() -> None:
         found[ret]
 
 
+# --- positions read from CPython's tree (`amplint.treepositions`) -----------------------------------
+
+TREE_TYPES = frozenset({cst.Call, cst.BinaryOperation, cst.Float, cst.With, cst.Decorator})
+TRICKY_TREES = {
+    **TRICKY,
+    "operators": "y = (a + b) * -1.5e-3 @ m ** 2 // 3 % 4 << 1 >> 2 | 3 & 4 ^ 5 - 1_000.0 / .5\n",
+    "nested_calls": "x = f(g(1.0)(2), *a, k=h(), **kw)[0](3)\n(z)(w)\n",
+    "decorated": "@ \tdecorate(1.0)\n@a.b\nasync def f():\n    async with g() as h:\n        return (h)(1)\n",
+    "class_keywords": "class C(B, metaclass=M):\n    x = f(1.0)\n",
+    "unicode": "π = f('é', 2.0) + g('ü')\nif π:\n    σ = h(π)\n",
+}
+
+
+def _tree_read(text: str) -> "Tuple[cst.Module, object]":
+    from amplint.treepositions import tree_positions
+
+    module = cst.parse_module(text)
+    return module, tree_positions(module, ast.parse(text), text, TREE_TYPES)
+
+
+def _assert_tree_positions_equal_code_generation(text: str) -> bool:
+    """Positions read from CPython's tree, when read, are code generation's: ranges whole, `with` and
+    decorators at their start. False when the tree was not read."""
+    module, read = _tree_read(text)
+    if read is None:
+        return False
+    expected = positions(module, TREE_TYPES)
+    found = positions(module, TREE_TYPES, source=SourceTree(ast.parse(text), text))
+    asked = [node for node in nodes_of(module, TREE_TYPES)]
+    for node in asked:
+        if isinstance(node, (cst.With, cst.Decorator)):
+            assert node not in found and found.start(node) == expected[node].start, type(node).__name__
+        else:
+            assert found[node] == expected[node], (type(node).__name__, expected[node], found[node])
+    return True
+
+
+@pytest.mark.parametrize("name,text", sorted(TRICKY_TREES.items()) + [(n, t) for n, t in _sources() if "/" in n],
+                         ids=[name for name in sorted(TRICKY_TREES)] + [n for n, _ in _sources() if "/" in n])
+def test_positions_from_cpython_tree_equal_code_generation(name: str, text: str) -> None:
+    read = _assert_tree_positions_equal_code_generation(text)
+    assert read == (name != "formfeed")  # a form feed in an indent: LibCST's columns leave it out
+
+
+@pytest.mark.parametrize("text", [
+    "def f():\n    x = 1\n\x0c    y = g(x)\n",  # LibCST leaves the form feed out of the column: 9, not 10
+    "@\\\ndecorate\ndef f():\n    pass\n",  # the `@` is a line above the decorator's expression
+])
+def test_positions_from_cpython_tree_decline_when_unsure(text: str) -> None:
+    module, read = _tree_read(text)
+    assert read is None
+    found = positions(module, TREE_TYPES, source=SourceTree(ast.parse(text), text))
+    for node in nodes_of(module, TREE_TYPES):  # code generation answered instead: whole ranges for all
+        assert node in found
+
+
+def test_positions_from_cpython_tree_start_only_for_with_and_decorators() -> None:
+    text = "@d(1)\ndef f():\n    with g(2.5) as h:  # c\n        pass\n    # a footer comment\n"
+    module = cst.parse_module(text)
+    found = positions(module, TREE_TYPES, source=SourceTree(ast.parse(text), text))
+    function = module.body[0]
+    decorator, with_ = function.decorators[0], function.body.body[0]  # type: ignore[attr-defined]
+    assert (found.start(decorator).line, found.start(decorator).column) == (1, 0)
+    assert (found.start(with_).line, found.start(with_).column) == (3, 4)
+    assert decorator not in found and with_ not in found  # LibCST ends the `with` after the footer comment
+    call = with_.items[0].item
+    assert (found[call].start.column, found[call].end.column) == (9, 15)
+    assert found.start(call) == found[call].start
+    with pytest.raises(KeyError):
+        found.start(function)
+
+
+def test_analysis_reads_the_same_with_positions_from_cpython_tree() -> None:
+    """Every fixture analysed with positions from CPython's tree gives the findings code generation gives."""
+    from amplint.analysis import analyze_module
+    from amplint.facts.model import AnalysisOptions
+
+    for path in FIXTURES:
+        text = path.read_text(encoding="utf-8")
+        module = cst.parse_module(text)
+        tree = ast.parse(text)
+        for project in (False, True):
+            options = AnalysisOptions(project=project)
+            plain = analyze_module(module, options, imports=import_table(tree))
+            read = analyze_module(module, options, imports=import_table(tree), source=SourceTree(tree, text))
+            assert _read_positions(read) == _read_positions(plain), path.name
+
+
+def _read_positions(analysis: "object") -> List[object]:
+    """Every position an analysis took from `amplint.positions`: sites, regions, calls."""
+    found: List[object] = [(d.code, d.site.position, d.region.line) for d in analysis.diagnoses]  # type: ignore
+    for scope in analysis.scopes.values():  # type: ignore[attr-defined]
+        found += [(site.position, site.kind) for site in scope.sites]
+        found += [(call.line, call.column, call.name) for call in scope.calls]
+        found += [entry.line for entry in scope.regions]
+    return found
+
+
 # --- the walk ---------------------------------------------------------------------------------
 
-def _recorder() -> type:
-    """A visitor with every hook LibCST knows, each logging (kind, type, node id[, field])."""
+def _recorder(fields: bool = True, brackets: bool = True) -> type:
+    """A visitor with every hook LibCST knows, each logging (kind, type, node id[, field]); without field hooks
+    (`fields`) or bracket hooks (`brackets`), it is a visitor whose walk leaves punctuation fields out."""
 
     def hook(kind: str, field: str = ""):  # type: ignore[no-untyped-def]
         def record(self, node):  # type: ignore[no-untyped-def]
@@ -104,20 +203,22 @@ def _recorder() -> type:
         name = node_type.__name__
         if name in skipped:  # walk() refuses visitors that hook skipped types
             continue
-        methods[f"visit_{name}"] = hook("visit")
-        methods[f"leave_{name}"] = hook("leave")
-        for field in getattr(node_type, "__dataclass_fields__", {}):
+        if brackets or not (name.endswith(("Paren", "Bracket", "Brace")) and name.startswith(("Left", "Right"))):
+            methods[f"visit_{name}"] = hook("visit")
+            methods[f"leave_{name}"] = hook("leave")
+        for field in getattr(node_type, "__dataclass_fields__", {}) if fields else ():
             methods[f"visit_{name}_{field}"] = hook("visit_attr", field)
             methods[f"leave_{name}_{field}"] = hook("leave_attr", field)
     return type("Recorder", (cst.CSTVisitor,), methods)
 
 
 RECORDER = _recorder()
+NODE_RECORDER = _recorder(fields=False, brackets=False)
 
 
-def _logs(text: str) -> Tuple[list, list]:
+def _logs(text: str, recorder: type = RECORDER) -> Tuple[list, list]:
     module = cst.parse_module(text)
-    by_libcst, by_walk = RECORDER(), RECORDER()
+    by_libcst, by_walk = recorder(), recorder()
     by_libcst.log, by_walk.log = [], []
     module.visit(by_libcst)
     walk(module, by_walk)
@@ -129,6 +230,17 @@ def test_walk_calls_the_hooks_libcst_calls_in_the_same_order(name: str, text: st
     expected, found = _logs(text)
     assert found == expected
     assert expected or not text.strip("\n# ab")
+
+
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_walk_without_bracket_hooks_leaves_punctuation_out_and_calls_the_same_hooks(name: str, text: str) -> None:
+    from amplint.cstwalk import ORDERS, _Hooks
+
+    call = cst.parse_expression("f( a , (b) )")
+    assert [f for f, *_ in _Hooks(NODE_RECORDER()).plan(call, ORDERS)[2]] == ["func", "args"]
+    assert "lpar" in [f for f, *_ in _Hooks(RECORDER()).plan(call, ORDERS)[2]]  # a bracket hook: every field
+    expected, found = _logs(text, NODE_RECORDER)
+    assert found == expected
 
 
 def test_walk_skips_children_when_visit_returns_false() -> None:
@@ -192,6 +304,12 @@ def test_positions_and_walk_equal_libcst_on_generated_programs(source: str) -> N
         except (cst.ParserSyntaxError, RecursionError):
             return
         _assert_same_positions(source)
+        try:
+            ast.parse(source)
+        except (SyntaxError, RecursionError, ValueError):
+            pass
+        else:
+            _assert_tree_positions_equal_code_generation(source)
         expected, found = _logs(source)
         _assert_same_tree(source)
     assert found == expected

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 import pytest
 
@@ -20,14 +21,44 @@ def fresh() -> dict:
         torch.set_num_threads(threads)
 
 
+def _error_close(got: Optional[float], want: Optional[float]) -> bool:
+    """Within a factor of 2: the float32 error of a finite result depends on the CPU's vector kernels.
+
+    Measured on torch 2.13: the table stored from one machine and a fresh run on an AMD EPYC with AVX-512
+    differ in 19 of its error cells by up to 15% (25 cells under `ATEN_CPU_CAPABILITY=avx2`), while every
+    count of -inf, +inf and NaN, every dtype, error and float16 op is the same. Those decide a finding's risk.
+    """
+    if got is None or want is None:
+        return got is want
+    low, high = sorted((abs(got), abs(want)))
+    return high == low or high <= 2 * low
+
+
+def _without_errors(row: dict) -> dict:
+    return {key: {k: v for k, v in cell.items() if k != "max_abs_error"} if isinstance(cell, dict) else cell
+            for key, cell in row.items()}
+
+
 def test_stored_table_matches_a_fresh_run(fresh: dict) -> None:
     stored = json.loads(hazard_script.DATA.read_text(encoding="utf-8"))
     if not torch.cuda.is_available():  # a machine with CUDA measures a real "cuda" column instead
         assert stored["devices"] == ["cpu", "cuda-emulated"]
     assert {k: v for k, v in fresh.items() if k != "rows"} == {k: v for k, v in stored.items() if k != "rows"}
     for got, want in zip(fresh["rows"], stored["rows"]):
-        assert got == want
+        assert _without_errors(got) == _without_errors(want)
+        for device in fresh["devices"]:
+            if isinstance(got.get(device), dict):
+                assert _error_close(got[device]["max_abs_error"], want[device]["max_abs_error"]), (got, device)
     assert len(fresh["rows"]) == len(stored["rows"])
+
+
+@pytest.mark.parametrize("got,want,close", [
+    (4.41e-07, 5.13e-07, True), (2.26e29, 2.27e29, True), (None, None, True), (0.0, 0.0, True),
+    (1e-6, 3e-6, False), (None, 1e-7, False), (0.0, 1e-9, False),
+])
+def test_error_cells_are_compared_within_a_factor_of_two(got: Optional[float], want: Optional[float],
+                                                         close: bool) -> None:
+    assert _error_close(got, want) is close
 
 
 def test_package_data_is_the_stored_table() -> None:

@@ -15,39 +15,16 @@ from __future__ import annotations
 
 import ast
 import keyword
-import re
 from typing import List, Optional, Tuple
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+from amplint.textlines import LINE_END as _LINE_END
+from amplint.textlines import TextLines
+
 _SPACE = " \t\f\r\n\\"
 
 
-class SourceText:
+class SourceText(TextLines):
     """The text a tree was parsed from, with its line starts."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.ascii = text.isascii()
-        self._starts: Optional[List[int]] = None
-
-    def _line_starts(self) -> List[int]:
-        if self._starts is None:
-            self._starts = [0] + [match.end() for match in _LINE_END.finditer(self.text)]
-        return self._starts
-
-    def _line(self, lineno: int) -> str:
-        starts = self._line_starts()
-        end = starts[lineno] if lineno < len(starts) else len(self.text)
-        return self.text[starts[lineno - 1]:end]
-
-    def column(self, lineno: int, col_offset: int) -> int:
-        """LibCST's column (characters) of CPython's `col_offset` (UTF-8 bytes) on line `lineno`."""
-        if self.ascii:
-            return col_offset
-        return len(self._line(lineno).encode("utf-8")[:col_offset].decode("utf-8", "replace"))
-
-    def offset(self, lineno: int, col_offset: int) -> int:
-        return self._line_starts()[lineno - 1] + self.column(lineno, col_offset)
 
     def _span(self, node: ast.expr) -> Tuple[int, int]:
         return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno or node.lineno,

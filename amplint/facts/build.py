@@ -17,6 +17,7 @@ from amplint.facts.entry import CoveredCall
 from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
 from amplint.facts.sites import RECOGNIZERS, SiteRecognizer
 from amplint.names import ImportTable, collect_imports
+from amplint.positions import SourceTree
 from amplint.receivers import Receivers
 
 
@@ -25,15 +26,17 @@ def collect_facts(
     options: AnalysisOptions = AnalysisOptions(),
     imports: Optional[ImportTable] = None,
     recognizers: Sequence[SiteRecognizer] = RECOGNIZERS,
+    source: Optional[SourceTree] = None,
 ) -> FileFacts:
     """The facts of a parsed module; raises nothing for valid LibCST trees.
 
     `imports` is the file's `names.import_table`, when the caller has CPython's tree.
     `recognizers` decide which nodes are probability sites (`amplint.facts.sites`).
+    `source`: CPython's tree of the module's text, which gives the positions (`amplint.positions`).
     """
     if imports is None:
         imports = collect_imports(module)
-    collector = collector_class(recognizers)(module, imports, options, recognizers)
+    collector = collector_class(recognizers)(module, imports, options, recognizers, source)
     walk(module, collector)
     _drop_non_distributions(collector)
     _drop_densities_with_sites(collector.scopes)

@@ -40,7 +40,7 @@ from amplint.facts.samemodule import CstParallelMarks, prepared_arguments, same_
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
-from amplint.positions import positions, within
+from amplint.positions import SourceTree, positions, within
 from amplint.facts.cstregions import bound_argument, factory_of, region_spec
 from amplint.regions import AutocastFactory, RegionSpec
 
@@ -56,14 +56,14 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
 
     def __init__(
         self, module: cst.Module, imports: ImportTable, options: AnalysisOptions,
-        recognizers: Sequence[SiteRecognizer],
+        recognizers: Sequence[SiteRecognizer], source: Optional[SourceTree] = None,
     ) -> None:
         super().__init__()
         self.module = module
         self.recognizers: Dict[type, Tuple[SiteRecognizer, ...]] = {}
         for recognizer in recognizers:
             self.recognizers[recognizer.node_type] = self.recognizers.get(recognizer.node_type, ()) + (recognizer,)
-        self.positions = positions(module, POSITIONED | frozenset(self.recognizers))
+        self.positions = positions(module, POSITIONED | frozenset(self.recognizers), source=source)
         self.imports = imports
         self.options = options
         self.scope = Scope(MODULE_KEY, "<module>", None, None, node=module)
@@ -93,7 +93,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
 
     # --- helpers -----------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
-        return self.positions[node].start.line
+        return self.positions.start(node).line
 
     def _wide(self, node: cst.BaseExpression) -> bool:
         scope = self.scope

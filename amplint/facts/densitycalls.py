@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, List, Mapping, Optional, Protocol
 import libcst as cst
 
 from amplint import dtypes
-from amplint.cstwalk import children
+from amplint.cstwalk import inner_children
 from amplint.densitynames import DENSITY_KIND, from_library, is_density_name
 from amplint.facts.mathenv import Env, Statements
 from amplint.facts.mathnames import UNSTABLE_OPS, python_math
@@ -175,5 +175,5 @@ def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and (
                 not dtypes.is_number(node.left)):
             return True
-        stack.extend(children(node))  # without LibCST's rebuild of each node; operators are read above
+        stack.extend(inner_children(node))  # without LibCST's rebuild of each node; operators are read above
     return False

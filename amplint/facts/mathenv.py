@@ -10,7 +10,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from amplint.cstwalk import children, type_test
+from amplint.cstwalk import inner_children, type_test
 from amplint.names import ImportTable
 
 Bindings = Dict[str, List[cst.BaseExpression]]
@@ -169,14 +169,17 @@ def statements_of(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     which is what the recogniser follows (`for lkl in likelihoods.values()`).
     Iterative, in source order: generated code nests deep.
     """
-    stack = list(reversed(list(children(node))))
+    stack = inner_children(node)
+    stack.reverse()
     while stack:
         child = stack.pop()
         if _NESTED_SCOPE(child):
             continue
         if _BINDING(child):
             yield child
-        stack.extend(reversed(list(children(child))))
+        below = inner_children(child)
+        below.reverse()
+        stack.extend(below)
 
 
 _NESTED_SCOPE = type_test(cst.FunctionDef, cst.ClassDef, cst.Lambda)

@@ -8,7 +8,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from amplint.cstwalk import children, walk
+from amplint.cstwalk import inner_children, walk
 from amplint.facts import frameworks
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import AccelBinding, Scope
@@ -28,7 +28,7 @@ def names_in(node: cst.CSTNode) -> Iterator[str]:
     if isinstance(node, cst.Arg):
         yield from names_in(node.value)
         return
-    for child in children(node):
+    for child in inner_children(node):
         yield from names_in(child)
 
 

@@ -21,7 +21,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from amplint import dtypes
-from amplint.cstwalk import children, type_test
+from amplint.cstwalk import inner_children, type_test
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
@@ -100,7 +100,7 @@ def _scan(node: cst.CSTNode, env: Env, found: List[InlineSite]) -> None:
                 return
     if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
         return
-    for child in children(node):
+    for child in inner_children(node):
         _scan(child, env, found)
 
 
@@ -453,7 +453,7 @@ def _search(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpressi
         return False
     return any(_EXPRESSION(child) and _has(child, env, test, depth) or
                (type(child) is cst.Arg and _has(child.value, env, test, depth))
-               for child in children(node))
+               for child in inner_children(node))
 
 
 def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
@@ -502,7 +502,7 @@ def _mentions_pi(node: cst.BaseExpression, env: Env) -> bool:
     if isinstance(node, cst.Call):
         first = _first_arg(node)
         return first is not None and _mentions_pi(first, env)
-    return any(isinstance(child, cst.BaseExpression) and _mentions_pi(child, env) for child in children(node))
+    return any(isinstance(child, cst.BaseExpression) and _mentions_pi(child, env) for child in inner_children(node))
 
 
 def _number(node: cst.BaseExpression) -> Optional[float]:

@@ -36,8 +36,9 @@ def analyze_file(
     source = read_source(path)
     if isinstance(source, FileError):
         return NOT_READ, source
-    quick, imports = read_summary(source.text, config, trees) if not entries else (None, None)
+    quick, read = read_summary(source.text, config, trees) if not entries else (None, None)
     if quick is not None:
         return CPYTHON, quick
+    tree, imports = read if read is not None else (None, None)
     return LIBCST, analyze_source(source.text, path, config, entries=entries, project=True, imports=imports,
-                                  trees=trees)
+                                  trees=trees, tree=tree)

@@ -19,6 +19,8 @@ _ACCELERATOR_WORDS = (frozenset(q.rsplit(".", 1)[-1] for q in ACCELERATOR),
                       frozenset(q.split(".", 1)[0] for q in ACCELERATOR))
 
 if TYPE_CHECKING:  # pragma: no cover
+    import ast
+
     from amplint.analysis import ModuleAnalysis
     from amplint.config import Config
     from amplint.cpython_trees import CPythonTrees
@@ -141,9 +143,9 @@ def summary_from_ast(text: str, config: "Config") -> Optional[FileSummary]:
 
 def read_summary(
     text: str, config: "Config", trees: "Optional[CPythonTrees]" = None
-) -> "Tuple[Optional[FileSummary], Optional[ImportTable]]":
-    """(the summary, None) when CPython's tree says all; else (None, the import table when CPython's tree was
-    read), so that the LibCST path does not parse the file with CPython again. `trees`: the run's memo."""
+) -> "Tuple[Optional[FileSummary], Optional[Tuple[ast.Module, ImportTable]]]":
+    """(the summary, None) when CPython's tree says all; else (None, CPython's tree and import table when they
+    were read), so that the LibCST path does not parse the file with CPython again. `trees`: the run's memo."""
     from amplint.cpython_trees import parse
     from amplint.facts.astcalls import ast_facts
     from amplint.facts.astscreen import DISTRIBUTIONS, may_name_distributions
@@ -155,9 +157,9 @@ def read_summary(
         return None, None
     tree, imports = parsed
     if DISTRIBUTIONS in text and may_name_distributions(tree, imports):
-        return None, imports
+        return None, parsed
     facts = ast_facts(tree, text, imports, frozenset(config.extend_autocast), config.autocast_aliases)
-    return (None, imports) if facts is None else (summarize_ast(facts, imports), None)
+    return (None, parsed) if facts is None else (summarize_ast(facts, imports), None)
 
 
 def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:
