@@ -29,7 +29,7 @@ from amplint.facts.model import (  # noqa: F401 - the facts' names, as `amplint.
 from amplint.facts.reach import Reach, entered, reached
 from amplint.facts.sitespec import site_spec  # noqa: F401
 from amplint.names import ImportTable
-from amplint.positions import SourceTree
+from amplint.positions import PositionSource
 from amplint.rulebase import Diagnosis, Rule
 
 
@@ -118,7 +118,7 @@ def analyze_module(
     entries: Sequence["EntryContext"] = (),
     imports: Optional[ImportTable] = None,
     rules: Optional[Sequence[Rule]] = None,
-    source: Optional[SourceTree] = None,
+    source: PositionSource = None,
 ) -> ModuleAnalysis:
     """Analyze a parsed module; raises nothing for valid LibCST trees.
 
@@ -126,7 +126,7 @@ def analyze_module(
     the project walk; their exposed sites are diagnosed with the walk's chain.
     `imports` is the file's `names.import_table`, when the caller has CPython's tree.
     `rules` default to every registered rule.
-    `source`: CPython's tree of the module's text, which gives the positions (`amplint.positions`).
+    `source`: where the positions come from besides code generation (`amplint.positions.positions`).
     """
     chosen = tuple(_registered() if rules is None else rules)
     returns = tuple(e for e in entries if isinstance(e, CallReturn))  # the walk's other contexts

@@ -22,7 +22,7 @@ import ast
 import re
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, Iterator, List, Optional, Tuple
+from typing import AbstractSet, Dict, Iterator, List, Optional, Tuple, Union
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -109,9 +109,11 @@ class Positions:
     (`start`: a `with` or decorator read from CPython's tree, `amplint.treepositions`)."""
 
     def __init__(self, found: Dict[int, Tuple[cst.CSTNode, CodeRange]],
-                 starts: Optional[Dict[int, Tuple[cst.CSTNode, CodePosition]]] = None) -> None:
+                 starts: Optional[Dict[int, Tuple[cst.CSTNode, CodePosition]]] = None,
+                 types: AbstractSet[type] = frozenset()) -> None:
         self._found = found
         self._starts = starts or {}
+        self.types = frozenset(types)  # every node of these types is recorded
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         kept, span = self._found[id(node)]
@@ -141,21 +143,29 @@ class SourceTree:
     text: str
 
 
+# Where positions may come from besides code generation: CPython's tree of the text, or an earlier reading
+# of the same module (a kept tree analysed again).
+PositionSource = Union[SourceTree, Positions, None]
+
+
 def positions(
     module: cst.Module, types: AbstractSet[type] = frozenset(), nodes: Tuple[cst.CSTNode, ...] = (),
-    source: Optional[SourceTree] = None,
+    source: PositionSource = None,
 ) -> Positions:
     """Positions of every node of `types` and of each of `nodes`, as PositionProvider gives them.
 
     With `source`, read from CPython's tree where it can say (`amplint.treepositions`): then `with`
-    statements and decorators have a `start` only.
+    statements and decorators have a `start` only. `source` may also be what an earlier call answered for
+    the same `module` and `types`, which is then answered again.
     """
-    if source is not None and not nodes:
+    if isinstance(source, Positions) and not nodes and source.types == frozenset(types):
+        return source
+    if isinstance(source, SourceTree) and not nodes:
         from amplint.treepositions import tree_positions
 
         read = tree_positions(module, source.tree, source.text, frozenset(types))
         if read is not None:
-            return Positions(*read)
+            return Positions(*read, types=types)
     state = _RecordingState(
         default_indent=module.default_indent,
         default_newline=module.default_newline,
@@ -163,7 +173,7 @@ def positions(
         ids={id(node) for node in nodes},
     )
     module._codegen(state)
-    return Positions(state.found)
+    return Positions(state.found, types=types if not nodes else frozenset())
 
 
 def within(inner: CodeRange, outer: CodeRange) -> bool:

@@ -160,6 +160,22 @@ def test_positions_from_cpython_tree_start_only_for_with_and_decorators() -> Non
         found.start(function)
 
 
+def test_positions_read_once_serve_the_same_module_again() -> None:
+    """A kept tree analysed again with the walk's contexts reads the positions its first analysis read."""
+    from amplint.analysis import analyze_module
+    from amplint.facts.model import AnalysisOptions
+
+    text = "import torch\nwith torch.autocast('cuda'):\n    y = torch.distributions.Normal(m, s).log_prob(x)\n"
+    module = cst.parse_module(text)
+    first = analyze_module(module, AnalysisOptions(project=True), source=SourceTree(ast.parse(text), text))
+    kept = first.facts.positions
+    assert kept is not None and kept.types >= TREE_TYPES - {cst.BinaryOperation}
+    assert positions(module, kept.types, source=kept) is kept
+    assert positions(module, {cst.Call}, source=kept) is not kept  # other types: generated again
+    again = analyze_module(module, AnalysisOptions(project=True), source=kept)
+    assert again.facts.positions is kept and _read_positions(again) == _read_positions(first)
+
+
 def test_analysis_reads_the_same_with_positions_from_cpython_tree() -> None:
     """Every fixture analysed with positions from CPython's tree gives the findings code generation gives."""
     from amplint.analysis import analyze_module

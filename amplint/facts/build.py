@@ -17,7 +17,7 @@ from amplint.facts.entry import CoveredCall
 from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
 from amplint.facts.sites import RECOGNIZERS, SiteRecognizer
 from amplint.names import ImportTable, collect_imports
-from amplint.positions import SourceTree
+from amplint.positions import PositionSource
 from amplint.receivers import Receivers
 
 
@@ -26,13 +26,13 @@ def collect_facts(
     options: AnalysisOptions = AnalysisOptions(),
     imports: Optional[ImportTable] = None,
     recognizers: Sequence[SiteRecognizer] = RECOGNIZERS,
-    source: Optional[SourceTree] = None,
+    source: PositionSource = None,
 ) -> FileFacts:
     """The facts of a parsed module; raises nothing for valid LibCST trees.
 
     `imports` is the file's `names.import_table`, when the caller has CPython's tree.
     `recognizers` decide which nodes are probability sites (`amplint.facts.sites`).
-    `source`: CPython's tree of the module's text, which gives the positions (`amplint.positions`).
+    `source`: where the positions come from besides code generation (`amplint.positions.positions`).
     """
     if imports is None:
         imports = collect_imports(module)
@@ -41,7 +41,8 @@ def collect_facts(
     _drop_non_distributions(collector)
     _drop_densities_with_sites(collector.scopes)
     return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
-                     collector.framework_calls, collector.class_items, collector.returns, collector.requested)
+                     collector.framework_calls, collector.class_items, collector.returns, collector.requested,
+                     collector.positions)
 
 
 def _drop_non_distributions(collector: Collector) -> None:

@@ -40,7 +40,7 @@ from amplint.facts.samemodule import CstParallelMarks, prepared_arguments, same_
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
-from amplint.positions import SourceTree, positions, within
+from amplint.positions import PositionSource, positions, within
 from amplint.facts.cstregions import bound_argument, factory_of, region_spec
 from amplint.regions import AutocastFactory, RegionSpec
 
@@ -56,7 +56,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
 
     def __init__(
         self, module: cst.Module, imports: ImportTable, options: AnalysisOptions,
-        recognizers: Sequence[SiteRecognizer], source: Optional[SourceTree] = None,
+        recognizers: Sequence[SiteRecognizer], source: PositionSource = None,
     ) -> None:
         super().__init__()
         self.module = module

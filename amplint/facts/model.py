@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.frameworks import FrameworkCall
     from amplint.facts.entry import CallReturn, Constructor, DensityCall, DistArgument, ReturnedDist
     from amplint.names import ImportTable
+    from amplint.positions import Positions
 
 FLOAT16_LIKE = frozenset({Precision.FLOAT16, Precision.MAYBE_FLOAT16})
 MODULE_KEY = "<module>"
@@ -296,6 +297,7 @@ class FileFacts:
     class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)  # project mode: containers
     returns: Optional["ReturnSummaries"] = None  # what this file's functions return (`facts.returns.ReturnIndex`)
     requested: List["Requested"] = field(default_factory=list)  # at `AnalysisOptions.requests`: fix A casts them
+    positions: Optional["Positions"] = None  # the collector's: an analysis of the same tree again reads them
 
     def sites(self) -> List[Site]:
         """Every probability site, scope by scope in source order of their functions."""

@@ -85,7 +85,8 @@ class KeptTrees:
         if can_reuse(entries):
             return finish(text, path, with_entries(analysis, entries), config).findings
         try:
-            again = analyze_module(analysis.module, analysis_options(config, True, text), entries, analysis.imports)
+            again = analyze_module(analysis.module, analysis_options(config, True, text), entries, analysis.imports,
+                                   source=analysis.facts.positions)
         except RecursionError:  # a deep tree: the parse path has the deep-stack retry
             return None
         return finish(text, path, again, config).findings
