@@ -259,6 +259,21 @@ def test_walk_without_bracket_hooks_leaves_punctuation_out_and_calls_the_same_ho
     assert found == expected
 
 
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_inner_children_are_the_children_without_brackets(name: str, text: str) -> None:
+    """Punctuation fields hold brackets and nothing else `children` yields: no expression or statement."""
+    from amplint.cstwalk import inner_children
+
+    brackets = (cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+                cst.RightCurlyBrace)
+    todo: List[cst.CSTNode] = [cst.parse_module(text)]
+    while todo:
+        node = todo.pop()
+        every = list(children(node))
+        assert inner_children(node) == [child for child in every if not isinstance(child, brackets)]
+        todo.extend(every)
+
+
 def test_walk_skips_children_when_visit_returns_false() -> None:
     class TopLevelCalls(cst.CSTVisitor):
         def __init__(self) -> None:
