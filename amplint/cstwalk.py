@@ -32,12 +32,12 @@ def _node_types(module: ModuleType) -> Tuple[type, ...]:
 
 SKIPPED = frozenset(_node_types(whitespace) + _node_types(op))
 OPTIONAL = "?"  # marks a field LibCST visits only when it is not None
-# Fields LibCST's own traversal visits only when set (an `if` in `_visit_and_replace_children`).
 # Field names that hold only white space, brackets or punctuation (`Call.whitespace_after_func`, `lpar`, `comma`):
 # the node types found there are whitespace, operators, and these brackets.
 _BRACKETS = ("LeftParen", "RightParen", "LeftSquareBracket", "RightSquareBracket", "LeftCurlyBrace", "RightCurlyBrace")
 _PUNCTUATION = ("whitespace", "lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma", "semicolon",
                 "colon", "equal", "dot", "leading_lines", "lines_after_decorators", "header", "footer")
+# Fields LibCST's own traversal visits only when set (an `if` in `_visit_and_replace_children`).
 CONDITIONAL = {"FormattedStringExpression": ("format_spec",), "TemplatedStringExpression": ("format_spec",)}
 
 
@@ -218,19 +218,27 @@ def inner_children(node: cst.CSTNode) -> List[cst.CSTNode]:
     return found
 
 
+def descendants(root: cst.CSTNode, skip: Optional[Callable[[cst.CSTNode], bool]] = None) -> Iterator[cst.CSTNode]:
+    """The nodes under `root` in pre-order, LibCST's order and the source's, through `inner_children`; a node
+    `skip` accepts is neither given nor entered. Iterative: generated code nests deep."""
+    todo = inner_children(root)
+    todo.reverse()
+    while todo:
+        node = todo.pop()
+        if skip is not None and skip(node):
+            continue
+        yield node
+        below = inner_children(node)
+        below.reverse()
+        todo.extend(below)
+
+
 def nodes_of(root: cst.CSTNode, types: AbstractSet[type]) -> List[cst.CSTNode]:
     """The nodes of `types` under `root` (itself included) in pre-order: LibCST's order, the source's.
 
     Types of expressions and statements only: fields that hold punctuation are not entered."""
-    found: List[cst.CSTNode] = []
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        if type(node) in types:
-            found.append(node)
-        below = inner_children(node)
-        below.reverse()
-        todo.extend(below)
+    found = [root] if type(root) in types else []
+    found.extend(node for node in descendants(root) if type(node) in types)
     return found
 
 

@@ -9,7 +9,6 @@ rule's code.
 """
 from __future__ import annotations
 
-import ast
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
@@ -22,6 +21,8 @@ from amplint.selection import code_enabled
 from amplint.source_analysis import SourceAnalysis
 
 if TYPE_CHECKING:  # pragma: no cover
+    import ast
+
     from amplint.cpython_trees import CPythonTrees
     from amplint.analysis import AnalysisOptions, ModuleAnalysis
     from amplint.names import ImportTable

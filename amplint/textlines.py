@@ -11,6 +11,7 @@ import sys
 from typing import List, Optional
 
 LINE_END = re.compile(r"\r\n|\r|\n")  # where CPython and LibCST both end a line
+_DECORATOR_PREFIX = re.compile(r"[ \t]*@[ \t]*")
 # Before 3.11 CPython could place an f-string's inner expressions wrongly (multi-line and concatenated
 # f-strings): a call inside one sends the file to LibCST there. 3.11 matches LibCST on every case of the tests.
 FSTRING_POSITIONS = sys.version_info >= (3, 11)
@@ -42,6 +43,12 @@ class TextLines:
         if self.ascii:
             return col_offset
         return len(self.line(lineno).encode("utf-8")[:col_offset].decode("utf-8", "replace"))
+
+    def decorator_at(self, lineno: int, col_offset: int) -> Optional[int]:
+        """The column of the `@` of a decorator whose expression CPython starts at (`lineno`, `col_offset`), where
+        LibCST starts the decorator; None unless only blanks stand around the `@` (`@\\` continued, say)."""
+        prefix = _DECORATOR_PREFIX.fullmatch(self.line(lineno)[:self.column(lineno, col_offset)])
+        return None if prefix is None else prefix.group().index("@")  # blanks before it: bytes and characters agree
 
     def offset(self, lineno: int, col_offset: int) -> int:
         """The index in the text of CPython's (`lineno`, `col_offset`)."""

@@ -20,7 +20,6 @@ and, before Python 3.11, texts with f-strings.
 from __future__ import annotations
 
 import ast
-import re
 from typing import AbstractSet, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -40,7 +39,6 @@ _OPERATORS = {
     cst.RightShift: ast.RShift, cst.BitOr: ast.BitOr, cst.BitAnd: ast.BitAnd, cst.BitXor: ast.BitXor,
     cst.MatrixMultiply: ast.MatMult,
 }
-_DECORATOR_PREFIX = re.compile(r"[ \t]*@[ \t]*")
 _SAME_KIND = {cst.Name: ast.Name, cst.Attribute: ast.Attribute, cst.Call: ast.Call}
 
 Found = Dict[int, Tuple[cst.CSTNode, CodeRange]]
@@ -63,14 +61,14 @@ def tree_positions(module: cst.Module, tree: ast.Module, text: str,
     """
     if not types <= TYPES or FORM_FEED in text:
         return None
+    lines = TextLines(text)
     try:
-        theirs = _cpython_nodes(tree, text, types)
+        theirs = _cpython_nodes(tree, lines, types)
     except _Doubt:
         return None
     ours = nodes_of(module, types)
     if len(ours) != len(theirs):
         return None
-    lines = TextLines(text)
     found: Found = {}
     starts: Starts = {}
     for node, entry in zip(ours, theirs):
@@ -85,10 +83,9 @@ def tree_positions(module: cst.Module, tree: ast.Module, text: str,
     return found, starts
 
 
-def _cpython_nodes(tree: ast.Module, text: str, types: AbstractSet[type]) -> List[_Entry]:
+def _cpython_nodes(tree: ast.Module, lines: TextLines, types: AbstractSet[type]) -> List[_Entry]:
     """CPython's nodes standing for LibCST's of `types`, by start, an enclosing node before the nodes it holds."""
     found: List[_Entry] = []
-    lines: Optional[TextLines] = None
     for node in walk(tree):
         kind = type(node)
         if kind is ast.Call:
@@ -108,7 +105,6 @@ def _cpython_nodes(tree: ast.Module, text: str, types: AbstractSet[type]) -> Lis
                 raise _Doubt
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if cst.Decorator in types and node.decorator_list:  # type: ignore[attr-defined]
-                lines = lines or TextLines(text)
                 found.extend(_decorator(expr, lines) for expr in node.decorator_list)  # type: ignore[attr-defined]
     found.sort(key=lambda e: (e[0], e[1], -e[2], -e[3]))
     return found
@@ -123,12 +119,10 @@ def _entry(node: ast.AST, kind: type) -> _Entry:
 
 
 def _decorator(expr: ast.expr, lines: TextLines) -> _Entry:
-    """A decorator starts at its `@`: only blanks may stand between it and the line's start, and its expression."""
-    before = lines.line(expr.lineno).encode("utf-8")[:expr.col_offset]
-    prefix = _DECORATOR_PREFIX.fullmatch(before.decode("utf-8", "replace"))
-    if prefix is None:
+    """A decorator starts at its `@` (`TextLines.decorator_at`)."""
+    at = lines.decorator_at(expr.lineno, expr.col_offset)
+    if at is None:
         raise _Doubt
-    at = prefix.group().index("@")  # blanks only before it: bytes and characters agree
     return expr.lineno, at, expr.end_lineno or expr.lineno, expr.end_col_offset or 0, cst.Decorator, expr
 
 

@@ -144,6 +144,25 @@ def test_positions_from_cpython_tree_decline_when_unsure(text: str) -> None:
         assert node in found
 
 
+def test_a_decorators_at_sign_is_found_beside_its_expression_only() -> None:
+    from amplint.textlines import TextLines
+
+    lines = TextLines("@ \tdecorate(1)\nclass C:\n    @d\n    def f(self): ...\n@\\\ngone\ndef g(): ...\n")
+    assert lines.decorator_at(1, 3) == 0 and lines.decorator_at(3, 5) == 4
+    assert lines.decorator_at(6, 0) is None  # the `@` is a line above: LibCST starts the decorator there
+
+
+def test_descendants_leave_out_what_they_skip_and_what_is_under_it() -> None:
+    from amplint.cstwalk import descendants
+
+    module = cst.parse_module("def f(x):\n    y = g(x)\n    def h():\n        return k(y)\n    return y\n")
+    body = module.body[0].body  # type: ignore[attr-defined]
+    calls = [n.func.value for n in descendants(body) if isinstance(n, cst.Call)]  # type: ignore[attr-defined]
+    assert calls == ["g", "k"]
+    skipping = descendants(body, lambda node: isinstance(node, cst.FunctionDef))
+    assert [n.func.value for n in skipping if isinstance(n, cst.Call)] == ["g"]  # type: ignore[attr-defined]
+
+
 def test_positions_from_cpython_tree_start_only_for_with_and_decorators() -> None:
     text = "@d(1)\ndef f():\n    with g(2.5) as h:  # c\n        pass\n    # a footer comment\n"
     module = cst.parse_module(text)

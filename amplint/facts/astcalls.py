@@ -501,7 +501,6 @@ class _Reader(ParallelMarks):
 
     def _decorator_line(self, expr: ast.expr) -> int:
         """The line of the decorator's `@` (LibCST's position of the decorator)."""
-        before = self.source.text[self.source.offset(expr.lineno, 0):self.source.offset(expr.lineno, expr.col_offset)]
-        if not before.strip().endswith("@"):
+        if self.source.decorator_at(expr.lineno, expr.col_offset) is None:
             raise Unread
         return expr.lineno

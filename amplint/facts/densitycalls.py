@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, List, Mapping, Optional, Protocol
 import libcst as cst
 
 from amplint import dtypes
-from amplint.cstwalk import inner_children
+from amplint.cstwalk import descendants
 from amplint.densitynames import DENSITY_KIND, from_library, is_density_name
 from amplint.facts.mathenv import Env, Statements
 from amplint.facts.mathnames import UNSTABLE_OPS, python_math
@@ -164,9 +164,7 @@ def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
 
     `math.log(n)` and `np.log(n)` are Python or NumPy math: not tensors.
     """
-    stack: List[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
+    for node in descendants(function.body):  # without LibCST's rebuild of each node; operators are read below
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
                 node.func.attr.value in UNSTABLE_OPS):
             root = dotted_name(node.func.value)
@@ -175,5 +173,4 @@ def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and (
                 not dtypes.is_number(node.left)):
             return True
-        stack.extend(inner_children(node))  # without LibCST's rebuild of each node; operators are read above
     return False

@@ -10,7 +10,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from amplint.cstwalk import inner_children, type_test
+from amplint.cstwalk import descendants, type_test
 from amplint.names import ImportTable
 
 Bindings = Dict[str, List[cst.BaseExpression]]
@@ -169,17 +169,9 @@ def statements_of(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     which is what the recogniser follows (`for lkl in likelihoods.values()`).
     Iterative, in source order: generated code nests deep.
     """
-    stack = inner_children(node)
-    stack.reverse()
-    while stack:
-        child = stack.pop()
-        if _NESTED_SCOPE(child):
-            continue
+    for child in descendants(node, _NESTED_SCOPE):
         if _BINDING(child):
             yield child
-        below = inner_children(child)
-        below.reverse()
-        stack.extend(below)
 
 
 _NESTED_SCOPE = type_test(cst.FunctionDef, cst.ClassDef, cst.Lambda)
