@@ -150,3 +150,27 @@ def test_runs_with_a_base_cycle_across_passes_equal_jobs_1(forced: None, tmp_pat
     found = [(Path(r.path).name, f.line, f.column, f.code) for r in pooled.results for f in r.findings]
     assert found == [("heads.py", 7, 16, "AMP001")]
     assert found == [(Path(r.path).name, f.line, f.column, f.code) for r in alone.results for f in r.findings]
+
+
+def test_questions_about_a_files_text_read_it_once_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk's passes ask the loader the same text questions again (`matches`, `method_definitions`): each is
+    answered from one read of the file, and a new question reads it again (the text itself is not kept)."""
+    import re
+
+    from amplint.project import loader as loader_module
+
+    root = _project(tmp_path)
+    files, _ = discover([str(root)])
+    loader = Loader(files, Config(jobs=1), DiskCache(None), ModuleIndex.build(files, [str(root)]), "f")
+    reads: List[str] = []
+    read = loader_module.read_source
+    monkeypatch.setattr(loader_module, "read_source", lambda path: reads.append(Path(path).name) or read(path))
+    heads, missing = str(root / "heads.py"), str(root / "gone.py")
+    for _ in range(3):
+        assert loader.matches(heads, re.compile(r"\.log_prob\(")) is True
+        assert loader.matches(heads, re.compile(r"\bkl_divergence\b")) is False
+        assert loader.method_definitions(heads, "head") == 1
+        assert loader.method_definitions(heads, "forward") == 0
+    assert reads == ["heads.py"] * 4
+    assert loader.matches(missing, re.compile("x")) is False and loader.method_definitions(missing, "f") == 0
+    assert missing in loader.errors and "cannot read" in loader.errors[missing].message

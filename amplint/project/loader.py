@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, kept_trees
@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
     from amplint.project.shape import FileShape, Shape
     from amplint.workers import Memory, Workers
+
+T = TypeVar("T")
 
 LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
 
@@ -88,6 +90,7 @@ class Loader:
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
+        self._answers: Dict[Tuple[str, object], object] = {}  # (path, question about its text) -> the answer
         # Parsed ahead in a pool, not yet asked for: recorded (parsed, errors, cache) only when `summary` asks.
         self._ahead: Dict[str, _Parsed] = {}
         self._speculating = False
@@ -160,14 +163,21 @@ class Loader:
         return [path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path)]
 
     def method_definitions(self, path: str, name: str) -> int:
-        """How many methods named `name` the file's text defines (`prefilter.method_definitions`; read again)."""
-        text = self._read(path)
-        return 0 if text is None else prefilter.method_definitions(text, name)
+        """How many methods named `name` the file's text defines (`prefilter.method_definitions`)."""
+        return self._answer(path, ("def", name), lambda text: prefilter.method_definitions(text, name), 0)
 
     def matches(self, path: str, pattern: "re.Pattern[str]") -> bool:
-        """Does the file's text match `pattern`? (read again, not kept: memory stays flat)"""
-        text = self._read(path)
-        return text is not None and pattern.search(text) is not None
+        """Does the file's text match `pattern`?"""
+        return self._answer(path, pattern, lambda text: pattern.search(text) is not None, False)
+
+    def _answer(self, path: str, question: object, read: Callable[[str], T], unread: T) -> T:
+        """`read(text)` of the file (`unread` if it cannot be read), once per question: the text is read again, not
+        kept, so memory stays flat, and the answer kept, as the walk's speculative passes ask again."""
+        key = (path, question)
+        if key not in self._answers:
+            text = self._read(path)
+            self._answers[key] = unread if text is None else read(text)
+        return self._answers[key]  # type: ignore[return-value]
 
     def may_assign(self, attr: str) -> bool:
         """Does any file write `self.<attr> = ...`? If not, no class holds an instance there."""
