@@ -74,6 +74,21 @@ def test_instruction_counts_are_counts_and_the_table_compares_outputs() -> None:
     assert "| a | " in text and "| b | " in text and "| yes |" in text  # same output: `1`
 
 
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_counting_every_process_adds_each_forked_workers_own_work_once() -> None:
+    """A child's loop counts only with `processes`, and a loop run before the fork counts once, not once more
+    for the child (cachegrind's count for a forked child starts from its parent's)."""
+    env = dict(os.environ)
+    fork = "import os\npid = os.fork()\nif pid == 0:\n    {child}\n    os._exit(0)\nos.waitpid(pid, 0)\nprint(1)\n"
+    in_child = [sys.executable, "-c", fork.format(child="sum(range(3_000_000))")]
+    before = [sys.executable, "-c", "sum(range(3_000_000))\n" + fork.format(child="pass")]
+    parent_only, every = instructions.counted(in_child, env), instructions.counted(in_child, env, processes=True)
+    assert parent_only[0] and every[0] and every[0] > parent_only[0] + 50_000_000
+    assert parent_only[1] == every[1] == b"1\n"
+    once, alone = instructions.counted(before, env, processes=True), instructions.counted(before, env)
+    assert once[0] and alone[0] and abs(once[0] - alone[0]) < 25_000_000  # the loop is not counted twice
+
+
 def test_the_schedule_model_times_shared_trees_as_a_worker_would_get_them(monkeypatch) -> None:
     """A unit carrying the run's CPython trees is timed again from a pickled copy, whose memo is empty, and
     that second run is not counted in the -j 1 total."""
