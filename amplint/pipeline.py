@@ -140,6 +140,9 @@ def _parse_and_analyze(
     tree: "Optional[ast.Module]" = None,
 ) -> Union[SourceAnalysis, FileError]:
     """LibCST's parse of `text`, then its analysis; `tree`, CPython's tree of `text`, gives the positions."""
+    from amplint.cstimport import import_libcst
+
+    import_libcst()  # the first parse of a process imports it
     import libcst as cst
 
     from amplint.analysis import analyze_module

@@ -24,7 +24,7 @@ LAYERS = [
               "amplint.cstwalk", "amplint.astwalk", "amplint.screen", "amplint.noqa", "amplint.selection",
               "amplint.deep", "amplint.cpython_trees", "amplint.textlines", "amplint.treepositions",
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.autocast_names", "amplint.densitynames",
-              "amplint.workers", "amplint.collection", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
+              "amplint.workers", "amplint.collection", "amplint.cstimport", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
               "amplint.fix", "amplint.fix.safety")),
     ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes",
                "amplint.torchnames")),

@@ -1,0 +1,185 @@
+"""LibCST's dataclass code compiled once (`amplint.cstimport`): the same classes, the table read back, and kept safe."""
+from __future__ import annotations
+
+import dataclasses
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, List
+
+import pytest
+
+from amplint import cstimport
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _define() -> Any:
+    """A frozen dataclass, defined while the test runs (so `dataclasses` writes its code now)."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Point:
+        x: int
+        y: int = 2
+
+    return Point
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> List[str]:
+    """The source texts the hook compiles from here on."""
+    compiled: List[str] = []
+
+    def counting(source: str, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(source)
+        return compile(source, *args, **kwargs)
+
+    monkeypatch.setattr(cstimport, "compile", counting, raising=False)
+    return compiled
+
+
+def test_a_class_made_through_the_table_behaves_as_one_made_without_it(tmp_path: Path) -> None:
+    table = tmp_path / "table.marshal"
+    plain = _define()
+    with cstimport.compiled_once(str(table)):
+        cached = _define()
+    assert "exec" not in vars(dataclasses)  # the hook is gone after the block
+    for cls in (plain, cached):
+        point = cls(1)
+        assert (point.x, point.y) == (1, 2) and repr(point).endswith(".Point(x=1, y=2)")
+        assert point == cls(1, 2) and hash(point) == hash(cls(1, 2)) and point != cls(1, 3)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            point.x = 3  # type: ignore[misc]
+        # No future flag leaks in from this module: the return annotation is the object, not a string.
+        assert cls.__init__.__annotations__["return"] is None
+    assert cached.__init__.__qualname__ == plain.__init__.__qualname__
+
+
+def test_the_table_written_answers_the_next_run_without_compiling(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "amplint" / "table.marshal"
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    compiled = _counting(monkeypatch)
+    with cstimport.compiled_once(str(table)):
+        _define()
+    first = len(compiled)
+    assert first >= 4 and table.exists()  # __init__, __repr__, __eq__, __hash__, __setattr__, __delattr__
+    assert len(cstimport.read_table(str(table))) == first
+    written = table.stat().st_mtime_ns
+    with cstimport.compiled_once(str(table)):
+        _define()
+    assert len(compiled) == first  # every text came from the table
+    assert table.stat().st_mtime_ns == written  # nothing new: not written again
+
+
+def test_no_table_is_written_when_bytecode_writing_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "table.marshal"
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    compiled = _counting(monkeypatch)
+    with cstimport.compiled_once(str(table)):
+        _define()
+        _define()
+    assert not table.exists()
+    assert len(compiled) == len(set(compiled))  # a text met twice in one process is compiled once
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_table_others_may_write_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "table.marshal"
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    with cstimport.compiled_once(str(table)):
+        _define()
+    assert cstimport.read_table(str(table))
+    table.chmod(0o666)
+    assert cstimport.read_table(str(table)) == {}
+
+
+@pytest.mark.parametrize("content", [b"", b"not marshal data", marshal.dumps([1, 2]), marshal.dumps({"x": 1})])
+def test_a_table_that_does_not_read_back_as_code_is_ignored(tmp_path: Path, content: bytes) -> None:
+    table = tmp_path / "table.marshal"
+    table.write_bytes(content)
+    table.chmod(0o600)
+    assert cstimport.read_table(str(table)) == {}
+    with cstimport.compiled_once(str(table)):
+        assert _define()(1).y == 2
+
+
+def test_an_exec_someone_else_put_in_dataclasses_is_left_alone(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: List[str] = []
+
+    def theirs(source: Any, globals: Any = None, locals: Any = None) -> None:
+        seen.append(source)
+        exec(source, globals, locals)
+
+    monkeypatch.setattr(dataclasses, "exec", theirs, raising=False)
+    with cstimport.compiled_once(str(tmp_path / "table.marshal")):
+        _define()
+    assert seen and vars(dataclasses)["exec"] is theirs
+    assert not (tmp_path / "table.marshal").exists()
+
+
+def test_the_cache_file_is_in_the_users_cache_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = cstimport.cache_file()
+    assert path is not None and path.endswith(".marshal")
+    if sys.platform not in ("win32", "darwin"):
+        assert os.path.dirname(path) == str(tmp_path / "amplint")
+        monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")  # not absolute: ignored, as the XDG spec says
+        assert cstimport.cache_file() == os.path.join(os.path.expanduser("~"), ".cache", "amplint",
+                                                      os.path.basename(path))
+
+
+_CHECK = """
+import sys
+from amplint.cstimport import import_libcst
+import_libcst()
+import libcst
+source = "def f(x: int = 1) -> None:\\n    return g(x)[0]  # kept\\n"
+module = libcst.parse_module(source)
+assert module.code == source and module.deep_equals(libcst.parse_module(source))
+print(type(module.body[0]).__name__, repr(libcst.Name("x")).startswith("Name("))
+"""
+
+
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="the cache directory is set by XDG_CACHE_HOME")
+def test_libcst_imported_through_the_table_parses_and_a_second_process_writes_nothing(tmp_path: Path) -> None:
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "-c", _CHECK], env=env, capture_output=True, text=True,
+                              cwd=str(tmp_path))
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert run() == "FunctionDef True\n"
+    table = tmp_path / "amplint" / os.path.basename(cstimport.cache_file() or "")
+    codes = cstimport.read_table(str(table))
+    assert len(codes) > 300  # LibCST's node classes: hundreds of generated methods
+    written = table.stat().st_mtime_ns
+    assert run() == "FunctionDef True\n"
+    assert table.stat().st_mtime_ns == written  # every text was in the table
+
+
+def test_a_project_check_gives_the_same_output_with_and_without_the_table(tmp_path: Path) -> None:
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), AMPLINT_NO_CACHE="1", PYTHONPATH=str(ROOT))
+    target = str(ROOT / "fixtures" / "check")
+
+    def check(write: bool) -> str:
+        run_env = dict(env)
+        if write:
+            run_env.pop("PYTHONDONTWRITEBYTECODE", None)
+        else:
+            run_env["PYTHONDONTWRITEBYTECODE"] = "1"
+        done = subprocess.run([sys.executable, "-m", "amplint", "check", "-j", "1", "--format", "json", target],
+                              env=run_env, capture_output=True, text=True, cwd=str(tmp_path))
+        assert done.returncode == 1, done.stderr  # findings
+        return done.stdout
+
+    without = check(write=False)
+    assert not (tmp_path / "cache").exists()
+    written = check(write=True)
+    assert (tmp_path / "cache" / "amplint").is_dir()
+    assert check(write=True) == written == without and '"code": "AMP001"' in without
