@@ -23,11 +23,12 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-import tempfile
 from contextlib import contextmanager
 from importlib.util import MAGIC_NUMBER
 from types import CodeType
 from typing import Any, Dict, Iterator, Optional
+
+from amplint.files import replace_file
 
 MAX_ENTRIES = 20_000  # a table grown past this (many LibCST versions) starts afresh: LibCST's own needs ~650
 # Code objects are read back only by the interpreter that wrote them, at the same optimization level.
@@ -120,18 +121,8 @@ def _private(stat: os.stat_result) -> bool:
 
 def write_table(path: str, table: Dict[str, CodeType]) -> None:
     """Replace the table at `path` at once (another process may read or write it meanwhile); errors are ignored."""
-    directory = os.path.dirname(path)
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".dataclass-code-")
-    except OSError:
-        return
-    try:
-        with os.fdopen(handle, "wb") as out:
-            marshal.dump(table, out)
-        os.replace(temporary, path)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        replace_file(path, marshal.dumps(table), ".dataclass-code-")
     except (OSError, ValueError):
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+        pass

@@ -5,6 +5,7 @@ import hashlib
 import io
 import os
 import stat
+import tempfile
 import tokenize
 from dataclasses import dataclass
 from typing import Iterator, List, Sequence, Tuple, Union
@@ -172,3 +173,20 @@ def read_source(path: str) -> Union[SourceFile, FileError]:
         text = python_text(path, data)
         return text if isinstance(text, FileError) else SourceFile(path, text, "utf-8")
     return decode(path, data)
+
+
+def replace_file(target: str, data: bytes, prefix: str, suffix: str = "") -> None:
+    """Put `data` at `target` at once: written to a temporary file beside it (mode 0600), then renamed over it,
+    so a reader meanwhile sees the old file or the new one, never part of one. On any failure the temporary
+    file is removed and the error raised (an `OSError`: the caller decides whether it matters)."""
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=prefix, suffix=suffix)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

@@ -19,10 +19,10 @@ import importlib.util
 import json
 import os
 import sys
-import tempfile
 from typing import Any, Iterator, List, Optional, Tuple
 
 from amplint import __version__
+from amplint.files import replace_file
 
 CACHE_DIR = ".amplint_cache"
 SUFFIX = ".json"
@@ -132,14 +132,7 @@ class DiskCache:
             if self._linked(kind, key):
                 return
             self._tag()
-            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=SUFFIX)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    out.write(text)
-                os.replace(temporary, target)
-            except BaseException:
-                _remove(temporary)
-                raise
+            replace_file(target, text.encode("utf-8"), ".tmp-", SUFFIX)
         except OSError:
             return  # read-only checkout, full disk: run without the cache
 
@@ -154,10 +147,3 @@ class DiskCache:
                         handle.write(text)
                 except OSError:
                     pass
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
