@@ -122,7 +122,7 @@ try:
 except ImportError:  # an amplint from before the table of LibCST's dataclass code
     pass
 else:
-    import_libcst()  # the table's first writer: otherwise the first timed run is
+    import_libcst()  # writes the table, which the first timed run would otherwise write
 for found in pkgutil.walk_packages(amplint.__path__, "amplint."):
     if found.name.endswith("__main__"):  # runs the command line when imported
         continue
