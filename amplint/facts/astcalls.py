@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from amplint.astwalk import child_nodes, walk
 from amplint.facts import astnodes as nodes
@@ -112,13 +112,6 @@ class _Reader(ParallelMarks):
         self.statement: ast.stmt = ast.Pass()  # the top-level statement being read
         self.functions: List[ast.AST] = []  # the defs being read, innermost last
         self.sites = SiteJudge(tree, self.source, imports)
-        self.handlers: Dict[type, Callable[[ast.AST], None]] = {
-            ast.FunctionDef: self.function, ast.AsyncFunctionDef: self.function, ast.ClassDef: self.class_def,
-            ast.Lambda: self.lambda_, ast.Call: self.call, ast.Assign: self.assign, ast.AnnAssign: self.ann_assign,
-            ast.AugAssign: self.aug_assign, ast.For: self.for_, ast.AsyncFor: self.for_, ast.With: self.with_,
-            ast.AsyncWith: self.with_, ast.IfExp: self.if_exp, ast.Dict: self.dict_, ast.Constant: self.constant,
-            ast.JoinedStr: self.f_string, ast.Name: self.name,
-        }
 
     # --- the walk ----------------------------------------------------------------------------------
     def module(self) -> None:
@@ -129,9 +122,9 @@ class _Reader(ParallelMarks):
     def visit(self, node: Optional[ast.AST]) -> None:
         if node is None:
             return
-        handler = self.handlers.get(type(node))
+        handler = _HANDLERS.get(type(node))
         if handler is not None:
-            handler(node)
+            handler(self, node)
             return
         for child in child_nodes(node):
             self.visit(child)
@@ -405,7 +398,7 @@ class _Reader(ParallelMarks):
         text = self._call_text(node, callee) if state is not None and state.is_float16 else ""
         column = self.source.column(node.lineno, node.col_offset) + 1
         self.scope.calls.append(CallRecord(
-            kind, name, self.scope, state, node.lineno, protected, column, callee, text, receiver,
+            kind, name, state, node.lineno, protected, column, callee, text, receiver,
             self.scope.binds_locally(root), density))
         if callee.rsplit(".", 1)[-1].endswith(RECORDED_SUFFIXES):  # rules L and H
             self.framework_calls.append(self._framework_call(node, args, callee, column))
@@ -504,3 +497,15 @@ class _Reader(ParallelMarks):
         if self.source.decorator_at(expr.lineno, expr.col_offset) is None:
             raise Unread
         return expr.lineno
+
+
+# What `_Reader.visit` calls for each node type; the rest it walks into. Kept out of the instance: bound methods
+# there would make each reader a cycle, which keeps the file's tree until the cyclic collector runs.
+_HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {
+    ast.FunctionDef: _Reader.function, ast.AsyncFunctionDef: _Reader.function, ast.ClassDef: _Reader.class_def,
+    ast.Lambda: _Reader.lambda_, ast.Call: _Reader.call, ast.Assign: _Reader.assign,
+    ast.AnnAssign: _Reader.ann_assign, ast.AugAssign: _Reader.aug_assign, ast.For: _Reader.for_,
+    ast.AsyncFor: _Reader.for_, ast.With: _Reader.with_, ast.AsyncWith: _Reader.with_, ast.IfExp: _Reader.if_exp,
+    ast.Dict: _Reader.dict_, ast.Constant: _Reader.constant, ast.JoinedStr: _Reader.f_string,
+    ast.Name: _Reader.name,
+}

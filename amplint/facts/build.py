@@ -112,4 +112,4 @@ def _call_method(scopes: Dict[str, Scope], receivers: Receivers, scope: Scope, s
     key = next((k for k in (f"{owner}.{site.method}" for owner in owners) if k in scopes), None)
     if key is not None:
         start = site.position.start
-        scope.calls.append(CallRecord("method", key, scope, site.state, start.line, False, start.column + 1))
+        scope.calls.append(CallRecord("method", key, site.state, start.line, False, start.column + 1))

@@ -17,6 +17,7 @@ framework regions (Accelerate's `accelerator.autocast()` and prepared models).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import libcst as cst
@@ -87,8 +88,12 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
-        self.returns = ReturnIndex(module, imports, self._dist_class, self._line, self.bodies,
-                                   options.builds_distributions)
+        # Plain functions, not the collector's bound methods: the collector holds the index, and a cycle would
+        # keep the tree until the cyclic collector ran (`amplint.collection`).
+        held = self.positions
+        self.returns = ReturnIndex(
+            module, imports, partial(dtypes.distribution_class, table=imports, extra=options.extend_distributions),
+            lambda node: held.start(node).line, self.bodies, options.builds_distributions)
         self.requested: List[Requested] = []  # the constructors `options.requests` names
 
     # --- helpers -----------------------------------------------------------
@@ -463,7 +468,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         protected = bool(args) and all(self._wide(a) for a in args)
         if not self.options.project:
             self.scope.calls.append(
-                CallRecord(kind, name, self.scope, self.scope.effective(), self._line(node), protected)
+                CallRecord(kind, name, self.scope.effective(), self._line(node), protected)
             )
             return
         callee = element_callee(func, self.scope.elements) or dotted_name(func)
@@ -492,7 +497,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         slots, given = distribution_arguments(node, self.dist_refs, self._wide, self.module.code_for_node,
                                               self._line, scope.display)
         self.scope.calls.append(
-            CallRecord(kind, name, scope, state, position.line, protected, position.column + 1, callee, text,
+            CallRecord(kind, name, state, position.line, protected, position.column + 1, callee, text,
                        receiver, scope.binds_locally(root), density, slots, given)  # type: ignore[arg-type]
         )
         if callee.rsplit(".", 1)[-1].endswith(frameworks.RECORDED_SUFFIXES):  # rules L and H
@@ -547,7 +552,8 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
                 tainted.append((expr, line))
         statement = self.statements[-1] if self.statements else None
         return Site(
-            node, method, dists, values, statement, scope, scope.effective(), uncast, tainted,  # type: ignore[arg-type]
+            node, method, dists, values, statement, scope.wide_names,  # type: ignore[arg-type]
+            scope.effective(), uncast, tainted,
             self.positions[at if at is not None and at in self.positions else node], kind,
         )
 

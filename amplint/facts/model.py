@@ -114,7 +114,9 @@ class Site:
     dists: List[DistRef]
     values: List[cst.BaseExpression]
     statement: Optional[cst.SimpleStatementLine]
-    scope: "Scope"
+    # Its scope's names bound to float32 values: the scope's own set, which later bindings still add to. Not the
+    # scope, which holds the site: a cycle would keep the tree until the cyclic collector ran.
+    wide_names: Set[str]
     state: Optional[RegionEntry]
     uncast: List[cst.BaseExpression]
     tainted: List[Tuple[cst.BaseExpression, int]]  # (input, line of the region that made it)
@@ -145,7 +147,6 @@ class CallRecord:
     kind: str  # "name" (`f(...)`), "self" (`self.m(...)`/`cls.m(...)`), "attr" (any other dotted callee)
     # or "method" (`name` is the scope key of a method of this file's class the receiver is known to be)
     name: str
-    scope: "Scope"
     state: Optional[RegionEntry]
     line: int
     protected: bool  # every argument already float32: the callee gets wide inputs

@@ -32,10 +32,14 @@ class Reach:
     origin_file: str = ""  # the same file as discovered (like `Finding.path`)
 
 
-def resolve_call(call: CallRecord, scopes: Dict[str, Scope], bases: Dict[str, List[str]]) -> Optional[Scope]:
-    """The function of this file a call record lands in, if the file defines it."""
+def resolve_call(call: CallRecord, caller: Scope, scopes: Dict[str, Scope],
+                 bases: Dict[str, List[str]]) -> Optional[Scope]:
+    """The function of this file a call record of `caller` lands in, if the file defines it.
+
+    The record does not point back at `caller`, which holds it: a scope and its calls in a cycle would stay
+    in memory, with the tree the scope holds, until the cyclic collector ran (`amplint.collection`)."""
     if call.kind == "name":
-        scope: Optional[Scope] = call.scope
+        scope: Optional[Scope] = caller
         while scope is not None:
             if call.name in scope.nested:
                 return scopes.get(scope.nested[call.name])
@@ -45,7 +49,7 @@ def resolve_call(call: CallRecord, scopes: Dict[str, Scope], bases: Dict[str, Li
         return scopes.get(call.name)
     if call.kind != "self":
         return None
-    pending = [call.scope.class_name] if call.scope.class_name else []
+    pending = [caller.class_name] if caller.class_name else []
     seen: Set[str] = set()
     while pending:  # the class, then its bases in this file, in declaration order
         cls = pending.pop(0)
@@ -66,7 +70,7 @@ def reached(facts: FileFacts) -> Iterator[Reach]:
     for scope in scopes.values():
         for call in scope.calls:
             if call.state is not None and call.state.is_float16 and not call.protected:
-                target = resolve_call(call, scopes, facts.class_bases)
+                target = resolve_call(call, scope, scopes, facts.class_bases)
                 if target is not None:
                     queue.append((target, call.state, (target.display,)))
     visited: Set[str] = set()
@@ -78,7 +82,7 @@ def reached(facts: FileFacts) -> Iterator[Reach]:
         yield Reach(scope, region, chain)
         for call in scope.calls:
             if call.state is None and not call.protected:
-                target = resolve_call(call, scopes, facts.class_bases)
+                target = resolve_call(call, scope, scopes, facts.class_bases)
                 if target is not None and target.key not in visited:
                     queue.append((target, region, chain + (target.display,)))
 

@@ -1,7 +1,8 @@
 """The plain-data description of a site (`model.SiteSpec`) that findings carry and the verifier rebuilds."""
 from __future__ import annotations
 
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import List, Optional, Set
 
 import libcst as cst
 
@@ -13,17 +14,35 @@ from amplint.names import ImportTable
 
 def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
     """The plain-data description of a site that the verifier rebuilds."""
-    code = module.code_for_node
-    scope = site.scope
+    specs = _Specs(module, imports, site.wide_names)
+    values = []
+    position = 0
+    for arg in site.call.args if isinstance(site.call, cst.Call) else ():  # a site of another kind: no values
+        if site.method == "kl_divergence" or arg.star:
+            break
+        values.append(specs.arg_spec(arg, position if arg.keyword is None else None))
+        position += 1
+    return SiteSpec(site.method, tuple(specs.dist_spec(d) for d in site.dists), tuple(values), site.kind)
 
-    def wide(node: cst.BaseExpression) -> bool:
-        return dtypes.is_wide(node, imports, lambda name: name in scope.wide_names)
 
-    def arg_spec(arg: cst.Arg, position: Optional[int]) -> ArgSpec:
+@dataclass(frozen=True)
+class _Specs:
+    """The specs of one site's arguments and constructors.
+
+    Methods, not closures: `dist_spec` calls itself, and a recursive closure is a cycle that would keep the
+    module's whole tree until the cyclic collector ran (`amplint.collection`).
+    """
+
+    module: cst.Module
+    imports: ImportTable
+    wide_names: Set[str]
+
+    def arg_spec(self, arg: cst.Arg, position: Optional[int]) -> ArgSpec:
         name = arg.keyword.value if arg.keyword is not None else None
-        return ArgSpec(name, position, code(arg.value), wide(arg.value), dtypes.is_number(arg.value))
+        wide = dtypes.is_wide(arg.value, self.imports, self.wide_names.__contains__)
+        return ArgSpec(name, position, self.module.code_for_node(arg.value), wide, dtypes.is_number(arg.value))
 
-    def dist_spec(ref: DistRef) -> DistSpec:
+    def dist_spec(self, ref: DistRef) -> DistSpec:
         args: List[ArgSpec] = []
         components: List[DistSpec] = []
         comp_nodes = {id(c.ctor): c for c in ref.components}
@@ -38,19 +57,10 @@ def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
                               if c.ctor is arg.value or (c.binding is not None and c.binding == _name_of(arg.value))),
                              None)
             if component is not None and id(component.ctor) in comp_nodes:
-                components.append(dist_spec(component))
+                components.append(self.dist_spec(component))
             else:
-                args.append(arg_spec(arg, index))
+                args.append(self.arg_spec(arg, index))
         return DistSpec(ref.qualname, tuple(args), tuple(components))
-
-    values = []
-    position = 0
-    for arg in site.call.args if isinstance(site.call, cst.Call) else ():  # a site of another kind: no values
-        if site.method == "kl_divergence" or arg.star:
-            break
-        values.append(arg_spec(arg, position if arg.keyword is None else None))
-        position += 1
-    return SiteSpec(site.method, tuple(dist_spec(d) for d in site.dists), tuple(values), site.kind)
 
 
 def _name_of(node: cst.BaseExpression) -> Optional[str]:

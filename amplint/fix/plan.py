@@ -165,7 +165,7 @@ def _edit_for(
     inputs = sort_inputs(site.local_uncast(), (c for ref in site.dists for c in constructors(ref)), table, extra)
     if inputs.blocked:
         return HIDDEN_DISTRIBUTION_REASON
-    wide = wide_predicate(table, lambda name, scope=site.scope: name in scope.wide_names)
+    wide = wide_predicate(table, site.wide_names.__contains__)
     casts = [CastTarget(node, wide, inputs.stars.get(id(node), "")) for node in inputs.tensors]
     wrap: Optional[WrapTarget] = None
     if wraps_statement(diagnosis, strategy):
