@@ -88,12 +88,13 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
         self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
+        # The qualified class a callee names, if a distribution's.
+        self.dist_class = partial(dtypes.distribution_class, table=imports, extra=options.extend_distributions)
         # Plain functions, not the collector's bound methods: the collector holds the index, and a cycle would
         # keep the tree until the cyclic collector ran (`amplint.collection`).
         held = self.positions
-        self.returns = ReturnIndex(
-            module, imports, partial(dtypes.distribution_class, table=imports, extra=options.extend_distributions),
-            lambda node: held.start(node).line, self.bodies, options.builds_distributions)
+        self.returns = ReturnIndex(module, imports, self.dist_class, lambda node: held.start(node).line, self.bodies,
+                                   options.builds_distributions)
         self.requested: List[Requested] = []  # the constructors `options.requests` names
 
     # --- helpers -----------------------------------------------------------
@@ -104,9 +105,6 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         scope = self.scope
         return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names) or wide_result(node, self)
 
-    def _dist_class(self, func: cst.BaseExpression) -> Optional[str]:
-        return dtypes.distribution_class(func, self.imports, self.options.extend_distributions)
-
     def _dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
         """A constructor call, or a local name bound to one, as a DistRef."""
         if isinstance(node, cst.Name):
@@ -115,7 +113,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
                 self.options.arguments, self.scope, node.value)
         if not isinstance(node, cst.Call):
             return None
-        qualname = self._dist_class(node.func)
+        qualname = self.dist_class(node.func)
         if qualname is None:
             return self._returned(node)
         ref = DistRef(node, qualname, None)
