@@ -134,6 +134,10 @@ class Positions:
             raise KeyError(node)
         return kept[1]
 
+    def line(self, node: cst.CSTNode) -> int:
+        """The line `node` starts on."""
+        return self.start(node).line
+
 
 @dataclass(frozen=True)
 class SourceTree:

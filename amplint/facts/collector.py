@@ -90,17 +90,13 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
         # The qualified class a callee names, if a distribution's.
         self.dist_class = partial(dtypes.distribution_class, table=imports, extra=options.extend_distributions)
-        # Plain functions, not the collector's bound methods: the collector holds the index, and a cycle would
-        # keep the tree until the cyclic collector ran (`amplint.collection`).
-        held = self.positions
-        self.returns = ReturnIndex(module, imports, self.dist_class, lambda node: held.start(node).line, self.bodies,
+        # Not the collector's bound methods: the collector holds the index, and a cycle would keep the tree
+        # until the cyclic collector ran (`amplint.collection`).
+        self.returns = ReturnIndex(module, imports, self.dist_class, self.positions.line, self.bodies,
                                    options.builds_distributions)
         self.requested: List[Requested] = []  # the constructors `options.requests` names
 
     # --- helpers -----------------------------------------------------------
-    def _line(self, node: cst.CSTNode) -> int:
-        return self.positions.start(node).line
-
     def _wide(self, node: cst.BaseExpression) -> bool:
         scope = self.scope
         return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names) or wide_result(node, self)
@@ -198,7 +194,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
     def _accelerator_ctor(self, value: cst.BaseExpression) -> Optional[AccelBinding]:
         if not (isinstance(value, cst.Call) and self.imports.matches(value.func, frameworks.ACCELERATOR)):
             return None
-        return accelerator_binding(value, self._line(value), self.module)
+        return accelerator_binding(value, self.positions.line(value), self.module)
 
     def _lookup(self, name: str, table: str) -> object:
         return self.scope.find(name, table)
@@ -228,7 +224,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         for decorator in node.decorators:
             spec = self._decorator_region(decorator.decorator)
             if spec is not None:
-                scope.regions.append(RegionEntry(spec, self._line(decorator), decorator))
+                scope.regions.append(RegionEntry(spec, self.positions.line(decorator), decorator))
         self.scopes.setdefault(key, scope)
         self.scope = scope
         self.containers.append("function")
@@ -253,13 +249,13 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         for item in node.items:
             spec = self._region_from_with_item(item)
             if spec is not None:
-                self.scope.regions.append(RegionEntry(spec, self._line(node), node))
+                self.scope.regions.append(RegionEntry(spec, self.positions.line(node), node))
                 pushed += 1
                 continue
             accel = self._accelerate_region(item.item)
             if accel is not None and accel.spec is not None:
                 label = f"accelerator.autocast() region of {accel.label}"
-                self.scope.regions.append(RegionEntry(accel.spec, self._line(node), node, label))
+                self.scope.regions.append(RegionEntry(accel.spec, self.positions.line(node), node, label))
                 pushed += 1
         self.pushed[id(node)] = pushed
 
@@ -444,7 +440,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
 
     # --- calls ---------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        for wanted in requested_at(node, self.options.requests, self._line, self.module.code_for_node):
+        for wanted in requested_at(node, self.options.requests, self.positions.line, self.module.code_for_node):
             ref = self._dist_ref(node)
             self.requested.extend([Requested(wanted, ref, self.scope)] if ref is not None else [])
         site = self.recognize(node)
@@ -466,7 +462,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         protected = bool(args) and all(self._wide(a) for a in args)
         if not self.options.project:
             self.scope.calls.append(
-                CallRecord(kind, name, self.scope.effective(), self._line(node), protected)
+                CallRecord(kind, name, self.scope.effective(), self.positions.line(node), protected)
             )
             return
         callee = element_callee(func, self.scope.elements) or dotted_name(func)
@@ -493,7 +489,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         receiver = None if root in ("self", "cls") else self._lookup(root, "instances")
         text = call_text(self.module, node, callee) if state is not None and state.is_float16 else ""
         slots, given = distribution_arguments(node, self.dist_refs, self._wide, self.module.code_for_node,
-                                              self._line, scope.display)
+                                              self.positions.line, scope.display)
         self.scope.calls.append(
             CallRecord(kind, name, state, position.line, protected, position.column + 1, callee, text,
                        receiver, scope.binds_locally(root), density, slots, given)  # type: ignore[arg-type]
