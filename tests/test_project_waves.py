@@ -106,3 +106,101 @@ def test_the_project_spellings_read_in_a_pool_are_the_same(forced: None) -> None
     alone = project_spellings(files, 1)
     assert len(alone) > 3
     assert project_spellings(files, 2) == alone
+
+
+_TOPS = {  # the receiver of `quantize`: an attribute of `self`, and a local name bound to an instance
+    "attribute": '''import torch
+from torch import nn
+
+from pkg.coder import Coder
+
+
+class Top(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.coder = Coder()
+
+    def forward(self, x):
+        with torch.autocast("cuda"):
+            return self.coder.quantize(x)
+''',
+    "local": '''import torch
+
+from pkg.coder import Coder
+
+
+def run(x):
+    coder = Coder()
+    with torch.autocast("cuda"):
+        return coder.quantize(x)
+''',
+}
+_CALLS = {"attribute": "self.coder.quantize(x)", "local": "coder.quantize(x)"}
+_DENSITY = '''from torch.distributions import {0}
+
+
+class {1}:
+    def quantize(self, x):
+        return {0}(x, 1.0).log_prob(x)
+'''
+
+
+@pytest.mark.parametrize("receiver", sorted(_TOPS))
+def test_a_speculative_pass_does_not_search_by_name_for_a_receiver_in_a_file_it_missed(
+        forced: None, tmp_path: Path, receiver: str) -> None:
+    """The receiver's class is in a file the first pass has not read: it is not known to be unknown.
+
+    Searching `quantize` by name then would read `other.py`, which the walk never asks for once
+    `coder.py` is known. The first pass wants `coder.py` alone; the second has it and resolves the call.
+    """
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "top.py").write_text(_TOPS[receiver])
+    (package / "coder.py").write_text(_DENSITY.format("Normal", "Coder"))
+    (package / "other.py").write_text(_DENSITY.format("Laplace", "Other"))
+    alone = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
+    pooled = run_project([str(tmp_path)], Config(jobs=2), use_cache=False)
+    coder, other = str(package / "coder.py"), str(package / "other.py")
+    assert [(c.function, c.chain, c.region_file) for c in alone.entries[coder]] == [
+        ("Coder.quantize", (_CALLS[receiver], "Coder.quantize"), str(package / "top.py"))]
+    assert other not in alone.stats.parsed + alone.stats.from_ast
+    assert pooled.stats.ahead == [coder] and pooled.stats.ahead_unused == []
+    assert pooled.stats.waves == 2
+    assert pooled.entries == alone.entries and _as_data(pooled.results) == _as_data(alone.results)
+    assert [(f.path, f.line, f.code) for r in pooled.results for f in r.findings] == [(coder, 6, "AMP001")]
+
+
+def test_a_speculative_pass_stops_a_subclass_search_where_it_missed_a_file(forced: None, tmp_path: Path) -> None:
+    """The subclass search stops at MAX_SUBCLASSES classes, in file order: `many.py`'s come first.
+
+    The first pass reads `one.py` (for `helper`) and misses `base.py`; the second reads `Base`'s
+    subclass lines, in `many.py` and `one.py`, and misses `many.py`. Finding `Lone` alone, it would
+    go on to `Lone`'s subclasses in `deep.py`, which a pass with `many.py` never reaches. It stops
+    instead; the third pass has everything and finishes.
+    """
+    from amplint.project.resolve import MAX_SUBCLASSES
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(
+        "from torch import nn\nfrom torch.distributions import Normal\n\n\nclass Base(nn.Module):\n"
+        "    def score(self, x):\n        return Normal(x, 1.0).log_prob(x)\n")
+    (package / "many.py").write_text("from pkg.base import Base\n" + "".join(
+        f"\n\nclass Many{n}(Base):\n    pass\n" for n in range(MAX_SUBCLASSES)))
+    (package / "one.py").write_text(
+        "from pkg.base import Base\n\n\ndef helper(x):\n    return x\n\n\nclass Lone(Base):\n    pass\n")
+    (package / "deep.py").write_text("from pkg.one import Lone\n\n\nclass Deep(Lone):\n    pass\n")
+    (package / "top.py").write_text(
+        "import torch\n\nfrom pkg.base import Base\nfrom pkg.one import helper\n\n\ndef run(model: Base, x):\n"
+        "    with torch.autocast(\"cuda\"):\n        return model.score(helper(x))\n")
+    alone = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
+    pooled = run_project([str(tmp_path)], Config(jobs=2), use_cache=False)
+    deep = str(package / "deep.py")
+    assert deep not in alone.stats.parsed + alone.stats.from_ast
+    assert pooled.stats.ahead == [str(package / name) for name in ("base.py", "one.py", "many.py")]
+    assert pooled.stats.ahead_unused == [] and pooled.stats.waves == 3
+    assert pooled.entries == alone.entries and _as_data(pooled.results) == _as_data(alone.results)
+    assert [(f.path, f.line, f.code) for r in pooled.results for f in r.findings] == [
+        (str(package / "base.py"), 7, "AMP001")]

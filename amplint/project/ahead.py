@@ -20,6 +20,12 @@ parses what is still missing in this process. Either way every summary the
 walk uses is the one a serial run builds, and a file parsed ahead but never
 asked for leaves no trace: the output is the same with any `--jobs`.
 
+A pass that has missed a summary does not follow a guess past it: a receiver
+whose class may be in the file it missed is not searched for by name, and a
+subclass search stops where it ran into a hole (`Resolver._deferred`).
+Following them read files that a pass with that file never asks for (on the
+real-code corpus, 3 summaries, one a LibCST parse; on the derived copy, 20).
+
 Each pass (`make_pass`) keeps only the resolver's sure answers, those no
 None of speculation went into (`amplint.project.memo`): the others may be
 wrong once more is known. On a warm cache the first pass wants nothing, so

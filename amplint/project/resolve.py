@@ -107,6 +107,7 @@ class Resolver:
         self._built_names: Optional[FrozenSet[str]] = None
         self.modules = loader.modules
         self._doubts = Doubts(lambda: loader.misses)
+        self._misses_before_pass = loader.misses
         memo = self._doubts.memo
         self._typed: Memo[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Target, ...]] = memo()
         self._mro: Memo[ClassRef, List[ClassRef]] = memo()
@@ -126,6 +127,18 @@ class Resolver:
     def new_pass(self) -> None:
         """Start another pass of the walk: keep the sure answers, forget the rest (`amplint.project.memo`)."""
         self._doubts.new_pass()
+        self._misses_before_pass = self.loader.misses
+
+    def _deferred(self, mark: int) -> bool:
+        """Should a search that began at `mark` (`Doubts.mark`) stop here, for the next pass to finish?
+
+        Yes when this pass has answered a summary None for speculation, so that its result is not the walk's
+        (`amplint.project.ahead`), and something unsure went into the search since. Past that point it runs on
+        a guess (a class not found because its file was not read, a class hierarchy with holes), and would
+        read files that a pass with what it missed may never ask for. A pass with no miss never defers: the
+        pass whose result is used resolves as a serial run does.
+        """
+        return self.loader.misses != self._misses_before_pass and self._doubts.mark() != mark
 
     # --- symbols -----------------------------------------------------------
     def _summary(self, path: str) -> Optional[FileSummary]:
@@ -296,7 +309,8 @@ class Resolver:
         found: List[ClassRef] = []
         members: Set[ClassRef] = {cls}  # found, and the class itself
         frontier = [cls]
-        while frontier and len(found) < MAX_SUBCLASSES:
+        mark = self._doubts.mark()
+        while frontier and len(found) < MAX_SUBCLASSES and not self._deferred(mark):
             current = frontier.pop(0)
             short = current.name.rsplit(".", 1)[-1]
             for ref in self._subclass_lines(short).get(current, ()):
@@ -423,17 +437,19 @@ class Resolver:
                     return found
             elif root == "cls":
                 return []
+            mark = self._doubts.mark()
             held = self._self_attr(own, parts[1])  # `self.policy(...)`, `self.policy.act(...)`
             if not held and len(parts) == 2:  # calling an `nn.Sequential` runs each of its modules
                 held = self._self_attr(own, parts[1] + "[]")
             if not held:
-                return self._unknown_receiver(parts[2:], call)
+                return self._unknown_receiver(parts[2:], call, mark)
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
         if call.receiver is not None:
             text, bound_exact = call.receiver
+            mark = self._doubts.mark()
             classes = self.class_of(path, text)
             if not classes:  # typed with a library class: `net: nn.Module`
-                return self._unknown_receiver(parts[1:], call)
+                return self._unknown_receiver(parts[1:], call, mark)
             return self._targets([s for c in classes for s in self._attribute(_Instance(c, bound_exact), parts[1:])])
         if call.root_local:
             return self._unknown_receiver(parts[1:], call)
@@ -476,9 +492,14 @@ class Resolver:
             return []
         return [Target(c.path, f"{c.name}.{name}", c, False, inferred=True) for c in classes]
 
-    def _unknown_receiver(self, rest: Sequence[str], call: CallSummary) -> List[Target]:
-        """A call on an object of unknown class: by the method's name, else by the distributions it is given."""
-        if len(rest) > 1:
+    def _unknown_receiver(self, rest: Sequence[str], call: CallSummary, mark: Optional[int] = None) -> List[Target]:
+        """A call on an object of unknown class: by the method's name, else by the distributions it is given.
+
+        `mark`: `Doubts.mark()` before the receiver's class was looked for, if it was. When a speculative pass
+        defers from there (`_deferred`), the class may be in a file it has not read: the receiver is not known
+        to be unknown, the answer is [] (unsure), and the next pass, which has the file, decides.
+        """
+        if len(rest) > 1 or (mark is not None and self._deferred(mark)):
             return []
         found = self.inferred(rest[0]) if rest else []
         if not found and call.dist_args:
