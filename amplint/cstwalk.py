@@ -19,7 +19,7 @@ from typing import AbstractSet, Callable, Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 from libcst._nodes import op, whitespace
 
-Hook = Optional[Callable[[cst.CSTNode], object]]
+Hook = Optional[Callable[[cst.CSTVisitor, cst.CSTNode], object]]  # a visitor class's function, called with the visitor
 
 
 def _node_types(module: ModuleType) -> Tuple[type, ...]:
@@ -107,19 +107,21 @@ Plan = Tuple[Hook, Hook, Tuple[Tuple[str, bool, Hook, Hook], ...]]  # visit, lea
 
 
 class _Hooks:
-    """A visitor's bound hook methods per node type (None where it has none), with the type's fields.
+    """A visitor class's hook functions per node type (None where it has none), with the type's fields.
 
     A plan holds, per node type, what `_walk` needs: `visit_X`, `leave_X`, and
     for each child field in LibCST's order its name, whether LibCST visits it
-    only when set, and its `visit_X_field` / `leave_X_field` hooks.
+    only when set, and its `visit_X_field` / `leave_X_field` hooks. The hooks are
+    the class's functions, called with the visitor: one `_Hooks` serves every
+    instance of the class (`hooks_of`), so each walk does not look them up again.
     """
 
-    def __init__(self, visitor: cst.CSTVisitor) -> None:
-        self._visitor = visitor
+    def __init__(self, visitor_type: type) -> None:
+        self._type = visitor_type
         self._cache: Dict[type, Plan] = {}
         hooked = [t.__name__ for t in SKIPPED if self._hook(f"visit_{t.__name__}") or self._hook(f"leave_{t.__name__}")]
         if hooked:
-            raise TypeError(f"{type(visitor).__name__} hooks {', '.join(sorted(hooked))}, which walk() skips")
+            raise TypeError(f"{visitor_type.__name__} hooks {', '.join(sorted(hooked))}, which walk() skips")
         # A visitor with no bracket hooks gets no call from a punctuation field: such fields are not entered.
         self._punctuation = () if any(self._hook(f"visit_{name}") or self._hook(f"leave_{name}")
                                       for name in _BRACKETS) else _PUNCTUATION
@@ -137,19 +139,28 @@ class _Hooks:
         return found
 
     def _hook(self, name: str) -> Hook:
-        """The visitor's own method `name`; None for CSTVisitor's no-op stubs (one per node type)."""
-        found = getattr(type(self._visitor), name, None)
+        """The class's own method `name`; None for CSTVisitor's no-op stubs (one per node type)."""
+        found = getattr(self._type, name, None)
         if found is None or found is getattr(cst.CSTVisitor, name, None):
             return None
-        return getattr(self._visitor, name)  # type: ignore[no-any-return]
+        return found  # type: ignore[no-any-return]
+
+
+class _HooksByClass(Dict[type, _Hooks]):
+    """`_Hooks` per visitor class, made on first use: like ORDERS, a fact about classes, the same for every caller."""
+
+    def __missing__(self, visitor_type: type) -> _Hooks:
+        made = self[visitor_type] = _Hooks(visitor_type)
+        return made
 
 
 ORDERS = _Orders()
+HOOKS = _HooksByClass()
 
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Call `visitor`'s hooks over the tree under `node`, as `node.visit(visitor)` would."""
-    _walk(node, _Hooks(visitor), ORDERS)
+    _walk(node, visitor, HOOKS[type(visitor)], ORDERS)
 
 
 def type_test(*classes: type) -> Callable[[object], bool]:
@@ -241,9 +252,9 @@ def nodes_of(root: cst.CSTNode, types: AbstractSet[type]) -> List[cst.CSTNode]:
     return found
 
 
-def _walk(node: cst.CSTNode, hooks: _Hooks, orders: _Orders) -> None:
+def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: _Hooks, orders: _Orders) -> None:
     visit, leave, fields = hooks.plan(node, orders)
-    if visit is None or visit(node) is not False:
+    if visit is None or visit(visitor, node) is not False:
         kinds = KINDS
         for field, optional, before, after in fields:
             value = getattr(node, field)
@@ -251,14 +262,14 @@ def _walk(node: cst.CSTNode, hooks: _Hooks, orders: _Orders) -> None:
             if optional and kind == _OTHER:
                 continue
             if before is not None:
-                before(node)
+                before(visitor, node)
             if kind == _NODE:
-                _walk(value, hooks, orders)
+                _walk(value, visitor, hooks, orders)
             elif kind == _SEQUENCE:
                 for item in value:
                     if kinds[type(item)] == _NODE:
-                        _walk(item, hooks, orders)
+                        _walk(item, visitor, hooks, orders)
             if after is not None:
-                after(node)
+                after(visitor, node)
     if leave is not None:
-        leave(node)
+        leave(visitor, node)

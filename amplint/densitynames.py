@@ -9,6 +9,7 @@ No LibCST here: the text prefilter and the CPython screen use these too.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable
 
 DENSITY_KIND = "density-call"  # `Site.kind` of a call of the project's own density
@@ -43,6 +44,7 @@ LIBRARY_PACKAGES = frozenset({
 })
 
 
+@lru_cache(maxsize=8192)  # a fact about a name, asked for every call the screens and readers see
 def is_density_name(name: str) -> bool:
     """`kl`, `_likelihood`, `normal_kl`, `log_prob`, `discretized_gaussian_log_likelihood`, `log_p`..."""
     lowered = name.lstrip("_").lower()

@@ -7,6 +7,7 @@ dtype, enabled, ...)` but `torch.cuda.amp.autocast(enabled, dtype, ...)`, so
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Sequence, Set, Tuple, TypeVar
 
 from amplint.autocast_names import AUTOCAST_NAMES, Style
@@ -52,6 +53,7 @@ class AutocastFactory:
     bound_args: Tuple[cst.Arg, ...] = ()
 
 
+@lru_cache(maxsize=8192)  # asked for every callee the readers see; the import table hands out the same sets
 def style_of(names: FrozenSet[str], extra: FrozenSet[str], aliases: Tuple[Tuple[str, str], ...] = ()
              ) -> Optional[Style]:
     """`autocast_style` for the qualified names a callee may stand for (CPython's tree reads them too)."""

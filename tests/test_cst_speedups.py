@@ -272,8 +272,8 @@ def test_walk_without_bracket_hooks_leaves_punctuation_out_and_calls_the_same_ho
     from amplint.cstwalk import ORDERS, _Hooks
 
     call = cst.parse_expression("f( a , (b) )")
-    assert [f for f, *_ in _Hooks(NODE_RECORDER()).plan(call, ORDERS)[2]] == ["func", "args"]
-    assert "lpar" in [f for f, *_ in _Hooks(RECORDER()).plan(call, ORDERS)[2]]  # a bracket hook: every field
+    assert [f for f, *_ in _Hooks(NODE_RECORDER).plan(call, ORDERS)[2]] == ["func", "args"]
+    assert "lpar" in [f for f, *_ in _Hooks(RECORDER).plan(call, ORDERS)[2]]  # a bracket hook: every field
     expected, found = _logs(text, NODE_RECORDER)
     assert found == expected
 

@@ -90,6 +90,8 @@ class Loader:
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._worth: Dict[str, bool] = {}
+        self._useful: Dict[str, bool] = {}  # `may_define_usefully`, by name: asked for each method resolved
+        self._defining: Dict[str, Tuple[str, ...]] = {}  # `defining_files`, by name
         self._answers: Dict[Tuple[str, object], object] = {}  # (path, question about its text) -> the answer
         # Parsed ahead in a pool, not yet asked for: recorded (parsed, errors, cache) only when `summary` asks.
         self._ahead: Dict[str, _Parsed] = {}
@@ -155,12 +157,24 @@ class Loader:
         return self._worth[path]
 
     def may_define_usefully(self, name: str) -> bool:
-        """Is `def name` written in some file worth entering? If not, no call to `name` can lead to a finding."""
-        return any(self.worth_entering(path) for path in sorted(self._def_index.get(name, ())))
+        """Is `def name` written in some file worth entering? If not, no call to `name` can lead to a finding.
+
+        Kept by name: the walk asks it for every method it resolves, and `forward` is defined in hundreds of
+        files (the index and the answers do not change after the text pass).
+        """
+        useful = self._useful.get(name)
+        if useful is None:
+            useful = self._useful[name] = any(self.worth_entering(path)
+                                              for path in sorted(self._def_index.get(name, ())))
+        return useful
 
     def defining_files(self, name: str) -> List[str]:
         """Files worth entering with a `def name` line (text only): where an inferred call may go."""
-        return [path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path)]
+        found = self._defining.get(name)
+        if found is None:
+            found = self._defining[name] = tuple(
+                path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path))
+        return list(found)
 
     def method_definitions(self, path: str, name: str) -> int:
         """How many methods named `name` the file's text defines (`prefilter.method_definitions`)."""
