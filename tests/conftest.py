@@ -6,12 +6,22 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator, List, Sequence
+from typing import Dict, Iterator, List, Sequence
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+
+
+def write_package(root: Path, files: Dict[str, str], name: str = "pkg") -> Path:
+    """`root/name/`, a package with an empty `__init__.py` and `files` (file name -> text); returns its folder."""
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for file_name, text in files.items():
+        (package / file_name).write_text(text)
+    return package
 
 
 def run_amplint(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from conftest import write_package
 from hypothesis import given
 
 from amplint.config import Config
@@ -615,18 +616,13 @@ def test_configured_and_derived_spellings_open_regions_as_in_libcst() -> None:
 
 def _project(tmp_path: Path) -> Path:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "train.py").write_text(
-        "import torch\nfrom pkg.route import step\n\n\ndef train(x):\n"
-        "    with torch.autocast('cpu', dtype=torch.float16):\n        return step(x)\n")
-    (package / "route.py").write_text(
-        "from pkg.losses import gaussian\n\n\ndef step(x):\n    h = prepare(x)\n    return gaussian(h)\n")
-    (package / "losses.py").write_text(
-        "import torch\n\n\ndef gaussian(h):\n    d = torch.distributions.Normal(h, h.exp())\n"
-        "    return d.log_prob(h)\n")
-    return package
+    return write_package(tmp_path, {
+        "train.py": "import torch\nfrom pkg.route import step\n\n\ndef train(x):\n"
+                    "    with torch.autocast('cpu', dtype=torch.float16):\n        return step(x)\n",
+        "route.py": "from pkg.losses import gaussian\n\n\ndef step(x):\n    h = prepare(x)\n    return gaussian(h)\n",
+        "losses.py": "import torch\n\n\ndef gaussian(h):\n    d = torch.distributions.Normal(h, h.exp())\n"
+                     "    return d.log_prob(h)\n",
+    })
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, List, Tuple
 
 import pytest
+from conftest import write_package
 
 from amplint.config import Config
 from amplint.files import discover
@@ -153,12 +154,8 @@ def test_a_speculative_pass_does_not_search_by_name_for_a_receiver_in_a_file_it_
     Searching `quantize` by name then would read `other.py`, which the walk never asks for once
     `coder.py` is known. The first pass wants `coder.py` alone; the second has it and resolves the call.
     """
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "top.py").write_text(_TOPS[receiver])
-    (package / "coder.py").write_text(_DENSITY.format("Normal", "Coder"))
-    (package / "other.py").write_text(_DENSITY.format("Laplace", "Other"))
+    package = write_package(tmp_path, {"top.py": _TOPS[receiver], "coder.py": _DENSITY.format("Normal", "Coder"),
+                                       "other.py": _DENSITY.format("Laplace", "Other")})
     alone = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
     pooled = run_project([str(tmp_path)], Config(jobs=2), use_cache=False)
     coder, other = str(package / "coder.py"), str(package / "other.py")
@@ -181,20 +178,16 @@ def test_a_speculative_pass_stops_a_subclass_search_where_it_missed_a_file(force
     """
     from amplint.project.resolve import MAX_SUBCLASSES
 
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "base.py").write_text(
-        "from torch import nn\nfrom torch.distributions import Normal\n\n\nclass Base(nn.Module):\n"
-        "    def score(self, x):\n        return Normal(x, 1.0).log_prob(x)\n")
-    (package / "many.py").write_text("from pkg.base import Base\n" + "".join(
-        f"\n\nclass Many{n}(Base):\n    pass\n" for n in range(MAX_SUBCLASSES)))
-    (package / "one.py").write_text(
-        "from pkg.base import Base\n\n\ndef helper(x):\n    return x\n\n\nclass Lone(Base):\n    pass\n")
-    (package / "deep.py").write_text("from pkg.one import Lone\n\n\nclass Deep(Lone):\n    pass\n")
-    (package / "top.py").write_text(
-        "import torch\n\nfrom pkg.base import Base\nfrom pkg.one import helper\n\n\ndef run(model: Base, x):\n"
-        "    with torch.autocast(\"cuda\"):\n        return model.score(helper(x))\n")
+    package = write_package(tmp_path, {
+        "base.py": "from torch import nn\nfrom torch.distributions import Normal\n\n\nclass Base(nn.Module):\n"
+                   "    def score(self, x):\n        return Normal(x, 1.0).log_prob(x)\n",
+        "many.py": "from pkg.base import Base\n" + "".join(
+            f"\n\nclass Many{n}(Base):\n    pass\n" for n in range(MAX_SUBCLASSES)),
+        "one.py": "from pkg.base import Base\n\n\ndef helper(x):\n    return x\n\n\nclass Lone(Base):\n    pass\n",
+        "deep.py": "from pkg.one import Lone\n\n\nclass Deep(Lone):\n    pass\n",
+        "top.py": "import torch\n\nfrom pkg.base import Base\nfrom pkg.one import helper\n\n\n"
+                  "def run(model: Base, x):\n    with torch.autocast('cuda'):\n        return model.score(helper(x))\n",
+    })
     alone = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
     pooled = run_project([str(tmp_path)], Config(jobs=2), use_cache=False)
     deep = str(package / "deep.py")
