@@ -113,7 +113,7 @@ class _Hooks:
     for each child field in LibCST's order its name, whether LibCST visits it
     only when set, and its `visit_X_field` / `leave_X_field` hooks. The hooks are
     the class's functions, called with the visitor: one `_Hooks` serves every
-    instance of the class (`hooks_of`), so each walk does not look them up again.
+    instance of the class (`HOOKS`), so each walk does not look them up again.
     """
 
     def __init__(self, visitor_type: type) -> None:

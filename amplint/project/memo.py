@@ -28,12 +28,17 @@ class Doubts:
 
     def __init__(self, misses: Callable[[], int]) -> None:
         self._misses = misses  # the loader's count of summaries answered None for speculation
+        self._misses_before_pass = misses()
         self._read = 0  # unsure answers read
         self._memos: List["Memo"] = []
 
     def mark(self) -> int:
         """A stamp that moves whenever something unsure is used: equal stamps bracket a sure answer."""
         return self._misses() + self._read
+
+    def missed_this_pass(self) -> bool:
+        """Has a summary answered None for speculation since the pass began? Then its result is not the walk's."""
+        return self._misses() != self._misses_before_pass
 
     def read_unsure(self) -> None:
         self._read += 1
@@ -47,6 +52,7 @@ class Doubts:
         """Forget every unsure answer: the pass that gave them is over."""
         for memo in self._memos:
             memo.unsure.clear()
+        self._misses_before_pass = self._misses()
 
 
 class Memo(Generic[K, V]):

@@ -107,7 +107,6 @@ class Resolver:
         self._built_names: Optional[FrozenSet[str]] = None
         self.modules = loader.modules
         self._doubts = Doubts(lambda: loader.misses)
-        self._misses_before_pass = loader.misses
         memo = self._doubts.memo
         self._typed: Memo[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Target, ...]] = memo()
         self._mro: Memo[ClassRef, List[ClassRef]] = memo()
@@ -127,7 +126,6 @@ class Resolver:
     def new_pass(self) -> None:
         """Start another pass of the walk: keep the sure answers, forget the rest (`amplint.project.memo`)."""
         self._doubts.new_pass()
-        self._misses_before_pass = self.loader.misses
 
     def _deferred(self, mark: int) -> bool:
         """Should a search that began at `mark` (`Doubts.mark`) stop here, for the next pass to finish?
@@ -138,7 +136,7 @@ class Resolver:
         read files that a pass with what it missed may never ask for. A pass with no miss never defers: the
         pass whose result is used resolves as a serial run does.
         """
-        return self.loader.misses != self._misses_before_pass and self._doubts.mark() != mark
+        return self._doubts.missed_this_pass() and self._doubts.mark() != mark
 
     # --- symbols -----------------------------------------------------------
     def _summary(self, path: str) -> Optional[FileSummary]:
