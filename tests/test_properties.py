@@ -243,6 +243,24 @@ def test_noqa_scope_is_flake8s() -> None:
     assert [(f.line, f.code) for f in result.findings] == [(7, "AMP001")]
 
 
+def test_a_file_is_tokenized_once_for_its_noqa_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The findings and the fixes a noqa forbids (`NoqaGuard`) read the same scope: one tokenize, not two."""
+    import tokenize
+
+    from amplint.noqa import noqa_texts
+
+    calls: List[int] = []
+    generate = tokenize.generate_tokens
+    monkeypatch.setattr(tokenize, "generate_tokens", lambda readline: calls.append(1) or generate(readline))
+    noqa_texts.cache_clear()
+    result = check_source(NOQA_SCOPES, PATH, Config(project=False))
+    # No fix for it: both would edit line 8 (`x`), and a line with a noqa is left as written (`NoqaGuard`).
+    assert [(f.line, f.code, f.fix_strategies) for f in result.findings] == [(7, "AMP001", ())]
+    assert len(calls) == 1
+    with pytest.raises(TypeError):
+        noqa_texts(NOQA_SCOPES)[7] = ""  # shared by its readers: read only
+
+
 @budget(300)
 @example(source=NOQA_SCOPES)
 @given(source=SMALL)
