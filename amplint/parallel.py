@@ -26,8 +26,9 @@ and the children start warm. Measured on an idle 2-core Linux box, Python
 
 (Those runs compiled the bytecode as they went. With it compiled, importing
 LibCST and the analysis takes about 0.2 s wherever it runs.) A project run's
-pool (`RunPool`) preloads nothing: most of its work reads CPython's trees, and
-a worker imports LibCST when a file of its own needs it.
+pool (`RunPool`) preloads only the readers of CPython's trees, which the parent
+and every worker import: most of its work reads those trees, and a worker
+imports LibCST when a file of its own needs it.
 
 Results come back in input order, whatever the order of completion, so the
 output is the same as with `--jobs 1`. An item whose worker raised, or that
@@ -190,8 +191,9 @@ def _pooled(
         own.run(func, items, weights=weights, pins=pins, stateful=stateful, done=arrived, steal=steal)
 
 
-def start_workers(jobs: Optional[int]) -> "Optional[Workers]":
-    """Workers for a whole run (`--jobs`, else one per usable CPU); None when no pool can start here."""
+def start_workers(jobs: Optional[int], preload: Sequence[str] = ()) -> "Optional[Workers]":
+    """Workers for a whole run (`--jobs`, else one per usable CPU), forked with `preload` imported; None when
+    no pool can start here."""
     from amplint.workers import Workers
 
     count = pool_size(sys.maxsize, jobs)
@@ -199,7 +201,7 @@ def start_workers(jobs: Optional[int]) -> "Optional[Workers]":
         return None
     _flush()
     try:
-        return Workers(count, _context())
+        return Workers(count, _context(), preload)
     except KeyboardInterrupt:
         raise
     except Exception:  # no pool on this system (no semaphores, fork refused...): the work runs here
@@ -237,25 +239,28 @@ class RunPool:
     the CPython trees it parsed (`cpython_trees.worker_trees`): the text pass
     reads the trees its spellings pass kept, and a summary sent to the worker
     that keeps its file's tree (`Loader.prepare_summaries`) the text pass's.
-    They are forked without LibCST, and a worker imports it when a file it
-    parses needs it, so a project whose summaries all come from CPython's trees
-    never imports it, here or there. Importing it here before forking instead
-    was measured (benchmarks/RESULTS.md, sixteenth session): on the real-code
-    corpus it saves one import (0.9 G of 20.2 G instructions, about 0.1 s of
-    wall time), but every run that never needs LibCST pays it with both
-    workers waiting: 0.17 s more on 4,633 files of training code, 0.23 s
-    (25%) on Python's standard library.
+    They are forked with `preload` imported (a project run's: the readers of
+    CPython's trees, `reading.SUMMARY_READERS`) but without LibCST, and a
+    worker imports it when a file it parses needs it, so a project whose
+    summaries all come from CPython's trees never imports it, here or there.
+    Importing LibCST here before forking instead was measured
+    (benchmarks/RESULTS.md, sixteenth session): on the real-code corpus it
+    saves one import (0.9 G of 20.2 G instructions, about 0.1 s of wall time),
+    but every run that never needs LibCST pays it with both workers waiting:
+    0.17 s more on 4,633 files of training code, 0.23 s (25%) on Python's
+    standard library.
     """
 
-    def __init__(self, jobs: Optional[int]) -> None:
+    def __init__(self, jobs: Optional[int], preload: Sequence[str] = ()) -> None:
         self.jobs = jobs
+        self._preload = preload  # what every worker will import, and this process too: imported once, here
         self._workers: "Optional[Workers]" = None
         self._order: List[int] = []  # the pids as started: `pin` stays put if one dies
 
     def workers(self) -> "Optional[Workers]":
         """The run's workers; None when no pool can start here."""
         if self._workers is None:
-            self._workers = start_workers(self.jobs)
+            self._workers = start_workers(self.jobs, self._preload)
             self._order = [] if self._workers is None else list(self._workers.alive)
         return self._workers
 

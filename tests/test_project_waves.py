@@ -197,3 +197,43 @@ def test_a_speculative_pass_stops_a_subclass_search_where_it_missed_a_file(force
     assert pooled.entries == alone.entries and _as_data(pooled.results) == _as_data(alone.results)
     assert [(f.path, f.line, f.code) for r in pooled.results for f in r.findings] == [
         (str(package / "base.py"), 7, "AMP001")]
+
+
+def test_the_workers_start_with_what_reading_a_summary_imports(tmp_path: Path) -> None:
+    """A project run's pool is forked with `SUMMARY_READERS` imported: the parent imports them for its own
+    summaries anyway, and each worker imported them again (issue 12, nineteenth session). Checked in a fresh
+    interpreter, where nothing has imported them before the run."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json, os, sys\n"
+        "from amplint import workers\n"
+        "from amplint.config import Config\n"
+        "from amplint.project.reading import SUMMARY_READERS\n"
+        "from amplint.project.run import run_project\n"
+        "serve = workers._serve\n"
+        "def started(conn):\n"
+        "    found = [name for name in SUMMARY_READERS if name in sys.modules]\n"
+        "    with open(os.path.join(sys.argv[1], str(os.getpid())), 'w') as out:\n"
+        "        json.dump(found, out)\n"
+        "    serve(conn)\n"
+        "workers._serve = started\n"
+        "before = [name for name in SUMMARY_READERS if name in sys.modules]\n"
+        "run = run_project([sys.argv[2]], Config(jobs=2), use_cache=False)\n"
+        "print(json.dumps([before, sum(len(r.findings) for r in run.results)]))\n"
+    )
+    from amplint import parallel
+    from amplint.project.reading import SUMMARY_READERS
+
+    env = dict(os.environ, **{parallel.FORCE_ENV: "1"})
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path), str(FIXTURES / "project")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    before, findings = json.loads(done.stdout)
+    alone = run_project([str(FIXTURES / "project")], Config(jobs=1), use_cache=False)
+    assert before == [] and findings == sum(len(r.findings) for r in alone.results) > 0
+    started = [json.loads(path.read_text()) for path in sorted(tmp_path.iterdir())]
+    assert len(started) == 2 and all(found == list(SUMMARY_READERS) for found in started)

@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # pragma: no cover
 # How a file was read: not at all (an error), with LibCST, or with CPython's `ast` only.
 NOT_READ, LIBCST, CPYTHON = "", "libcst", "ast"
 
+# What reading a summary from CPython's tree imports, here and in every worker. A project run imports them
+# before its pool forks (`parallel.RunPool`); imported after the fork, each process imported them on its own.
+SUMMARY_READERS = ("amplint.project.summarize", "amplint.facts.astcalls")
+
 
 def analyze_file(
     path: str, config: Config, entries: Sequence[EntryContext], trees: "Optional[CPythonTrees]" = None

@@ -17,6 +17,7 @@ from amplint.project.covered import covered_density_calls, resolved_density_call
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
+from amplint.project.reading import SUMMARY_READERS
 from amplint.project.resolve import Resolver
 from amplint.project.returnflow import call_returns, dist_arguments
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
@@ -47,7 +48,8 @@ def run_project(
     """
     files, errors = discover(paths, config.exclude, config.max_file_size)
     parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
-    pool = RunPool(config.jobs)  # the run's workers, if a pass pays for them: every later pass uses them too
+    # The run's workers, if a pass pays for them: every later pass uses them too.
+    pool = RunPool(config.jobs, SUMMARY_READERS)
     try:
         spellings = project_spellings(files, config.jobs, parsed, pool)
         config = with_spellings(config, spellings)
