@@ -152,6 +152,16 @@ def test_a_decorators_at_sign_is_found_beside_its_expression_only() -> None:
     assert lines.decorator_at(6, 0) is None  # the `@` is a line above: LibCST starts the decorator there
 
 
+@pytest.mark.parametrize("text", ["", "\n", "x", "x\n", "a\n\nb", "a\r\nb\rc\n", "a\rb", "é\n\x0cz\n", "a\n\r\n"])
+def test_line_starts_are_where_cpython_and_libcst_begin_each_line(text: str) -> None:
+    from amplint.textlines import LINE_END, TextLines
+
+    expected = [0] + [match.end() for match in LINE_END.finditer(text)]
+    assert TextLines(text).line_starts() == expected
+    for number, start in enumerate(expected, 1):
+        assert TextLines(text).line(number) == text[start:expected[number] if number < len(expected) else None]
+
+
 def test_descendants_leave_out_what_they_skip_and_what_is_under_it() -> None:
     from amplint.cstwalk import descendants
 
