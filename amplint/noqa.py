@@ -19,8 +19,8 @@ def noqa_texts(text: str) -> Mapping[int, str]:
     that holds the reported line: `x = f(\\n    a)  # noqa` covers line 1
     too. Lines missing from the map (or a file that does not tokenize) fall
     back to the physical line. Only called when the text mentions noqa.
-    Remembered for the last texts, read only: a file with findings asks twice, for its findings and
-    for the fixes a noqa forbids (`fix.fixability.NoqaGuard`), and tokenizing costs ~4 ms a file.
+    The last two answers are kept, read only: a file with findings asks twice, for its findings and for
+    the fixes a noqa forbids (`fix.fixability.NoqaGuard`), and tokenizing costs ~4 ms a file.
     """
     lines = io.StringIO(text, newline=None).readlines()
     mapping: Dict[int, str] = {}
