@@ -7,18 +7,24 @@ error reported, no parse counted); a speculative pass must record nothing
 """
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, List, Tuple
 
 import pytest
 from conftest import write_package
 
+from amplint import parallel
 from amplint.config import Config
 from amplint.files import discover
 from amplint.project.cache import DiskCache
 from amplint.project.loader import Loader
 from amplint.project.modules import ModuleIndex
+from amplint.project.reading import SUMMARY_READERS
 from amplint.project.run import run_project
 from amplint.project.summarize import summary_from_ast
 
@@ -203,11 +209,6 @@ def test_the_workers_start_with_what_reading_a_summary_imports(tmp_path: Path) -
     """A project run's pool is forked with `SUMMARY_READERS` imported: the parent imports them for its own
     summaries anyway, and each worker imported them again (issue 12, nineteenth session). Checked in a fresh
     interpreter, where nothing has imported them before the run."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     script = (
         "import json, os, sys\n"
         "from amplint import workers\n"
@@ -225,9 +226,6 @@ def test_the_workers_start_with_what_reading_a_summary_imports(tmp_path: Path) -
         "run = run_project([sys.argv[2]], Config(jobs=2), use_cache=False)\n"
         "print(json.dumps([before, sum(len(r.findings) for r in run.results)]))\n"
     )
-    from amplint import parallel
-    from amplint.project.reading import SUMMARY_READERS
-
     env = dict(os.environ, **{parallel.FORCE_ENV: "1"})
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path), str(FIXTURES / "project")], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
