@@ -212,3 +212,16 @@ def test_the_cpython_fact_path_imports_no_libcst() -> None:
               "print(sorted(name for name in sys.modules if name.split('.')[0] == 'libcst'))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_asking_for_a_tree_that_was_not_kept_imports_no_libcst() -> None:
+    # A file whose summary came from CPython's tree has no LibCST tree kept; its findings job asks for one first.
+    # LibCST must then be imported by the parse (`cstimport.import_libcst`, with its compiled dataclass code),
+    # not by this question: imported directly, each class's code is compiled again (~0.45 G instructions).
+    script = ("import sys\n"
+              "from amplint.config import Config\n"
+              "from amplint.project.kept import KeptTrees\n"
+              "assert KeptTrees().findings('module.py', Config(), ()) is None\n"
+              "print(sorted(name for name in sys.modules if name.split('.')[0] == 'libcst'))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr

@@ -383,7 +383,7 @@ class Head(Base):
         return x.pow(2)
 
     def forward(self, x, mu, y):
-        with torch.autocast("cuda", dtype=torch.float16):
+        if torch.is_autocast_enabled():  # no region: with one, the file has findings of its own
             out = self.body(x)
             a = gaussian_nll(out, mu, "sum", reduction=2, eps=None)
             b = kl_term(out.float(), mu.float())
@@ -404,8 +404,10 @@ def test_density_calls_read_the_same_from_either_tree() -> None:
     assert density == [(23, "gaussian_nll"), (24, "kl_term"), (25, "gaussian_nll"), (26, "self.nll"),
                        (27, "self.loss_nll"), (28, "losses.marginal_entropy")]
     assert (27, "kl_term") in [(c.line, c.callee) for c in forward.calls]  # inside a site: no site of its own
-    assert (forward.sites, forward.exposed) == (6, 3)  # `c`, `e` (its argument) and `f`: no region, not cast
+    assert (forward.sites, forward.exposed) == (6, 4)  # `a`, `c`, `e` (its argument) and `f`: not cast
     assert quick.functions["kl_term"].density and quick.functions["Head.loss_nll"].density
+    in_region = DENSITIES.replace("if torch.is_autocast_enabled():", 'with torch.autocast("cuda"):')
+    assert summary_from_ast(in_region, Config()) is None  # `a` and `b` may be reported: LibCST reads the file
 
 
 CODE_CASES = [
@@ -510,26 +512,73 @@ def test_most_plain_fixture_modules_take_the_ast_path() -> None:
     assert len(read) >= 8  # the routing modules of the project fixtures; the corpora add hundreds
 
 
+# Hand-written math (`astprobmath`), each with its scopes' (sites, exposed ones) as LibCST counts them.
+MATH_CASES = [
+    ("import torch\ny = torch.log(p.softmax(-1))\n", {"<module>": (1, 1)}),
+    ("y = probs.log()\n", {"<module>": (1, 1)}),
+    # An entropy term; then one whose log of probabilities is a site of its own.
+    ("import torch\n\n\ndef f(p):\n    return -(p * torch.log(p)).sum()\n", {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(x):\n    p = x.softmax(-1)\n    return -(p * torch.log(p)).sum()\n", {"f": (1, 1)}),
+    ("def f(x):\n    lse = x.exp().sum(-1)\n    return lse.log()\n", {"f": (1, 1)}),  # a log-sum-exp, through a name
+    ("def f(x, mu, var):\n    lv = var.log()\n    return (x - mu).pow(2) / var + lv\n", {"f": (1, 1)}),  # a Gaussian
+    # A sum in parentheses of its own is one term, and a sum is one site.
+    ("import torch\n\n\ndef f(x, mu, s):\n    return ((x - mu) ** 2 / s + torch.log(s)) + torch.log(s)\n",
+     {"f": (1, 1)}),
+    # A square written as a product of two factors written alike, and of two written otherwise.
+    ("import torch\n\n\ndef f(x, s):\n    return x * x / s + torch.log(s)\n", {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(x, s):\n    return (x) * x / s + torch.log(s)\n", {}),
+    # LibCST's attribute name is a `Name`, followed to the local `mu`.
+    ("import torch\n\n\ndef f(self, x):\n    mu = x.pow(2)\n    return self.mu + torch.log(x)\n", {"f": (1, 1)}),
+    # A density of this file whose body holds the site: its call is no site (`build._drop_densities_with_sites`).
+    ("import torch\n\n\ndef nll(x, mu, s):\n    return (x - mu) ** 2 / s + torch.log(s)\n\n\n"
+     "def loss(x, mu, s):\n    return nll(x, mu, s)\n", {"nll": (1, 1)}),
+    ("y = probs + 1e-10\n", {"<module>": (1, 1)}),
+    ("y = torch.special.expit(z).clamp(min=1e-12)\n", {"<module>": (1, 1)}),
+    ("import torch\ny = torch.clamp(min=1e-10, input=p_prob)\nz = torch.clamp(probs, torch.tensor(1e-9))\n",
+     {"<module>": (2, 2)}),
+    ("w = h / (h.sum() + 1e-12)\n", {}),  # a division by a sum makes probabilities, at module level no site
+    ("from torch import sum as total\nh /= total(h) + 1e-12\n", {}),
+    ("def f(x, eps=1e-12):\n    p = x.softmax(-1)\n    return p + eps\n", {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(x):\n    p = x.softmax(-1)\n    p += 0\n    loss = 0\n"
+     "    loss -= (p * torch.log(p + 1e-10)).sum()\n    return loss\n", {"f": (2, 2)}),  # augmented assignments
+    ("import torch\n\n\ndef f(x, s):\n    acc = 0\n    acc += x ** 2 / s\n    return acc + torch.log(s)\n",
+     {"f": (1, 1)}),  # the square in an augmented assignment
+    # The floor in another method, and in the class of a def nested in a method.
+    ("class Head(nn.Module):\n    def __init__(self, eps=1e-8):\n        self.eps = eps\n\n"
+     "    def forward(self, x):\n        return torch.log(x.softmax(-1) + self.eps)\n", {"Head.forward": (2, 2)}),
+    ("class Head(nn.Module):\n    def __init__(self):\n        self.eps = 1e-10\n\n    def forward(self, x):\n"
+     "        def inner(y):\n            return y.softmax(-1) + self.eps\n        return inner(x)\n",
+     {"Head.forward.<locals>.inner": (1, 1)}),
+    ("def f(h):\n    w = h / h.sum(-1).clamp(min=1e-12)\n    return w + 1e-12\n", {"f": (1, 1)}),  # a sum under a floor
+    # A cast input: that site is not exposed.
+    ("import torch\n\n\ndef f(p):\n    a = torch.log(p.float().softmax(-1))\n"
+     "    b = torch.log(p.softmax(-1))\n    return a, b\n", {"f": (2, 1)}),
+    ("import torch\nf = lambda x: torch.log(x.softmax(-1))\n", {"<module>": (1, 1)}),
+    ("y = sq(z) - 0.9189385332\n", {}),
+    ("y = z ** 2 - 0.9189385332\n", {"<module>": (1, 1)}),
+    ("y = sq(z) - t.log(2 * math.pi)\n", {}),
+    ("import math\ny = sq(z) - math.log(2 * math.pi)\n", {}),
+    ("import math\ny = z.square() - math.log(2 * math.pi) - (w.square() + v.log())\n", {"<module>": (1, 1)}),
+    ("from math import log, pi as PI\ny = z ** 2 - log(2 * PI)\n", {"<module>": (1, 1)}),
+    ("import numpy as np\nfrom torch import *\ny = np.log(x) + log(z.sigmoid())\n", {"<module>": (1, 1)}),
+    ("from .losses import gaussian_nll\ny = gaussian_nll(x).softmax(-1).log()\n", {"<module>": (1, 1)}),  # inside
+    # Literals and logs however written (`astmathsites._Triggers` finds them in the text).
+    ("def f(x):\n    p = x.softmax(-1)\n    return p + 0.000_000_01\n", {"f": (1, 1)}),
+    ("def f(x):\n    p = x.softmax(-1)\n    return p.clamp(min=.5e-8)\n", {"f": (1, 1)}),
+    ("from torch import log as ln\n\n\ndef f(x, mu, s):\n    return (x - mu) ** 2 / s + ln(s)\n", {"f": (1, 1)}),
+    ("def f(x, mu):\n    return (x - mu) ** 2 - 0.91893853320467e0\n", {"f": (1, 1)}),
+    ("def f(x, mu):\n    return (x - mu) ** 2 - 9.1893853320467E-1\n", {"f": (1, 1)}),
+]
+
+
+@pytest.mark.parametrize("text, counts", MATH_CASES)
+def test_hand_written_math_reads_the_same_from_either_tree(text: str, counts: dict) -> None:
+    quick = _read_alike(text)
+    assert {key: (f.sites, f.exposed) for key, f in quick.functions.items() if f.sites} == counts
+
+
 @pytest.mark.parametrize("text", [
     "d = make()\nd.log_prob(x)\n",
-    "import torch\ny = torch.log(p.softmax(-1))\n",
-    "y = probs.log()\n",
-    "import torch\n\n\ndef f(p):\n    return -(p * torch.log(p)).sum()\n",  # an entropy term
-    "def f(x):\n    lse = x.exp().sum(-1)\n    return lse.log()\n",  # a log-sum-exp, through a name
-    "def f(x, mu, var):\n    lv = var.log()\n    return (x - mu).pow(2) / var + lv\n",  # a Gaussian
-    "y = probs + 1e-10\n",
-    "y = torch.special.expit(z).clamp(min=1e-12)\n",
-    "w = h / (h.sum() + 1e-12)\n",  # a division by a sum makes probabilities
-    "from torch import sum as total\nh /= total(h) + 1e-12\n",
-    "def f(x, eps=1e-12):\n    p = x.softmax(-1)\n    return p + eps\n",
-    "class Head(nn.Module):\n    def __init__(self, eps=1e-8):\n        self.eps = eps\n\n"
-    "    def forward(self, x):\n        return torch.log(x.softmax(-1) + self.eps)\n",  # the floor in another method
-    "def f(h):\n    w = h / h.sum(-1).clamp(min=1e-12)\n    return w + 1e-12\n",  # a sum under a floor divides
-    "y = sq(z) - 0.9189385332\n",
-    "y = sq(z) - t.log(2 * math.pi)\n",
-    "import math\ny = sq(z) - math.log(2 * math.pi)\n",
-    "from math import log, pi as PI\ny = z ** 2 - log(2 * PI)\n",
-    "import numpy as np\nfrom torch import *\ny = np.log(x) + log(z.sigmoid())\n",  # `log` may be torch's
     "import torch.distributions as D\nf(x)\n",
     "from torch import distributions\nf(x)\n",
     "import torch\nd = torch.distributions.Normal(m, s)\n",
@@ -538,12 +587,15 @@ def test_most_plain_fixture_modules_take_the_ast_path() -> None:
     "import accelerate\nacc = accelerate.Accelerator()\n",
     "from accelerate import *\nacc = Accelerator()\n",
     'trainer = pl.Trainer(precision=(  # half\n    "16-mixed"))\n',  # a comment makes LibCST's text unsure
-    "from .losses import gaussian_nll\ny = gaussian_nll(x).softmax(-1).log()\n",  # inside a log site
     "def f(z):\n    post = pick(z)\n    return post.nll()\n",  # a local receiver: its constructor decides
     "def f(z):\n    post = Posterior(z)\n    return post.kl()\n",  # what `post` is decides
     "def f(d: Dict[(str, Distribution)]):\n    return d\n",  # one subscript element to LibCST, or two?
     "def f(d: Dict[(str), Distribution]):\n    return d\n",
     "def broken(:\n",
+    # A site in a region of the file: it may be reported without the walk.
+    "import torch\n\n\ndef f(p):\n    with torch.autocast('cuda'):\n        return torch.log(p.softmax(-1))\n",
+    # A comment after code before a factor: whether the parentheses are its own is left to LibCST.
+    "import torch\n\n\ndef f(x, s):\n    return (  # why\n        x) * x / s + torch.log(s)\n",
     "import torch\ndef f():\n    x = 1\n\x0c    y = model(x)\n",  # LibCST's column leaves the form feed out
 ])
 def test_what_only_libcst_reads_sends_the_file_there(text: str) -> None:
@@ -635,6 +687,32 @@ def test_a_project_run_reads_the_routing_file_without_libcst(tmp_path: Path, job
     assert findings == [(str(package / "losses.py"), 6, 12, "AMP001")]
     chain = next(f.chain for r in run.results for f in r.findings)
     assert "step" in " ".join(chain)
+
+
+# A file whose sites the reader can count has findings of its own when a site may run in one of its regions:
+# it goes to LibCST for them. Otherwise its summary is read, and the walk decides.
+OWN_FINDINGS = {
+    # A density called in the region (its body holds no site of its own).
+    "density.py": "import torch\nfrom pkg.losses import gaussian_nll\n\n\ndef step(model, x):\n"
+                  "    with torch.autocast('cuda'):\n        mu, s = model(x)\n        return gaussian_nll(x, mu, s)\n",
+    # A log of probabilities in a function the region calls.
+    "reached.py": "import torch\n\n\ndef score(x):\n    return torch.log(x.softmax(-1))\n\n\n"
+                  "def step(model, x):\n    with torch.autocast('cuda'):\n        return score(model(x))\n",
+    # A log of probabilities no region of this file reaches; the region calls something else.
+    "apart.py": "import torch\n\n\ndef score(x):\n    return torch.log(x.softmax(-1))\n\n\n"
+                "def step(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+    "losses.py": "def gaussian_nll(x, mu, logvar):\n    return 0.5 * (logvar + (x - mu) ** 2 / logvar.exp())\n",
+}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_file_with_findings_of_its_own_goes_to_libcst(tmp_path: Path, jobs: int) -> None:
+    package = write_package(tmp_path, OWN_FINDINGS)
+    run = run_project([str(tmp_path)], Config(jobs=jobs), use_cache=False)
+    findings = sorted((Path(r.path).name, f.line, f.column, f.code) for r in run.results for f in r.findings)
+    assert findings == [("density.py", 8, 16, "AMP003"), ("reached.py", 5, 12, "AMP003")]
+    assert str(package / "apart.py") in run.stats.from_ast
+    assert {str(package / name) for name in ("density.py", "reached.py")} <= set(run.stats.parsed)
 
 
 # --- generated programs ---------------------------------------------------------------------------

@@ -17,14 +17,15 @@ a `Trainer(...)` or `TrainingArguments(...)` construction its precision
 arguments (rules L and H, `frameworks.FrameworkCall`).
 
 `ast_facts` answers None, and the caller parses with LibCST as before, for any
-file that holds more: a call or literal the site screen (`amplint.screen`)
-counts and the collector may make a site of (`astscreen` tells which it
-cannot), or text whose exact form a comment makes unsure (distribution
-classes and accelerators are the caller's test, `summarize.read_summary`).
-One kind of site is read here: a call of the project's own density
-(`astsites.SiteJudge`), whose inputs are the call's arguments; it is
-counted in its function, exposed or not, as the collector counts it. It reads
-which parameters are typed as distributions and which functions are
+file that holds more: a distribution's method or a KL, a site whose judgement
+depends on more than this reads, or text whose exact form a comment makes
+unsure (distribution classes and accelerators are the caller's test,
+`summarize.read_summary`). Two kinds of site are read here
+(`astsites.SiteJudge`): a call of the project's own density, whose inputs are
+the call's arguments, and hand-written math (a log of probabilities, a floor
+float16 drops, an entropy term, a Gaussian written out; `astprobmath`). Each
+is counted in its function, exposed or not, as the collector counts it. It
+reads which parameters are typed as distributions and which functions are
 densities, as the summary does. The walk order is LibCST's, so calls are
 recorded in the same order and with the same bindings;
 `tests/test_ast_summary.py` holds the two summaries equal.
@@ -39,10 +40,11 @@ from amplint.astwalk import child_nodes, walk
 from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
 from amplint.facts.astscreen import is_density
-from amplint.facts.astsites import SiteJudge, Unread
+from amplint.facts.astsites import DENSITY, MATH, MathSeen, SiteJudge, Unread
 from amplint.facts.astsource import SourceText
 from amplint.facts.frameworks import PRECISION_KEYWORDS, RECORDED_SUFFIXES, FrameworkCall
 from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
+from amplint.facts.reach import reached_in
 from amplint.facts.modulecalls import ELEMENT, ParallelMarks, without_module_hop
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
@@ -56,7 +58,7 @@ SELF_NAMES = ("self", "cls")
 @dataclass
 class AstFacts:
     """What `project.summarize` reads of a file: the collector's project-mode facts, for a file whose only sites are
-    density calls."""
+    density calls and hand-written math."""
 
     scopes: Dict[str, Scope]
     params: Dict[str, Tuple[str, ...]]  # scope key -> `signatures.parameter_names` of its def
@@ -66,7 +68,7 @@ class AstFacts:
     class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)
     class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
     framework_calls: List[FrameworkCall] = field(default_factory=list)
-    sites: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # scope key -> (density sites, exposed ones)
+    sites: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # scope key -> (sites, exposed ones)
 
 
 def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
@@ -74,13 +76,19 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
     """The project-mode facts of a file with no site, or None when it may hold one (or more than this reads)."""
     if FORM_FEED in text:
         return None  # LibCST leaves a form feed in an indent out of its columns, CPython counts it
-    reader = _Reader(tree, text, imports, extend_autocast, aliases)
     try:
-        reader.module()
+        try:
+            reader = _Reader(tree, text, imports, extend_autocast, aliases)
+            reader.module()
+        except MathSeen:  # most files hold no hand-written math: only these are read for it
+            reader = _Reader(tree, text, imports, extend_autocast, aliases, math=True)
+            reader.module()
     except (Unread, regions.Unsure, RecursionError):
         return None
-    sites = {key: reader.sites.counts[id(scope)] for key, scope in reader.scopes.items()
-             if id(scope) in reader.sites.counts}
+    if reader.in_regions and reader.sites.may_report(
+            lambda: {each.scope.key for each in reached_in(reader.scopes, reader.class_bases)}):
+        return None  # the file may have findings of its own: LibCST reads it for them
+    sites = reader.sites.counts(reader.scopes)
     return AstFacts(reader.scopes, reader.params, reader.dist_params, frozenset(reader.densities),
                     reader.class_bases, reader.class_attrs, reader.class_items, reader.framework_calls, sites)
 
@@ -89,7 +97,7 @@ class _Reader(ParallelMarks):
     """`Collector`'s project-mode bookkeeping over CPython's tree, in LibCST's order."""
 
     def __init__(self, tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
-                 aliases: Tuple[Tuple[str, str], ...]) -> None:
+                 aliases: Tuple[Tuple[str, str], ...], math: bool = False) -> None:
         super().__init__()
         self.tree = tree
         self.source = SourceText(text)
@@ -111,7 +119,9 @@ class _Reader(ParallelMarks):
         self.framework_calls: List[FrameworkCall] = []
         self.statement: ast.stmt = ast.Pass()  # the top-level statement being read
         self.functions: List[ast.AST] = []  # the defs being read, innermost last
-        self.sites = SiteJudge(tree, self.source, imports)
+        self.sites = SiteJudge(tree, self.source, imports, math)
+        self._handlers = _MATH_HANDLERS if math else _HANDLERS  # with the math recognizers, or without
+        self.in_regions = False  # some code of the file runs in a region it opens (a `with` or a decorator)
 
     # --- the walk ----------------------------------------------------------------------------------
     def module(self) -> None:
@@ -122,7 +132,7 @@ class _Reader(ParallelMarks):
     def visit(self, node: Optional[ast.AST]) -> None:
         if node is None:
             return
-        handler = _HANDLERS.get(type(node))
+        handler = self._handlers.get(type(node))
         if handler is not None:
             handler(self, node)
             return
@@ -154,12 +164,21 @@ class _Reader(ParallelMarks):
             self.visit(param.annotation)
             self.visit(default)
 
-    # --- what the site screen looks for (`astsites`) ------------------------------------------------------
+    # --- sites (`astsites`) ---------------------------------------------------------------------------
     def constant(self, node: ast.Constant) -> None:
-        self.sites.constant(node, counts_as_site(node, self.imports), self._function(), self.statement)
+        self.sites.constant(node, counts_as_site(node, self.imports), self.scope, self._function(), self.statement)
+
+    def bin_op(self, node: ast.BinOp) -> None:
+        self.sites.operation(node, self.scope, self._owner(), self._function(), self.statement, self._wide)
+        self.visit(node.left)
+        self.visit(node.right)
 
     def _function(self) -> Optional[ast.AST]:
         return self.functions[-1] if self.functions else None
+
+    def _owner(self) -> Optional[ast.ClassDef]:
+        """The class whose `self.` attributes the recognizers read (the collector's `math_env` class)."""
+        return self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
 
     # --- scopes --------------------------------------------------------------------------------------
     def class_def(self, node: ast.ClassDef) -> None:
@@ -187,6 +206,7 @@ class _Reader(ParallelMarks):
             spec = self._decorator_region(decorator)
             if spec is not None:
                 scope.regions.append(RegionEntry(spec, self._decorator_line(decorator), None))
+                self.in_regions = True
         if key not in self.scopes:
             self.scopes[key] = scope
             self.params[key] = nodes.parameter_names(node.args)
@@ -284,6 +304,7 @@ class _Reader(ParallelMarks):
             spec = self._region_from_with_item(item.context_expr)
             if spec is not None:
                 self.scope.regions.append(RegionEntry(spec, node.lineno, None))
+                self.in_regions = True
                 pushed += 1
         self.visit_all(node.body)
         for _ in range(pushed):
@@ -369,10 +390,10 @@ class _Reader(ParallelMarks):
     # --- calls ----------------------------------------------------------------------------------------
     def call(self, node: ast.Call) -> None:
         args = nodes.call_args(node)  # read once: the site judgement, the record and the walk all use them
-        owner = self.class_nodes[-1] if self.scope.class_name is not None and self.class_nodes else None
-        density = self.sites.call(node, args, counts_as_site(node, self.imports), self.scope, owner,
-                                  self._function(), self.statement, self._wide)
-        self._record(node, args, density)
+        site = self.sites.call(node, args, counts_as_site(node, self.imports), self.scope, self._owner(),
+                               self._function(), self.statement, self._wide)
+        if site != MATH:  # a probability site is not also a call, but a density is entered
+            self._record(node, args, site == DENSITY)
         self.visit(node.func)
         for arg in args:
             self.visit(arg.value)
@@ -508,4 +529,8 @@ _HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {
     ast.AsyncFor: _Reader.for_, ast.With: _Reader.with_, ast.AsyncWith: _Reader.with_, ast.IfExp: _Reader.if_exp,
     ast.Dict: _Reader.dict_, ast.Constant: _Reader.constant, ast.JoinedStr: _Reader.f_string,
     ast.Name: _Reader.name,
+}
+# Reading hand-written math: binary operations are judged, and a literal is part of the site it is in.
+_MATH_HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {
+    **{kind: handler for kind, handler in _HANDLERS.items() if kind is not ast.Constant}, ast.BinOp: _Reader.bin_op,
 }

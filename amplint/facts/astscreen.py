@@ -1,8 +1,9 @@
 """What sends a file to LibCST, told more narrowly on CPython's tree than the screens do.
 
 The site screen (`amplint.screen.counts_as_site`) is a superset of what the
-collector recognises, and a file it counts anything in is read with LibCST
-(`facts.astcalls`). Four of its reasons rarely end in a site:
+collector recognises, and a file it counts anything in is read again with the
+math recognizers (`facts.astmathsites`) or with LibCST (`facts.astcalls`).
+Four of its reasons rarely end in a site:
 
 - A positive literal below float16's smallest subnormal (`1e-8`) is a site
   only as the floor of a value that holds probabilities (`mathsites._floor_site`

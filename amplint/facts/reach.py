@@ -65,12 +65,16 @@ def resolve_call(call: CallRecord, caller: Scope, scopes: Dict[str, Scope],
 
 def reached(facts: FileFacts) -> Iterator[Reach]:
     """Functions called, transitively, from an enabled float16 region of this file, each once, nearest first."""
-    scopes = facts.scopes
+    return reached_in(facts.scopes, facts.class_bases)
+
+
+def reached_in(scopes: Dict[str, Scope], class_bases: Dict[str, List[str]]) -> Iterator[Reach]:
+    """`reached` over a file's scopes and class bases, as either tree's reader records them."""
     queue: Deque[Tuple[Scope, RegionEntry, Tuple[str, ...]]] = deque()
     for scope in scopes.values():
         for call in scope.calls:
             if call.state is not None and call.state.is_float16 and not call.protected:
-                target = resolve_call(call, scope, scopes, facts.class_bases)
+                target = resolve_call(call, scope, scopes, class_bases)
                 if target is not None:
                     queue.append((target, call.state, (target.display,)))
     visited: Set[str] = set()
@@ -82,7 +86,7 @@ def reached(facts: FileFacts) -> Iterator[Reach]:
         yield Reach(scope, region, chain)
         for call in scope.calls:
             if call.state is None and not call.protected:
-                target = resolve_call(call, scope, scopes, facts.class_bases)
+                target = resolve_call(call, scope, scopes, class_bases)
                 if target is not None and target.key not in visited:
                     queue.append((target, region, chain + (target.display,)))
 

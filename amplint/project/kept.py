@@ -75,12 +75,12 @@ class KeptTrees:
 
     def findings(self, path: str, config: Config, entries: Sequence[object]) -> Optional[List[Finding]]:
         """What a fresh analysis with `entries` finds, from the kept tree; None when the file must be parsed."""
+        kept = self._trees.get(path)
+        if kept is None:
+            return None  # asked before the analysis is imported: with no tree kept, LibCST may not be loaded yet
         from amplint.analysis import analyze_module, can_reuse, with_entries
         from amplint.pipeline import analysis_options, finish
 
-        kept = self._trees.get(path)
-        if kept is None:
-            return None
         analysis, text, _ = kept
         if can_reuse(entries):
             return finish(text, path, with_entries(analysis, entries), config).findings

@@ -93,7 +93,7 @@ def summarize(analysis: "ModuleAnalysis") -> FileSummary:
 
 def summarize_ast(facts: "AstFacts", imports: "ImportTable") -> FileSummary:
     """The summary of a file read from CPython's tree (`facts.astcalls`): no distribution, and no site but the
-    project's density calls."""
+    project's density calls and hand-written math."""
     functions = {key: _function_summary(scope, (), facts.dist_params.get(key, ()), facts.params.get(key, ()),
                                         key in facts.densities, facts.sites.get(key, (0, 0)))
                  for key, scope in facts.scopes.items()}
@@ -134,7 +134,8 @@ def _file_summary(
 
 
 def summary_from_ast(text: str, config: "Config") -> Optional[FileSummary]:
-    """The summary read from CPython's tree when the file holds no site or distribution; else None.
+    """The summary read from CPython's tree when the file holds no site it cannot read, and no distribution; else
+    None.
 
     None also when CPython refuses the file: the LibCST path reports that as it always did.
     """

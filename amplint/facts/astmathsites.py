@@ -1,0 +1,203 @@
+"""`mathsites` over CPython's tree: which calls and operations are hand-written probability math.
+
+The recognizers answer as the collector's do (`facts.mathsites`), in their
+order, with the shapes read by `astprobmath` over a function's bindings
+(`astmathenv`): a tensor log of probabilities or of a sum of exps, a floor
+float16 drops (`p + 1e-10`, `p.clamp(min=1e-12)`), an entropy term
+(`p * log(p)`), a Gaussian written out. Each answers the site's inputs, or
+None for no site; `astsites.SiteJudge` counts them.
+
+Every such site needs a log or a literal float16 rounds to zero in its
+function (or, for a floor, in its class's `self.` attributes): `_Triggers`
+finds where those are written, so that most operations are not read.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_left
+from functools import lru_cache
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+from amplint.facts import astprobmath as shapes
+from amplint.facts.astmathenv import Env, class_attributes
+from amplint.facts.astsource import SourceText
+from amplint.facts.mathnames import FLOOR_FUNCTIONS, FLOOR_METHODS, LOG_2PI, LOG_FUNCTIONS, SCALAR_LOG_FUNCTIONS
+from amplint.names import ImportTable, ast_qualnames
+from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
+
+Inputs = Optional[List[ast.expr]]  # a site's inputs, or None for no site
+
+_LOGS = LOG_FUNCTIONS | SCALAR_LOG_FUNCTIONS
+_LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2)  # written out, a Gaussian's log term with no log call
+# How `_Triggers` finds them in the text: a float literal with an exponent (`1e-10`, `1.e-8`, `.5e-8`) or seven
+# zeros after its point (`0.000_000_01`), as every float below float16's smallest subnormal is written; a log
+# called by its name (`log`, `log2`, `log10`); log(2*pi) written out (1.8378..., .9189..., or with an exponent).
+_FLOAT_TEXT = re.compile(r"[\d.][\d_]*\.?[\d_]*[eE][+-]?\d[\d_]*|\.[0_]{7}[\d_]*")
+_LOG_TEXT = re.compile(r"log(?:2|10)?\b")  # a literal first: the search is fast
+
+
+class MathSites:
+    """The hand-written math recognizers of one file, with each function's `Env` and the sums judged whole.
+
+    `function` is the innermost def being read (None outside any), `statement` the top-level statement, `owner`
+    the class whose `self.` attributes the recognizers read (the collector's `math_env` class).
+    """
+
+    def __init__(self, source: SourceText, imports: ImportTable) -> None:
+        self.source = source
+        self.imports = imports
+        self._envs: Dict[int, Env] = {}  # id(function) -> its `Env` (`Collector.math_envs`)
+        self._claimed: Set[int] = set()  # inner sums judged whole (`Collector.claimed_sums`)
+        self._triggers = _Triggers(source, imports)
+        self._screens: Dict[Tuple[str, int], bool] = {}  # (test, id(node)) -> its answer
+
+    def log_call(self, node: ast.Call, function: Optional[ast.AST], owner: Optional[ast.ClassDef]) -> Inputs:
+        """`mathsites.inline_call`: a tensor log of probabilities or of a sum of exps."""
+        env = self._env(function, owner)
+        shape, inner = shapes.log_shape(node, env)
+        return None if shape is None else list(shapes.leaves(inner, env))
+
+    def floor_call(self, node: ast.Call, function: Optional[ast.AST], statement: ast.AST,
+                   owner: Optional[ast.ClassDef]) -> Inputs:
+        """`mathsites.floor_call`: `p.clamp(min=1e-12)`, `torch.clamp(p, eps)` under probabilities."""
+        if not self._names(node.func, FLOOR_METHODS, FLOOR_FUNCTIONS) or not self._floors(function, statement, owner):
+            return None
+        return self._floor_site(node, self._env(function, owner))
+
+    def operation(self, node: ast.BinOp, function: Optional[ast.AST], statement: ast.AST,
+                  owner: Optional[ast.ClassDef], inside_last: Callable[[ast.expr], bool]) -> Inputs:
+        """`mathsites.inline_operation`: a floor, then an entropy term, then a Gaussian written out.
+
+        `inside_last`: does a node lie inside the last site counted (`Collector.inside_site`)?"""
+        operator = type(node.op)
+        if operator is ast.Add and self._floors(function, statement, owner):
+            inputs = self._floor_site(node, self._env(function, owner))
+            if inputs is not None:
+                return inputs
+        if operator is ast.Mult:
+            if self._log_factor(node.left) or self._log_factor(node.right):
+                return self._product_site(node, self._env(function, owner))
+        elif operator in (ast.Add, ast.Sub) and self._screened(self._triggers.log, function or statement):
+            if id(node) in self._claimed or inside_last(node):
+                return None  # one site per written sum, not one per sub-sum
+            env = self._env(function, owner)
+            self._claimed.update(id(inner) for inner in shapes.inner_sums(node, env))
+            operands = shapes.gaussian(node, env)
+            return None if operands is None else list(operands)
+        return None
+
+    # --- the recognizers ---------------------------------------------------------------------------
+    def _floor_site(self, node: ast.expr, env: Env) -> Inputs:
+        inner, floor = shapes.strip_floor(node, env)
+        if not shapes.vanishes(floor) or inner is node or not shapes.is_prob(inner, env):
+            return None
+        return list(shapes.leaves(inner, env))
+
+    def _product_site(self, node: ast.expr, env: Env) -> Inputs:
+        log = shapes.entropy_operand(node, env)
+        if log is None:
+            return None
+        shape, inner = shapes.log_shape(log, env)
+        return None if shape is not None else list(shapes.leaves(inner, env))  # a log of its own is its own site
+
+    def _env(self, function: Optional[ast.AST], owner: Optional[ast.ClassDef]) -> Env:
+        """`Collector.math_env`: one per function (the module's, with no bindings, for code outside any)."""
+        key = id(function)
+        env = self._envs.get(key)
+        if env is None:
+            own = function if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+            env = self._envs[key] = Env(self.imports, self.source, own, class_attributes(owner))
+        return env
+
+    # --- what a node must be for a recognizer to look further ---------------------------------------------
+    def _names(self, func: ast.expr, methods: "frozenset[str]", functions: "frozenset[str]") -> bool:
+        """Is `func` named as one of `methods`, or does it resolve to one of `functions`? A qualified name ends as
+        the name written does unless an import renames it, so most calls need no lookup."""
+        last = _last_parts(functions)
+        if isinstance(func, ast.Attribute):
+            if func.attr in methods:
+                return True
+            if func.attr not in last:
+                return False
+        elif not isinstance(func, ast.Name) or func.id not in last and func.id not in self.imports.bindings:
+            return False
+        return bool(ast_qualnames(func, self.imports) & functions)
+
+    def _log_factor(self, node: ast.expr) -> bool:
+        """Can `node` be the log of an entropy term (`astprobmath.entropy_operand`)?"""
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+            node = node.operand
+        return isinstance(node, ast.Call) and self._names(node.func, LOG_METHODS, LOG_FUNCTIONS)
+
+    def _floors(self, function: Optional[ast.AST], statement: ast.AST, owner: Optional[ast.ClassDef]) -> bool:
+        """May a floor here be one float16 drops? Its literal lies in the function (its bindings and defaults),
+        in the class's `self.` attributes, or, outside any function, in the expression."""
+        if self._screened(self._triggers.tiny_literal, function or statement):
+            return True
+        return function is not None and owner is not None and self._screened(self._triggers.tiny_literal, owner)
+
+    def _screened(self, test: Callable[[ast.AST], bool], node: ast.AST) -> bool:
+        key = (test.__name__, id(node))
+        found = self._screens.get(key)
+        if found is None:
+            found = self._screens[key] = test(node)
+        return found
+
+
+class _Triggers:
+    """Where a log and a literal float16 rounds to zero are written. Read from the text, a superset of the tree:
+    a literal is written there as a number, and a log is called by its name unless an import renames it. The
+    text is searched once, on first use; a function or class then asks whether one lies within its lines."""
+
+    def __init__(self, source: SourceText, imports: ImportTable) -> None:
+        self.source = source
+        # A log imported under another name (`from torch import log as ln`) is called with no `log` written.
+        self._renamed_log = any(local != qual.rsplit(".", 1)[-1] for local, quals in imports.bindings.items()
+                                for qual in quals if qual in _LOGS)
+        self._found: Optional[Tuple[List[int], List[int]]] = None  # where tiny literals and logs are written
+
+    def tiny_literal(self, node: ast.AST) -> bool:
+        """A float literal float16 rounds to zero (`1e-10`) may be in `node`."""
+        return self._within(self._offsets()[0], node)
+
+    def log(self, node: ast.AST) -> bool:
+        """A call of a log or a written-out log(2*pi) may be in `node`."""
+        return self._renamed_log or self._within(self._offsets()[1], node)
+
+    def _offsets(self) -> Tuple[List[int], List[int]]:
+        if self._found is None:
+            text = self.source.text
+            tiny: List[int] = []
+            logs = [match.start() for match in _LOG_TEXT.finditer(text)  # `log` with no word character before
+                    if not match.start() or not (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_")]
+            for written in ("1.8378", ".9189"):
+                at = text.find(written)
+                while at >= 0:
+                    logs.append(at)
+                    at = text.find(written, at + 1)
+            for match in _FLOAT_TEXT.finditer(text):
+                try:
+                    value = float(match.group().replace("_", ""))
+                except ValueError:
+                    continue
+                if 0 < value < FLOAT16_SUBNORMAL:
+                    tiny.append(match.start())
+                elif any(abs(value - c) < 1e-3 for c in _LOG_2PI_VALUES):
+                    logs.append(match.start())
+            self._found = tiny, sorted(logs)
+        return self._found
+
+    def _within(self, offsets: List[int], node: ast.AST) -> bool:
+        """Does one of `offsets` lie in the lines `node` spans, from its first decorator's?"""
+        if not offsets:
+            return False
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        index = bisect_left(offsets, self.source.offset(first, 0))
+        end = self.source.offset(node.end_lineno or first, node.end_col_offset or 0)
+        return index < len(offsets) and offsets[index] < end
+
+
+@lru_cache(maxsize=None)
+def _last_parts(names: "frozenset[str]") -> "frozenset[str]":
+    return frozenset(name.rsplit(".", 1)[-1] for name in names)

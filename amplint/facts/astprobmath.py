@@ -1,0 +1,506 @@
+"""`probmath` over CPython's tree: the shapes of hand-written probability math, for the project summary.
+
+Each function answers what its namesake in `facts.probmath` answers for the
+same code, so that a file whose only sites are hand-written math is summarized
+without LibCST (`astsites.SiteJudge`). The differences between the trees are
+handled here:
+
+- LibCST writes `True`, `False` and `None` as names and keeps an expression's
+  parentheses on it; CPython has constants and no parentheses
+  (`Env.parenthesized` reads them from the text);
+- a LibCST node's expression children (`cstwalk.inner_children`, less
+  punctuation) are not CPython's: an attribute's name is a `Name` node there,
+  and a subscript's index, a comparison's right side, and the elements of a
+  tuple, list or dict other than starred ones are no expressions
+  (`_children`).
+
+`tests/test_ast_summary.py` holds the two readings equal on the shapes, and the
+summaries of the corpora are compared file by file (benchmarks/RESULTS.md).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+from amplint.facts import astnodes as nodes
+from amplint.facts.astmathenv import Env
+from amplint.facts.mathnames import (
+    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
+    PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS,
+    SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
+)
+from amplint.names import ast_qualnames
+from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
+
+_DEPTH = 4  # `probmath._DEPTH`
+_ONES_LIKE = frozenset({"torch.ones_like"})
+_TENSOR = frozenset({"torch.tensor"})
+_LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
+
+
+# --- calls ------------------------------------------------------------------------------------------
+def _matches(node: ast.expr, names: frozenset, env: Env) -> bool:
+    return bool(ast_qualnames(node, env.imports) & names)
+
+
+def _method(node: ast.expr, names: frozenset, env: Optional[Env] = None) -> Optional[ast.Call]:
+    """`x.name(...)` on a value; with `env`, not `torch.name(...)` or another module's function."""
+    if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in names:
+        if env is None or not _imported(node.func.value, env):
+            return node
+    return None
+
+
+def _imported(node: ast.expr, env: Env) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in env.imports.bindings
+
+
+def _function(node: ast.expr, names: frozenset, env: Env) -> Optional[ast.Call]:
+    if type(node) is ast.Call and _matches(node.func, names, env):
+        return node
+    return None
+
+
+def _first_arg(call: ast.Call) -> Optional[ast.expr]:
+    for arg in nodes.call_args(call):
+        if arg.keyword is None and not arg.star:
+            return arg.value
+        if arg.keyword == "input":
+            return arg.value
+    return None
+
+
+def _receiver(call: ast.Call) -> ast.expr:
+    assert isinstance(call.func, ast.Attribute)
+    return call.func.value
+
+
+def log_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
+    """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
+    call = _function(node, LOG_FUNCTIONS, env)
+    if call is not None:
+        return _first_arg(call)
+    call = _method(node, LOG_METHODS, env)
+    if call is not None and not call.args and not call.keywords:
+        return _receiver(call)
+    return None
+
+
+def _unwrap(node: ast.expr) -> ast.expr:
+    while type(node) is ast.UnaryOp and type(node.op) is ast.UAdd:
+        node = node.operand
+    return node
+
+
+def _literal(node: ast.expr) -> Optional[float]:
+    """An integer or float literal's value (LibCST's `Integer` and `Float`; not True, False or complex)."""
+    if type(node) is ast.Constant and type(node.value) in (int, float):
+        try:
+            return float(node.value)
+        except OverflowError:
+            return None
+    return None
+
+
+def _is_literal(node: ast.expr) -> bool:
+    return type(node) is ast.Constant and type(node.value) in (int, float)
+
+
+def strip_floor(node: ast.expr, env: Env) -> Tuple[ast.expr, Optional[Tuple[ast.expr, float]]]:
+    """`probmath.strip_floor`: (the value under a floor, (the floor's bound, its value) or None)."""
+    node = _unwrap(node)
+    if type(node) is ast.BinOp and type(node.op) is ast.Add:
+        right = literal_value(node.right, env)
+        if right is not None:
+            return node.left, (node.right, right)
+        left = literal_value(node.left, env)
+        if left is not None:
+            return node.right, (node.left, left)
+        return node, None
+    call = _function(node, FLOOR_FUNCTIONS, env)
+    if call is not None:
+        operand = _first_arg(call)
+        bound = _floor_bound(call, 1)
+        if bound is not None and isinstance(bound, ast.Call) and _matches(bound.func, _TENSOR, env):
+            bound = _first_arg(bound)
+        value = None if bound is None else literal_value(bound, env)
+        if operand is not None:
+            return operand, None if value is None or bound is None else (bound, value)
+    call = _method(node, FLOOR_METHODS, env)
+    if call is not None:
+        bound = _floor_bound(call, 0)
+        value = None if bound is None else literal_value(bound, env)
+        return _receiver(call), None if value is None or bound is None else (bound, value)
+    return node, None
+
+
+def vanishes(floor: Optional[Tuple[ast.expr, float]]) -> bool:
+    """`probmath.Epsilon.vanishes`: float16 rounds the floor to 0."""
+    return floor is not None and 0 < floor[1] < FLOAT16_SUBNORMAL
+
+
+def _floor_bound(call: ast.Call, position: int) -> Optional[ast.expr]:
+    args = nodes.call_args(call)
+    for arg in args:
+        if arg.keyword in ("min", "other"):
+            return arg.value
+    positional = [a.value for a in args if a.keyword is None and not a.star]
+    return positional[position] if len(positional) > position else None
+
+
+def literal_value(node: ast.expr, env: Env, depth: int = _DEPTH) -> Optional[float]:
+    """A small positive float the expression certainly is: a literal, or a name/attribute bound only to one."""
+    node = _unwrap(node)
+    if _is_literal(node):
+        value = _literal(node)
+        return value if value is not None and 0 < value < 1 else None
+    if depth == 0:
+        return None
+    bound: Sequence[ast.expr] = ()
+    attr = nodes.self_attribute(node)
+    if isinstance(node, ast.Name):
+        bound = env.values(node.id)
+    elif attr is not None:
+        bound = env.attribute_values(attr)
+    values = {literal_value(value, env, depth - 1) for value in bound}
+    if len(values) == 1:
+        return values.pop()
+    return None
+
+
+# --- probabilities ----------------------------------------------------------------------------------
+def is_prob(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
+    """`probmath.is_prob`: does `node` hold probabilities?"""
+    node = _unwrap(node)
+    if _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None:
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(node, env.imports):
+        return is_prob(node.func.value, env, depth)
+    if isinstance(node, ast.Subscript):
+        return is_prob(node.value, env, depth)
+    call = _method(node, KEEPS_PROB_METHODS, env)
+    if call is not None:
+        return is_prob(_receiver(call), env, depth)
+    call = _function(node, KEEPS_PROB_FUNCTIONS, env)
+    if call is not None:
+        first = _first_arg(call)
+        return first is not None and is_prob(first, env, depth)
+    inner, _ = strip_floor(node, env)
+    if inner is not node:
+        return is_prob(inner, env, depth)
+    if isinstance(node, ast.BinOp):
+        return _is_prob_operation(node, env, depth)
+    if isinstance(node, ast.Name):
+        if depth > 0 and any(is_prob(value, env, depth - 1) for value in env.values(node.id)):
+            return True
+        return not env.is_local(node.id) and names_probability(node.id)
+    if isinstance(node, ast.Call) and not _imported(node.func, env):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return names_probability(name)
+    attr = nodes.self_attribute(node)
+    return attr is not None and names_probability(attr)
+
+
+def _is_prob_operation(node: ast.BinOp, env: Env, depth: int) -> bool:
+    operator = type(node.op)
+    if operator is ast.Div:
+        return _is_sum(node.right, env) or (is_prob(node.left, env, depth) and is_prob(node.right, env, depth))
+    if operator is ast.Mult:
+        return (is_prob(node.left, env, depth) and _is_scale(node.right)) or (
+            is_prob(node.right, env, depth) and _is_scale(node.left))
+    if operator is ast.Sub:
+        return _is_one(node.left, env) and is_prob(node.right, env, depth)
+    return False
+
+
+def _is_scale(node: ast.expr) -> bool:
+    node = _unwrap(node)
+    return _is_literal(node) or (isinstance(node, ast.Name) and "mask" in node.id.lower())
+
+
+def _is_one(node: ast.expr, env: Env) -> bool:
+    return _number(node) == 1 or _function(_unwrap(node), _ONES_LIKE, env) is not None
+
+
+def _root_name(node: ast.expr) -> Optional[str]:
+    node = _unwrap(node)
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr in KEEPS_PROB_METHODS | FLOOR_METHODS):
+            node = node.func.value
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _number(node.right):
+            node = node.left
+        else:
+            break
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def entropy_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
+    """`p * log(p)` or `log(p) * p`: the log, whose operand is then a probability."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+        return None
+    for factor, other in ((node.right, node.left), (node.left, node.right)):
+        operand = log_operand(_unwrap(factor), env)
+        if operand is None:
+            continue
+        inner, _ = strip_floor(operand, env)
+        root = _root_name(inner)
+        if root is not None and root == _root_name(_last_factor(other, env)):
+            return _unwrap(factor)
+    return None
+
+
+def _last_factor(node: ast.expr, env: Env) -> ast.expr:
+    node = _unwrap(node)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and not env.parenthesized(node):
+        node = node.right
+    return node
+
+
+def _is_sum(node: ast.expr, env: Env) -> bool:
+    node, _ = strip_floor(_unwrap(node), env)
+    return _method(node, SUM_METHODS, env) is not None or _function(node, SUM_FUNCTIONS, env) is not None
+
+
+def is_sum_of_exp(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
+    node = _unwrap(node)
+    call = _method(node, SUM_METHODS, env)
+    summed = _receiver(call) if call is not None else None
+    if summed is None:
+        call = _function(node, SUM_FUNCTIONS, env)
+        summed = None if call is None else _first_arg(call)
+    if summed is not None:
+        return _is_exp(summed, env, depth)
+    if isinstance(node, ast.Name) and depth > 0:
+        return any(is_sum_of_exp(value, env, depth - 1) for value in env.values(node.id))
+    return False
+
+
+def _is_exp(node: ast.expr, env: Env, depth: int) -> bool:
+    node = _unwrap(node)
+    if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _is_exp(node.left, env, depth) or _is_exp(node.right, env, depth)
+    if isinstance(node, ast.Name) and depth > 0:
+        return any(_is_exp(value, env, depth - 1) for value in env.values(node.id))
+    return False
+
+
+def log_shape(log: ast.expr, env: Env) -> Tuple[Optional[str], ast.expr]:
+    """`mathsites._log_shape`: ("log-sum-exp" | "log-of-prob" | None, the value under any floor)."""
+    operand = log_operand(log, env)
+    if operand is None:
+        return None, log
+    inner, _ = strip_floor(operand, env)
+    if is_sum_of_exp(inner, env):
+        return "log-sum-exp", inner
+    return ("log-of-prob" if is_prob(inner, env) else None), inner
+
+
+# --- Gaussian log-densities and KLs -------------------------------------------------------------------
+def is_additive(node: ast.expr) -> bool:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+
+
+def additive_terms(node: ast.expr, env: Env) -> Iterator[ast.expr]:
+    """The terms of `(a - b + c)`, unary minus dropped; a sum in parentheses of its own is one term."""
+    stack: List[Tuple[ast.expr, bool]] = [(node, True)]
+    while stack:
+        current, outer = stack.pop()
+        current = _unwrap(current)
+        if isinstance(current, ast.UnaryOp) and isinstance(current.op, ast.USub):
+            current = current.operand
+        if isinstance(current, ast.BinOp) and is_additive(current) and (outer or not env.parenthesized(current)):
+            stack.append((current.right, False))
+            stack.append((current.left, False))
+        else:
+            yield current
+
+
+def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
+    """The sums `mathsites._claim` marks: each side of `node` that is a sum with no parentheses of its own, and
+    theirs, transitively. The walk reaches them next, and a sum is judged once."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        for side in (current.left, current.right):
+            if isinstance(side, ast.BinOp) and is_additive(side) and not env.parenthesized(side):
+                yield side
+                stack.append(side)
+
+
+def gaussian(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
+    """`probmath.gaussian`: a sum with a squared tensor term beside a log term: its tensor operands, else None."""
+    if not is_additive(node):
+        return None
+    terms = list(additive_terms(node, env))
+    if len(terms) < 2:
+        return None
+    squares = [t for t in terms if _has(t, env, _is_square_of_tensor)]
+    if not squares:
+        return None
+    logs = [t for t in terms if _has(t, env, _is_log_term)]
+    if not any(square is not log for square in squares for log in logs):
+        return None
+    return tuple(op for term in terms for op in leaves(term, env))
+
+
+def _has(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int = 2) -> bool:
+    key = (id(node), test.__name__, depth)
+    if key not in env.memo:
+        env.memo[key] = _search(node, env, test, depth)
+    return env.memo[key]
+
+
+def _search(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int) -> bool:
+    node = _unwrap(node)
+    if test(node, env):
+        return True
+    kind = type(node)
+    if kind is ast.Name:
+        return depth > 0 and any(_has(value, env, test, depth - 1) for value in env.values(node.id))
+    if kind is ast.Lambda:
+        return False
+    if kind is ast.Attribute and depth > 0 and any(  # LibCST's attribute name is a `Name`: followed as one
+            _has(value, env, test, depth - 1) for value in env.values(node.attr)):
+        return True
+    return any(_has(child, env, test, depth) for child in _children(node))
+
+
+def _children(node: ast.expr) -> List[ast.expr]:
+    """The expressions among LibCST's children of the node (`inner_children`; arguments' values for a call),
+    less an attribute's name, which the callers read themselves."""
+    kind = type(node)
+    if kind is ast.Call:
+        return [node.func, *(a.value for a in nodes.call_args(node))]
+    if kind is ast.Attribute or kind is ast.Subscript or kind is ast.Starred or kind is ast.Await:
+        return [node.value]
+    if kind is ast.BinOp:
+        return [node.left, node.right]
+    if kind is ast.UnaryOp:
+        return [node.operand]
+    if kind is ast.BoolOp:
+        return list(node.values)
+    if kind is ast.Compare:
+        return [node.left]
+    if kind is ast.IfExp:
+        return [node.body, node.test, node.orelse]
+    if kind is ast.NamedExpr:
+        return [node.target, node.value]
+    if kind is ast.Lambda:
+        return [node.body]
+    if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp):
+        return [node.elt]
+    if kind is ast.DictComp:
+        return [node.key, node.value]
+    if kind in (ast.Tuple, ast.List, ast.Set):
+        return [element for element in node.elts if isinstance(element, ast.Starred)]
+    if kind is ast.Yield and node.value is not None:
+        return [node.value]
+    return []
+
+
+def _is_square_of_tensor(node: ast.expr, env: Env) -> bool:
+    base: Optional[ast.expr] = None
+    operator = type(node.op) if type(node) is ast.BinOp else None
+    if operator is ast.Pow:
+        if _number(node.right) == 2:
+            base = node.left
+    elif operator is ast.Mult:
+        if env.same_code(node.left, node.right):
+            base = node.left
+    elif _method(node, SQUARE_METHODS, env) is not None:
+        base = _receiver(node)  # type: ignore[arg-type]
+    elif type(node) is ast.Call and _method(node, POW_METHODS, env) is not None:
+        exponent = _first_arg(node)
+        base = _receiver(node) if exponent is not None and _number(exponent) == 2 else None
+    else:
+        call = _function(node, SQUARE_FUNCTIONS | POW_FUNCTIONS, env)
+        if call is not None:
+            positional = [a.value for a in nodes.call_args(call) if a.keyword is None]
+            if _matches(call.func, SQUARE_FUNCTIONS, env) or (len(positional) == 2 and _number(positional[1]) == 2):
+                base = positional[0] if positional else None
+    return base is not None and _number(base) is None
+
+
+def _is_log_term(node: ast.expr, env: Env) -> bool:
+    return log_operand(node, env) is not None or _is_log_2pi(node, env)
+
+
+def _is_log_2pi(node: ast.expr, env: Env) -> bool:
+    value = _number(node)
+    if value is not None:
+        return any(abs(value - c) < 1e-6 for c in _LOG_2PI_VALUES)
+    if isinstance(node, ast.Call) and (_matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS, env)
+                                       or _method(node, LOG_METHODS, env) is not None):
+        operand = _first_arg(node) if node.args or node.keywords else None
+        return operand is not None and _mentions_pi(operand, env)
+    return False
+
+
+def _mentions_pi(node: ast.expr, env: Env) -> bool:
+    if _matches(node, PI_NAMES, env) or (isinstance(node, ast.Attribute) and node.attr == "pi"):
+        return True
+    if isinstance(node, ast.Call):
+        first = _first_arg(node)
+        return first is not None and _mentions_pi(first, env)
+    if isinstance(node, ast.Attribute) and env.imports.qualnames_of(node.attr) & PI_NAMES:
+        return True  # the attribute's name, a `Name` to LibCST
+    return any(_mentions_pi(child, env) for child in _children(node))
+
+
+def _number(node: ast.expr) -> Optional[float]:
+    node = _unwrap(node)
+    if _is_literal(node):
+        return _literal(node)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+# --- operands -----------------------------------------------------------------------------------------
+def leaves(node: ast.expr, env: Env) -> Iterator[ast.expr]:
+    """`probmath.leaves`: the tensor values an expression reads."""
+    node = _unwrap(node)
+    if _number(node) is not None or isinstance(node, ast.JoinedStr) or (
+            type(node) is ast.Constant and isinstance(node.value, (str, bytes))):
+        return
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        if not _matches(node, PI_NAMES, env):
+            yield node
+        return
+    if isinstance(node, ast.Subscript):
+        yield from leaves(node.value, env)
+        return
+    if isinstance(node, ast.BinOp):
+        yield from leaves(node.left, env)
+        yield from leaves(node.right, env)
+        return
+    if isinstance(node, ast.UnaryOp):
+        yield from leaves(node.operand, env)
+        return
+    if isinstance(node, ast.Call):
+        if _matches(node.func, SCALAR_LOG_FUNCTIONS, env):
+            return
+        if nodes.is_cast_call(node, env.imports):
+            yield node
+            return
+        if isinstance(node.func, ast.Attribute) and not _imported(node.func.value, env):
+            yield from leaves(node.func.value, env)
+            return
+        first = _first_arg(node)
+        if first is not None and _imported(node.func, env):
+            yield from leaves(first, env)
+            return
+        yield node
+        return
+    yield node
