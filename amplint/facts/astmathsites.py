@@ -44,13 +44,13 @@ class MathSites:
     the class whose `self.` attributes the recognizers read (the collector's `math_env` class).
     """
 
-    def __init__(self, source: SourceText, imports: ImportTable) -> None:
+    def __init__(self, source: SourceText, imports: ImportTable, screened: "Screens") -> None:
         self.source = source
         self.imports = imports
         self._envs: Dict[int, Env] = {}  # id(function) -> its `Env` (`Collector.math_envs`)
         self._claimed: Set[int] = set()  # inner sums judged whole (`Collector.claimed_sums`)
         self._triggers = _Triggers(source, imports)
-        self._screens: Dict[Tuple[str, int], bool] = {}  # (test, id(node)) -> its answer
+        self._screened = screened
 
     def log_call(self, node: ast.Call, function: Optional[ast.AST], owner: Optional[ast.ClassDef]) -> Inputs:
         """`mathsites.inline_call`: a tensor log of probabilities or of a sum of exps."""
@@ -137,11 +137,18 @@ class MathSites:
             return True
         return function is not None and owner is not None and self._screened(self._triggers.tiny_literal, owner)
 
-    def _screened(self, test: Callable[[ast.AST], bool], node: ast.AST) -> bool:
+
+class Screens:
+    """Each test's answer for a node of one file (a function, a class, a statement), read once."""
+
+    def __init__(self) -> None:
+        self._answers: Dict[Tuple[str, int], bool] = {}  # (test, id(node)) -> its answer
+
+    def __call__(self, test: Callable[[ast.AST], bool], node: ast.AST) -> bool:
         key = (test.__name__, id(node))
-        found = self._screens.get(key)
+        found = self._answers.get(key)
         if found is None:
-            found = self._screens[key] = test(node)
+            found = self._answers[key] = test(node)
         return found
 
 

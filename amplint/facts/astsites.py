@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tu
 from amplint.astwalk import walk
 from amplint.facts import astnodes as nodes
 from amplint.facts.astmathenv import Unsure
-from amplint.facts.astmathsites import Inputs, MathSites
+from amplint.facts.astmathsites import Inputs, MathSites, Screens
 from amplint.facts.astscreen import (
     Definitions, assigns_attributes, density_site, holds_probabilities, may_hold_log_sites, scalar_log,
 )
@@ -81,11 +81,11 @@ class SiteJudge:
         self.tree = tree
         self.source = source
         self.imports = imports
-        self.maths = MathSites(source, imports) if math else None
+        self._screened = Screens()  # the `astscreen` tests and `astmathsites`' triggers, once per node
+        self.maths = MathSites(source, imports, self._screened) if math else None
         self._sites: Dict[int, List[_Mark]] = {}  # id(scope) -> its sites, in the walk's order
         self._scopes: Dict[int, Scope] = {}  # id(scope) -> the scope, for each scope with sites
         self._last: Optional[Tuple[Span, ast.AST]] = None  # the last site (`Collector.inside_site`)
-        self._screens: Dict[Tuple[str, int], bool] = {}  # (test, id(node)) -> its answer
 
     @cached_property
     def definitions(self) -> Definitions:
@@ -218,14 +218,7 @@ class SiteJudge:
         return ((node.lineno, self.source.column(node.lineno, node.col_offset)),
                 (end_line, self.source.column(end_line, node.end_col_offset or 0)))
 
-    # --- `astscreen` tests, once per node -------------------------------------------------------------
-    def _screened(self, test: Callable[[ast.AST], bool], node: ast.AST) -> bool:
-        key = (test.__name__, id(node))
-        found = self._screens.get(key)
-        if found is None:
-            found = self._screens[key] = test(node)
-        return found
-
+    # --- `astscreen` tests ------------------------------------------------------------------------------
     def _holds_probabilities(self, node: ast.AST) -> bool:
         return holds_probabilities(node, self.imports)
 
