@@ -61,12 +61,18 @@ class CPythonTrees:
                 self.forget(text)
             return kept
         parsed = _parse(text)
-        if keep and not isinstance(parsed, str) and len(text) <= self._budget:
-            self._kept[text] = parsed
-            self._size += len(text)
-            while self._size > self._budget:
-                self.forget(next(iter(self._kept)))
+        if keep and not isinstance(parsed, str):
+            self.keep(text, parsed)
         return parsed
+
+    def keep(self, text: str, parsed: Tuple[ast.Module, ImportTable]) -> None:
+        """Keep a tree a reader parsed as the last, when it learned that a later one may want it after all."""
+        if len(text) > self._budget or text in self._kept:
+            return
+        self._kept[text] = parsed
+        self._size += len(text)
+        while self._size > self._budget:
+            self.forget(next(iter(self._kept)))
 
     def forget(self, text: str) -> None:
         """Drop the tree of `text`, if kept: the run will not read it again."""

@@ -42,8 +42,9 @@ def test_contexts_that_change_the_facts_are_collected_from_the_kept_tree(
     monkeypatch.setattr(KeptTrees, "keep", lambda *args: False)
     parsed_again = run_project([str(REACH)], Config(jobs=jobs), use_cache=False)
     # Each file the walk enters or gives a context is parsed again: three of them with facts-changing contexts.
-    assert _twice(parsed_again) == ["encoders.py", "losses.py", "regularizers.py", "scorer.py", "terms.py",
-                                    "train.py"]
+    # Not `encoders.py`: its sites are hand-written math, so its summary comes from CPython's tree.
+    assert _twice(parsed_again) == ["losses.py", "regularizers.py", "scorer.py", "terms.py", "train.py"]
+    assert str(REACH / "reachpkg" / "encoders.py") in kept.stats.from_ast
     assert _as_data(kept) == _as_data(parsed_again)
     assert sum(len(r.findings) for r in kept.results) == 11
 

@@ -160,7 +160,11 @@ def read_summary(
     if DISTRIBUTIONS in text and may_name_distributions(tree, imports):
         return None, parsed
     facts = ast_facts(tree, text, imports, frozenset(config.extend_autocast), config.autocast_aliases)
-    return (None, parsed) if facts is None else (summarize_ast(facts, imports), None)
+    if facts is None:
+        return None, parsed
+    if trees is not None and any(count for count, _ in facts.sites.values()):
+        trees.keep(text, parsed)  # the walk may enter its sites: their findings are read with this tree
+    return summarize_ast(facts, imports), None
 
 
 def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:
