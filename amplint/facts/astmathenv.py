@@ -5,8 +5,8 @@ assignment of a name counts), so `astprobmath` answers what `probmath` answers.
 Two things CPython's tree does not hold are read from the text: whether an
 expression carries parentheses of its own (`parenthesized`, LibCST's `lpar`),
 and whether two expressions are written alike (`same_code`, LibCST's
-`deep_equals`). Where a comment makes either unsure, `Unread` sends the file
-to LibCST.
+`deep_equals`). Where a comment makes either unsure, they raise `Unsure`, and
+the reader sends the file to LibCST.
 """
 from __future__ import annotations
 

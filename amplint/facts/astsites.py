@@ -60,7 +60,7 @@ class MathSeen(Exception):
 
 
 def _log_of_pi(node: ast.Call) -> bool:
-    """`x.log(2 * pi)`: a log(2*pi) term the site screen does not count (`probmath._is_log_2pi`) does)."""
+    """`x.log(2 * pi)`: a log(2*pi) term the site screen does not count (`probmath._is_log_2pi` does)."""
     if not (isinstance(node.func, ast.Attribute) and node.func.attr in LOG_METHODS and (node.args or node.keywords)):
         return False
     return any(getattr(inner, "id", None) == "pi" or getattr(inner, "attr", None) == "pi"
