@@ -14,8 +14,8 @@ import libcst as cst
 from amplint.names import ImportTable, dotted_name as dotted_name_of
 from amplint.screen import KL_NAMES  # noqa: F401 - the analysis reads it here
 from amplint.torchnames import (
-    ARITHMETIC_METHODS, CAST_METHODS, DISTRIBUTION_PACKAGES, DTYPE_CAST_METHODS, ELEMENTWISE_FUNCTIONS,
-    ELEMENTWISE_METHODS, FACTORY_FUNCTIONS, LIKE_FACTORIES, NOT_DISTRIBUTION_MODULES, WIDE_DTYPES,
+    ARITHMETIC_METHODS, CAST_METHODS, DISTRIBUTION_PACKAGES, DTYPE_CAST_METHODS, ELEMENTWISE_METHODS,
+    FACTORY_FUNCTIONS, NOT_DISTRIBUTION_MODULES, TRANSFORM_FUNCTIONS, WIDE_DTYPES,
 )
 
 # Constructor parameters that are counts or shapes, never tensors to cast.
@@ -263,7 +263,7 @@ def transform_operands(node: cst.Call, table: ImportTable) -> list:
     take their first argument, which must be wide too.
     """
     args = [arg.value for arg in node.args if not arg.star]
-    if table.matches(node.func, ELEMENTWISE_FUNCTIONS | LIKE_FACTORIES):
+    if table.matches(node.func, TRANSFORM_FUNCTIONS):
         if any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in node.args):
             return []  # `zeros_like(x, dtype=...)`: the dtype decides (a wide one is a cast)
         return args[:1]

@@ -68,8 +68,7 @@ class ImportTable:
         return answer
 
     def matches(self, node: cst.BaseExpression, wanted: Iterable[str]) -> bool:
-        wanted_set = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
-        return any(name in wanted_set for name in self.qualnames(node))
+        return not self.qualnames(node).isdisjoint(wanted)
 
     def local_names_for(self, qualified: str) -> List[str]:
         """Local names bound exactly to `qualified`, sorted for determinism."""

@@ -66,8 +66,26 @@ def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: I
 def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
     """The site half for one node: a probability call or a log, or a floor float16 cannot hold (`1e-10`)."""
     if isinstance(node, ast.Call):
-        return _is_site(node.func, imports) or is_log_call(node, imports)
+        return _counts_call(node, imports)
     return isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < FLOAT16_SUBNORMAL
+
+
+def _counts_call(node: ast.Call, imports: ImportTable) -> bool:
+    """`_is_site(node.func) or is_log_call(node)`, with the callee's dotted name and its imports read once."""
+    func = node.func
+    name = ast_last_name(func)
+    if name is not None and is_density_name(name):
+        return True
+    if isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence" or (
+            func.attr in LOG_METHODS and not node.args and not node.keywords)):
+        return True
+    dotted = ast_dotted(func)
+    if dotted is None:
+        return False
+    if dotted.rsplit(".", 1)[-1] == "kl_divergence":
+        return True
+    qualnames = imports.qualnames_of(dotted)
+    return not (qualnames.isdisjoint(KL_NAMES) and qualnames.isdisjoint(LOG_NAMES))
 
 
 def is_probability_call(node: ast.Call, imports: ImportTable) -> bool:

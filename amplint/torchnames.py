@@ -47,3 +47,5 @@ LIKE_FACTORIES = frozenset(
     {"torch.randn_like", "torch.rand_like", "torch.zeros_like", "torch.ones_like", "torch.full_like",
      "torch.empty_like", "torch.logit", "torch.special.logit"}
 )
+# Functions whose result keeps the dtype of their first argument (`dtypes.transform_operands`).
+TRANSFORM_FUNCTIONS = ELEMENTWISE_FUNCTIONS | LIKE_FACTORIES

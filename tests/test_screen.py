@@ -101,3 +101,34 @@ def test_a_long_attribute_chain_does_not_recurse() -> None:
     # deeper than Python's recursion limit, which CPython's parser still accepts
     text = "import torch\nwith torch.autocast('cuda'):\n    x" + ".a" * 2500 + ".log_prob(v)\n"
     assert _screened(text)
+
+
+CALL_SPELLINGS = [
+    "import torch\nx.log()\nx.log(2)\nx.log10()\ntorch.log(p)\ntorch.log2(p)\ntorch.special.log1p(p)\n",
+    "from torch import log as L\nimport numpy as np\nimport math\nL(p)\nnp.log(p)\nmath.log(2)\nlog(p)\n",
+    "from torch.distributions.kl import kl_divergence as KL\nimport torch.distributions as D\n"
+    "KL(p, q)\nD.kl_divergence(p, q)\nD.kl.kl_divergence(p, q)\nkl_divergence(p, q)\nobj.kl_divergence(p)\n"
+    "D.Normal(0, 1)\nD.kl.register_kl(P, Q)\n",
+    "from torch.distributions import *\nkl_divergence(p, q)\nd.log_prob(v)\nd.entropy()\nd.icdf(u)\nd().cdf(v)\n",
+    "import torch.nn.functional as F\nF.nll_loss(a, b)\nself.gaussian_nll(x)\nneg_log_likelihood(x)\n"
+    "model.encoder(x)\nf()(x)\nxs[0](x)\n(lambda v: v)(x)\n",
+]
+
+
+def _calls(text: str) -> List[ast.Call]:
+    return [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)]
+
+
+@pytest.mark.parametrize("text", CALL_SPELLINGS + [p.read_text(encoding="utf-8") for p in SOURCES],
+                         ids=[f"spelling{i}" for i in range(len(CALL_SPELLINGS))]
+                         + [str(p.relative_to(ROOT)) for p in SOURCES])
+def test_a_call_counts_as_its_name_tests_count_it(text: str) -> None:
+    """`counts_as_site` reads a call's callee once; it counts exactly the calls the tests it stands for count."""
+    from amplint.screen import counts_as_site, is_log_call, is_probability_call
+
+    imports = import_table(ast.parse(text))
+    calls = _calls(text)
+    counted = [counts_as_site(call, imports) for call in calls]
+    assert counted == [is_probability_call(call, imports) or is_log_call(call, imports) for call in calls]
+    if text in CALL_SPELLINGS:
+        assert any(counted) and not all(counted)

@@ -132,15 +132,18 @@ class _Reader(ParallelMarks):
     def visit(self, node: Optional[ast.AST]) -> None:
         if node is None:
             return
-        handler = self._handlers.get(type(node))
+        kind = type(node)
+        while kind is ast.Attribute:  # the commonest nodes: an attribute holds only its value, a name nothing
+            node = node.value  # type: ignore[attr-defined]
+            kind = type(node)
+        if kind is ast.Name:
+            return
+        handler = self._handlers.get(kind)
         if handler is not None:
             handler(self, node)
             return
         for child in child_nodes(node):
             self.visit(child)
-
-    def name(self, node: ast.Name) -> None:
-        """A name holds nothing to read: the most common node, answered without looking for children."""
 
     def visit_all(self, nodes_: "List[ast.AST] | List[ast.expr] | List[ast.stmt]") -> None:
         for node in nodes_:
@@ -408,10 +411,10 @@ class _Reader(ParallelMarks):
             kind, name = "attr", func.attr if isinstance(func, ast.Attribute) else ELEMENT
         else:
             return
-        protected = bool(args) and all(self._wide(a.value) for a in args)
         callee = nodes.element_callee(func, self.scope.elements) or ast_dotted(func)
         if callee is None:
             return
+        protected = bool(args) and all(self._wide(a.value) for a in args)
         callee = without_module_hop(callee, self._holds_parallel)
         root = callee.split(".", 1)[0]
         receiver = None if root in SELF_NAMES else self._lookup(root)
@@ -528,7 +531,6 @@ _HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {
     ast.AnnAssign: _Reader.ann_assign, ast.AugAssign: _Reader.aug_assign, ast.For: _Reader.for_,
     ast.AsyncFor: _Reader.for_, ast.With: _Reader.with_, ast.AsyncWith: _Reader.with_, ast.IfExp: _Reader.if_exp,
     ast.Dict: _Reader.dict_, ast.Constant: _Reader.constant, ast.JoinedStr: _Reader.f_string,
-    ast.Name: _Reader.name,
 }
 # Reading hand-written math: binary operations are judged, and a literal is part of the site it is in.
 _MATH_HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {

@@ -11,11 +11,11 @@ starred arguments in one list in source order (`call_args`), and it reads
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from amplint.torchnames import (
-    ARITHMETIC_METHODS, CAST_METHODS, DTYPE_CAST_METHODS, ELEMENTWISE_FUNCTIONS, ELEMENTWISE_METHODS,
-    FACTORY_FUNCTIONS, LIKE_FACTORIES, WIDE_DTYPES,
+    ARITHMETIC_METHODS, CAST_METHODS, DTYPE_CAST_METHODS, ELEMENTWISE_METHODS, FACTORY_FUNCTIONS,
+    TRANSFORM_FUNCTIONS, WIDE_DTYPES,
 )
 from amplint.facts.modulecalls import CONTAINERS, ELEMENT, constructed_classes
 from amplint.facts.frameworks import LiteralArg
@@ -34,6 +34,8 @@ class Arg(NamedTuple):
 
 def call_args(call: ast.Call) -> List[Arg]:
     """The call's arguments in source order, positional, keyword and starred alike."""
+    if not call.keywords:  # most calls: already in order
+        return [Arg(None, "*", a.value) if isinstance(a, ast.Starred) else Arg(None, "", a) for a in call.args]
     found = [(a.lineno, a.col_offset, Arg(None, "*", a.value) if isinstance(a, ast.Starred) else Arg(None, "", a))
              for a in call.args]
     found += [(k.lineno, k.col_offset, Arg(k.arg, "" if k.arg else "**", k.value)) for k in call.keywords]
@@ -58,8 +60,8 @@ def trainer_model(args: Sequence[Arg]) -> Optional[ast.expr]:
     return model if model is not None or not positional else positional[0]
 
 
-def matches(table: ImportTable, node: ast.expr, wanted: Iterable[str]) -> bool:
-    return bool(ast_qualnames(node, table) & frozenset(wanted))
+def matches(table: ImportTable, node: ast.expr, wanted: AbstractSet[str]) -> bool:
+    return not ast_qualnames(node, table).isdisjoint(wanted)
 
 
 def self_attribute(node: ast.expr) -> Optional[str]:
@@ -106,8 +108,14 @@ def is_wide(node: ast.expr, table: ImportTable, wide_name: Callable[[str], bool]
         return True
     if isinstance(node, ast.Name):
         return wide_name(node.id)
-    if is_cast_call(node, table) or is_float32_factory(node, table):
-        return True
+    if isinstance(node, ast.Call):
+        if is_cast_call(node, table):
+            return True
+        qualnames = ast_qualnames(node.func, table)  # read once: a factory's names, then a transform's
+        if _is_float32_factory(node, qualnames):
+            return True
+        operands = _transform_operands(node, qualnames)
+        return bool(operands) and all(is_wide(op, table, wide_name) for op in operands)
     if isinstance(node, ast.Subscript):
         return is_wide(node.value, table, wide_name)
     if isinstance(node, ast.BinOp):
@@ -116,9 +124,6 @@ def is_wide(node: ast.expr, table: ImportTable, wide_name: Callable[[str], bool]
         return left and right and not (is_number(node.left) and is_number(node.right))
     if isinstance(node, ast.UnaryOp):
         return is_wide(node.operand, table, wide_name)
-    if isinstance(node, ast.Call):
-        operands = transform_operands(node, table)
-        return bool(operands) and all(is_wide(op, table, wide_name) for op in operands)
     if isinstance(node, (ast.DictComp, ast.ListComp, ast.GeneratorExp)):
         element = node.value if isinstance(node, ast.DictComp) else node.elt
         return is_cast_call(element, table) or _casts_tensors(element, table)
@@ -135,10 +140,9 @@ def _casts_tensors(node: ast.expr, table: ImportTable) -> bool:
     return casts_name and guard is not None and guard.rsplit(".", 1)[-1] in ("is_tensor", "isinstance", "hasattr")
 
 
-def is_float32_factory(node: ast.expr, table: ImportTable) -> bool:
-    if not (isinstance(node, ast.Call) and matches(table, node.func, FACTORY_FUNCTIONS)):
-        return False
-    return not any(k.arg == "dtype" for k in node.keywords)
+def _is_float32_factory(node: ast.Call, qualnames: AbstractSet[str]) -> bool:
+    """`dtypes.is_float32_factory`, given the names the callee may refer to."""
+    return not qualnames.isdisjoint(FACTORY_FUNCTIONS) and not any(k.arg == "dtype" for k in node.keywords)
 
 
 def is_cast_call(node: ast.expr, table: ImportTable) -> bool:
@@ -157,18 +161,23 @@ def is_cast_call(node: ast.expr, table: ImportTable) -> bool:
     return False
 
 
-def transform_operands(node: ast.Call, table: ImportTable) -> List[ast.expr]:
-    args = [arg.value for arg in call_args(node) if not arg.star]
-    if matches(table, node.func, ELEMENTWISE_FUNCTIONS | LIKE_FACTORIES):
+def _transform_operands(node: ast.Call, qualnames: AbstractSet[str]) -> List[ast.expr]:
+    """`dtypes.transform_operands`, given the names the callee may refer to."""
+    if not qualnames.isdisjoint(TRANSFORM_FUNCTIONS):
         if any(k.arg == "dtype" for k in node.keywords):
             return []
-        return args[:1]
+        return _positional(node)[:1]
     if isinstance(node.func, ast.Attribute) and node.func.attr in ELEMENTWISE_METHODS:
         receiver = [node.func.value]
         if node.func.attr in ARITHMETIC_METHODS:
-            return receiver + [a for a in args[:1] if not is_number(a)]
+            return receiver + [a for a in _positional(node)[:1] if not is_number(a)]
         return receiver
     return []
+
+
+def _positional(node: ast.Call) -> List[ast.expr]:
+    """The values of the arguments that are not starred, in source order."""
+    return [arg.value for arg in call_args(node) if not arg.star]
 
 
 # --- modules passed through calls (`amplint.facts.samemodule`) -----------------------------------------
@@ -181,8 +190,9 @@ def same_module(node: ast.expr, table: ImportTable) -> Tuple[ast.expr, bool]:
         if isinstance(func, ast.Attribute) and func.attr in SAME_MODULE_METHODS:
             node = func.value
             continue
-        wrapper = matches(table, func, PARALLEL_WRAPPERS)
-        inner = _module_argument(node) if wrapper or matches(table, func, COMPILERS) else None
+        qualnames = ast_qualnames(func, table)
+        wrapper = not qualnames.isdisjoint(PARALLEL_WRAPPERS)
+        inner = _module_argument(node) if wrapper or not qualnames.isdisjoint(COMPILERS) else None
         if inner is None:
             break
         parallel = parallel or wrapper
