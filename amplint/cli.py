@@ -316,6 +316,13 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from amplint.cstimport import own_classes_compiled_once
+
+    with own_classes_compiled_once():  # the modules a command imports define dataclasses: compiled once
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

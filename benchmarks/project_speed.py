@@ -116,20 +116,25 @@ def timed(command: Sequence[str], env: Dict[str, str], limit: float, copies: int
 BYTECODE = Path(tempfile.gettempdir()) / "amplint-bench-bytecode"
 # Imports every amplint module (rules included) once, so that the timed runs find their bytecode.
 _COMPILE = """
-import importlib, pkgutil, amplint
+import contextlib, importlib, pkgutil, amplint
 try:
     from amplint.cstimport import import_libcst
 except ImportError:  # an amplint from before the table of LibCST's dataclass code
     pass
 else:
     import_libcst()  # writes the table, which the first timed run would otherwise write
-for found in pkgutil.walk_packages(amplint.__path__, "amplint."):
-    if found.name.endswith("__main__"):  # runs the command line when imported
-        continue
-    try:
-        importlib.import_module(found.name)
-    except Exception:  # an optional front end's dependency: that module is not run by `check`
-        pass
+try:
+    from amplint.cstimport import own_classes_compiled_once
+except ImportError:  # an amplint from before the table of its own dataclass code
+    own_classes_compiled_once = contextlib.nullcontext
+with own_classes_compiled_once():  # and the table of amplint's own
+    for found in pkgutil.walk_packages(amplint.__path__, "amplint."):
+        if found.name.endswith("__main__"):  # runs the command line when imported
+            continue
+        try:
+            importlib.import_module(found.name)
+        except Exception:  # an optional front end's dependency: that module is not run by `check`
+            pass
 """
 
 
@@ -139,7 +144,7 @@ def amplint_env(ref: Optional[str]) -> Dict[str, str]:
     Cold means no amplint cache, not no bytecode: pip compiles an installed amplint, so a run here reads
     bytecode too (kept under BYTECODE, mirrored by path, out of the source trees), even where the
     environment says `PYTHONDONTWRITEBYTECODE` (this machine's does), and the compiled dataclass code of
-    LibCST that `amplint.cstimport` keeps in the user's cache directory. Call `compile_bytecode` before
+    LibCST and of amplint that `amplint.cstimport` keeps in the user's cache directory. Call `compile_bytecode` before
     timing. Without it every run compiled about 90 modules: 2% of a `-j 1` run's instructions on the
     real-code corpus, and again in each pool worker for the modules it imports after the fork.
     """

@@ -1,4 +1,5 @@
-"""LibCST's dataclass code compiled once (`amplint.cstimport`): the same classes, the table read back, and kept safe."""
+"""Dataclass code compiled once (`amplint.cstimport`), LibCST's and amplint's: the same classes, the tables read
+back, and kept safe."""
 from __future__ import annotations
 
 import dataclasses
@@ -120,6 +121,35 @@ def test_an_exec_someone_else_put_in_dataclasses_is_left_alone(tmp_path: Path,
     assert not (tmp_path / "table.marshal").exists()
 
 
+def _define_other() -> Any:
+    """A dataclass whose generated code differs from `_define`'s."""
+
+    @dataclasses.dataclass
+    class Pair:
+        left: str
+        right: str
+
+    return Pair
+
+
+def test_a_block_inside_another_uses_its_own_table_and_gives_the_outer_one_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outer, inner = tmp_path / "outer.marshal", tmp_path / "inner.marshal"
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    with cstimport.compiled_once(str(outer)):
+        hook = vars(dataclasses)["exec"]
+        with cstimport.compiled_once(str(inner)):
+            assert vars(dataclasses)["exec"] is not hook
+            _define()
+        assert vars(dataclasses)["exec"] is hook  # the outer table serves again
+        _define_other()
+    assert "exec" not in vars(dataclasses)
+    inner_texts, outer_texts = set(cstimport.read_table(str(inner))), set(cstimport.read_table(str(outer)))
+    assert inner_texts and outer_texts and not inner_texts & outer_texts
+    assert any("Point" in text or "y=" in text for text in inner_texts)
+    assert any("left" in text for text in outer_texts) and not any("left" in text for text in inner_texts)
+
+
 def test_the_cache_file_is_in_the_users_cache_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = cstimport.cache_file()
@@ -181,5 +211,10 @@ def test_a_project_check_gives_the_same_output_with_and_without_the_table(tmp_pa
     without = check(write=False)
     assert not (tmp_path / "cache").exists()
     written = check(write=True)
-    assert (tmp_path / "cache" / "amplint").is_dir()
+    own = tmp_path / "cache" / "amplint" / cstimport.OWN_FILE
+    texts = cstimport.read_table(str(own))  # amplint's own dataclasses, compiled by the command
+    assert any("self.callee=callee" in text for text in texts)  # `facts.model.CallRecord.__init__`
+    assert not any("lpar" in text for text in texts)  # LibCST's classes are in their own table
+    stamp = own.stat().st_mtime_ns
     assert check(write=True) == written == without and '"code": "AMP001"' in without
+    assert own.stat().st_mtime_ns == stamp  # the second command found every text in the table
