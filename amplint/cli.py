@@ -16,11 +16,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from amplint import __version__
-from amplint.config import STRATEGIES, Config
-from amplint.model import FileError, FileResult, Finding
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.config import Config
     from amplint.configfile import LoadedConfig
+    from amplint.model import FileError, FileResult, Finding
+# Imported where used, as the rest of amplint is: inside `main`, whose dataclasses are compiled once.
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # `check` with no PATHS checks these (unless --no-default-paths).
@@ -45,6 +46,8 @@ def _jobs(value: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from amplint.config import STRATEGIES
+
     parser = argparse.ArgumentParser(
         prog="amplint", description=__doc__.split("\n\n")[0],
         epilog="Run `amplint COMMAND --help` for a command's options.",
@@ -126,8 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def config_from_args(args: argparse.Namespace, base: Config = Config()) -> Config:
-    """CLI flags override the configuration they start from."""
+def config_from_args(args: argparse.Namespace, base: "Optional[Config]" = None) -> "Config":
+    """CLI flags override the configuration they start from (None: the defaults)."""
+    from amplint.config import Config
+
+    base = Config() if base is None else base
     changes: Dict[str, object] = {}
     if args.select:
         changes["select"] = tuple(args.select)
@@ -152,6 +158,8 @@ def _source_lines(results: Sequence[FileResult], notebooks_only: bool = False) -
         if result.findings and (not notebooks_only or result.path.endswith(".ipynb")):
             from amplint.files import read_source, source_lines
 
+            from amplint.model import FileError
+
             source = read_source(result.path)
             lines[result.path] = [] if isinstance(source, FileError) else source_lines(source.text)
     return lines
@@ -168,6 +176,7 @@ def _exit_code(findings: Sequence[Finding], errors: Sequence[FileError], checked
 def run_check(args: argparse.Namespace) -> int:
     from amplint import output, progress
     from amplint.engine import check_paths
+    from amplint.model import Finding
 
     if not args.paths:
         if args.no_default_paths:

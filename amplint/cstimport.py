@@ -35,8 +35,6 @@ from importlib.util import MAGIC_NUMBER
 from types import CodeType
 from typing import Any, ContextManager, Dict, Iterator, Optional
 
-from amplint.files import replace_file
-
 MAX_ENTRIES = 20_000  # a table grown past this (many LibCST versions) starts afresh: LibCST's own needs ~650
 # Code objects are read back only by the interpreter that wrote them, at the same optimization level.
 _KEY = f"{sys.implementation.cache_tag}-{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal"
@@ -146,6 +144,8 @@ def _private(stat: os.stat_result) -> bool:
 
 def write_table(path: str, table: Dict[str, CodeType]) -> None:
     """Replace the table at `path` at once (another process may read or write it meanwhile); errors are ignored."""
+    from amplint.files import replace_file  # not at import: the command line imports this module first
+
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         replace_file(path, marshal.dumps(table), ".dataclass-code-")

@@ -40,7 +40,6 @@ as values (`FileError`), never raise them on purpose. Ctrl-C stops the workers
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
@@ -89,6 +88,8 @@ def pool_size(count: int, jobs: Optional[int] = None, size: Optional[int] = None
 
 
 def _context() -> Any:
+    import multiprocessing  # here: a run with no pool (`-j 1`, a few files) never imports it
+
     methods = multiprocessing.get_all_start_methods()
     if sys.platform.startswith("linux") and "fork" in methods:
         if threading.active_count() == 1:
