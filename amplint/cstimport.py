@@ -53,8 +53,9 @@ def import_libcst() -> None:
 def own_classes_compiled_once() -> "ContextManager[None]":
     """`compiled_once` for amplint's own dataclasses, which the modules a command imports define (about a
     hundred, 0.1 G instructions to compile: a tenth of a one-file check). Its own table: LibCST's is
-    larger, and a command that parses nothing with LibCST does not read it."""
-    return compiled_once(cache_file(OWN_FILE))
+    larger, and a command that parses nothing with LibCST does not read it. Other packages' classes
+    created meanwhile are compiled as usual, so the table holds amplint's alone."""
+    return compiled_once(cache_file(OWN_FILE), "amplint")  # not torch's, say, which `verify` imports
 
 
 def cache_file(name: str = _FILE) -> Optional[str]:
@@ -73,12 +74,13 @@ def cache_file(name: str = _FILE) -> Optional[str]:
 
 
 @contextmanager
-def compiled_once(path: Optional[str]) -> Iterator[None]:
+def compiled_once(path: Optional[str], package: Optional[str] = None) -> Iterator[None]:
     """Run the block with `dataclasses` compiling each source text through the table at `path` (None: in memory).
 
-    Only `dataclasses`' own calls to `exec` are answered from the table; if some other code already
-    replaced that name there, nothing is changed. Inside another `compiled_once` block, this table serves
-    the inner block and the outer one's serves again after it (LibCST imported during a command).
+    Only `dataclasses`' own calls to `exec` are answered from the table, and with `package` only for the
+    classes of its modules (others are compiled as usual and not kept); if some other code already replaced
+    that name there, nothing is changed. Inside another `compiled_once` block, this table serves the inner
+    block and the outer one's serves again after it (LibCST imported during a command).
     """
     import dataclasses
 
@@ -88,7 +90,7 @@ def compiled_once(path: Optional[str]) -> Iterator[None]:
         return
     table = read_table(path)
     known = len(table)
-    ours = _cached_exec(table)
+    ours = _cached_exec(table, package)
     dataclasses.exec = ours  # type: ignore[attr-defined]
     try:
         yield
@@ -105,9 +107,15 @@ def compiled_once(path: Optional[str]) -> Iterator[None]:
 _OURS = "amplint_compiled_once"  # marks the `exec` a `compiled_once` block put in
 
 
-def _cached_exec(table: Dict[str, CodeType]) -> Any:
+def _in_package(namespace: Any, package: str) -> bool:
+    """Is `namespace` (what `dataclasses` passes as globals: the class's module's) a module of `package`?"""
+    name = namespace.get("__name__", "") if isinstance(namespace, dict) else ""
+    return name == package or name.startswith(package + ".")
+
+
+def _cached_exec(table: Dict[str, CodeType], package: Optional[str]) -> Any:
     def cached_exec(source: Any, globals: Any = None, locals: Any = None) -> None:
-        if type(source) is str:
+        if type(source) is str and (package is None or _in_package(globals, package)):
             code = table.get(source)
             if code is None:  # what `exec(source)` compiles: no future flags from this module
                 code = table[source] = compile(source, "<string>", "exec", dont_inherit=True)

@@ -150,6 +150,23 @@ def test_a_block_inside_another_uses_its_own_table_and_gives_the_outer_one_back(
     assert any("left" in text for text in outer_texts) and not any("left" in text for text in inner_texts)
 
 
+def test_a_table_for_a_package_keeps_the_classes_of_its_modules_alone(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    table = tmp_path / "own.marshal"
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    module = types.ModuleType("amplint._probe_module")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    with cstimport.compiled_once(str(table), "amplint"):
+        _define()  # a class of this test module: compiled as usual, not kept
+        assert cstimport.read_table(str(table)) == {} and not table.exists()
+        exec("import dataclasses\n@dataclasses.dataclass\nclass Probe:\n    size: int\n", module.__dict__)
+    texts = cstimport.read_table(str(table))
+    assert texts and all("size" in text for text in texts)  # the probe's methods, not the test's Point
+    assert module.Probe(3).size == 3 and module.Probe(3) == module.Probe(3)
+
+
 def test_the_cache_file_is_in_the_users_cache_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = cstimport.cache_file()
