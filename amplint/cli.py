@@ -157,7 +157,6 @@ def _source_lines(results: Sequence[FileResult], notebooks_only: bool = False) -
     for result in results:
         if result.findings and (not notebooks_only or result.path.endswith(".ipynb")):
             from amplint.files import read_source, source_lines
-
             from amplint.model import FileError
 
             source = read_source(result.path)

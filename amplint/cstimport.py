@@ -23,7 +23,8 @@ way at every command: 0.11 G instructions a cold `-j 1` project run, a tenth of
 a one-file check's. The command line runs inside `own_classes_compiled_once`,
 with a second, smaller table that a command which parses nothing with LibCST
 reads alone. A block inside another uses its own table and gives the outer one
-back, so LibCST's classes stay in LibCST's table.
+back, so LibCST's classes stay in LibCST's table. A pool's forked workers use
+the table their parent read; what they compile there is not written back.
 """
 from __future__ import annotations
 
