@@ -71,21 +71,12 @@ def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
 
 
 def _counts_call(node: ast.Call, imports: ImportTable) -> bool:
-    """`_is_site(node.func) or is_log_call(node)`, with the callee's dotted name and its imports read once."""
+    """`_is_site(node.func) or is_log_call(node)`, with the callee's dotted name read once for both."""
     func = node.func
-    name = ast_last_name(func)
-    if name is not None and is_density_name(name):
-        return True
-    if isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence" or (
-            func.attr in LOG_METHODS and not node.args and not node.keywords)):
+    if _density_named(func) or _distribution_method(func) or _log_method(node):
         return True
     dotted = ast_dotted(func)
-    if dotted is None:
-        return False
-    if dotted.rsplit(".", 1)[-1] == "kl_divergence":
-        return True
-    qualnames = imports.qualnames_of(dotted)
-    return not (qualnames.isdisjoint(KL_NAMES) and qualnames.isdisjoint(LOG_NAMES))
+    return dotted is not None and (_names_kl(dotted, imports) or _names_log(dotted, imports))
 
 
 def is_probability_call(node: ast.Call, imports: ImportTable) -> bool:
@@ -110,24 +101,42 @@ def _spells(node: ast.AST, words: AbstractSet[str]) -> bool:
 
 def is_log_call(node: ast.Call, imports: ImportTable) -> bool:
     """`x.log()` with no argument, or a call of a tensor or math log: hand-written probability math may follow."""
-    func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and not node.args and not node.keywords:
+    if _log_method(node):
         return True
-    dotted = ast_dotted(func)
-    return dotted is not None and bool(imports.qualnames_of(dotted) & LOG_NAMES)
+    dotted = ast_dotted(node.func)
+    return dotted is not None and _names_log(dotted, imports)
 
 
 def _is_site(func: ast.expr, imports: ImportTable) -> bool:
-    name = ast_last_name(func)
-    if name is not None and is_density_name(name):
-        return True  # a project density's call (`amplint.facts.densitycalls`)
-    return _is_distribution_site(func, imports)
+    return _density_named(func) or _is_distribution_site(func, imports)
 
 
 def _is_distribution_site(func: ast.expr, imports: ImportTable) -> bool:
-    if isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence"):
+    if _distribution_method(func):
         return True
     dotted = ast_dotted(func)
-    if dotted is None:
-        return False
-    return dotted.rsplit(".", 1)[-1] == "kl_divergence" or bool(imports.qualnames_of(dotted) & KL_NAMES)
+    return dotted is not None and _names_kl(dotted, imports)
+
+
+# The tests above, each by the call's shape or by the callee's dotted name as the imports resolve it.
+def _density_named(func: ast.expr) -> bool:
+    """A call named like a project density (`amplint.facts.densitycalls`)."""
+    name = ast_last_name(func)
+    return name is not None and is_density_name(name)
+
+
+def _distribution_method(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and (func.attr in SITE_METHODS or func.attr == "kl_divergence")
+
+
+def _log_method(node: ast.Call) -> bool:
+    func = node.func
+    return isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and not node.args and not node.keywords
+
+
+def _names_kl(dotted: str, imports: ImportTable) -> bool:
+    return dotted.rsplit(".", 1)[-1] == "kl_divergence" or not imports.qualnames_of(dotted).isdisjoint(KL_NAMES)
+
+
+def _names_log(dotted: str, imports: ImportTable) -> bool:
+    return not imports.qualnames_of(dotted).isdisjoint(LOG_NAMES)
