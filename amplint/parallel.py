@@ -212,8 +212,11 @@ def start_workers(jobs: Optional[int], preload: Sequence[str] = ()) -> "Optional
 def map_chunks(
     func: Callable[..., R], files: Sequence[str], trees: "CPythonTrees", extra: Tuple[Any, ...] = (),
     *, pool: "Optional[RunPool]", jobs: Optional[int], min_files: int, label: str = "reading",
+    each: Optional[Callable[[List[str]], Any]] = None,
 ) -> List[R]:
     """`func((chunk, trees, *extra), memory)` for each chunk of FILE_CHUNK `files`, in order: a pass over them.
+
+    `each(chunk)`, when given, is one more element of each chunk's job: what that chunk alone needs.
 
     Every pass cuts the same list the same way, so chunk k holds the same files in each. From `min_files`
     files, and when `jobs` allows, the chunks go to the run's workers (`pool`), chunk k pinned to
@@ -227,7 +230,8 @@ def map_chunks(
         workers = pool.workers()
     sent = trees if workers is None else trees.share(len(workers.alive))
     pins = None if workers is None or pool is None else [pool.pin(k) for k in range(len(chunks))]
-    return run_map(func, [(chunk, sent, *extra) for chunk in chunks], jobs=jobs, label=label,
+    jobs_of = [(chunk, sent, *extra) + ((each(chunk),) if each is not None else ()) for chunk in chunks]
+    return run_map(func, jobs_of, jobs=jobs, label=label,
                    units=[len(chunk) for chunk in chunks], size=len(files), min_size=min_files, preload=(),
                    pool=workers, pins=pins, stateful=True, steal=True)
 

@@ -58,7 +58,7 @@ def test_entries_are_json_with_a_schema_and_round_trip(project_copy: Path, tmp_p
     assert entries and not list(cache.rglob("*.pickle"))
     for entry in entries:
         document = json.loads(entry.read_text(encoding="utf-8"))
-        assert document["schema"] == SCHEMA and document["kind"] in ("summary", "findings")
+        assert document["schema"] == SCHEMA and document["kind"] in ("summary", "findings", "spellings", "scan")
     second = run_project([str(project_copy)], Config(), cache_dir=str(cache))
     assert second.stats.parsed == []  # every summary and finding came from the JSON
     assert _render(second) == _render(first)

@@ -315,13 +315,13 @@ def test_a_summary_job_reads_the_tree_the_text_pass_kept_in_its_workers_memory(
     _parse_log(monkeypatch, log)
     files = _region_project(tmp_path / "project", 3)
     memory: dict = {}  # one worker's, as `Workers` keeps it from job to job
-    holder, scanned = _scan_job((files, CPythonTrees(), Config()), memory)
+    holder, scanned = _scan_job((files, CPythonTrees(), Config(), None), memory)
     assert holder == os.getpid() and [path for path, _ in scanned] == files
     jobs = [_parse_job((path, Config(), (), True, 10_000), memory) for path in files]
     assert [how for how, _, _ in jobs] == [CPYTHON] * 3
     # The text pass parsed each file once and kept the tree; the summary took it from the memory.
     assert log.read_text().splitlines() == ["# 0", "# 1", "# 2"]
-    assert _scan_job((files, CPythonTrees(), Config()), None)[0] is None  # run here: no worker keeps them
+    assert _scan_job((files, CPythonTrees(), Config(), None), None)[0] is None  # run here: no worker keeps them
 
 
 def test_the_text_pass_on_the_run_pool_names_the_worker_that_keeps_each_tree(forced: None, tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ import importlib.util
 import json
 import os
 import sys
-from typing import Any, Iterator, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from amplint import __version__
 from amplint.files import replace_file
@@ -72,6 +73,9 @@ class DiskCache:
         self.hits = 0
         self.misses = 0
         self._codec: Any = None
+
+    def __reduce__(self) -> Tuple[type, Tuple[Optional[str]]]:
+        return type(self), (self.directory,)  # a pool worker's copy: the same directory, its own counts
 
     def _path(self, kind: str, key: str) -> str:
         assert self.directory is not None
@@ -147,3 +151,77 @@ class DiskCache:
                         handle.write(text)
                 except OSError:
                     pass
+
+
+def content_digest(text: str) -> str:
+    """What a file's entries are keyed by: the digest of its decoded text."""
+    return digest(text.encode("utf-8", "surrogatepass"))
+
+
+Known = Dict[str, Tuple[str, Any]]  # path -> (content digest, what a pass read of that content)
+
+
+@dataclass(frozen=True)
+class PassCache:
+    """The disk cache as the passes that read every file use it (the spellings, the text pass).
+
+    A run on one file of a project, or a second run, reads every file of the project again, and without the
+    cache the two passes parse each file that mentions `autocast` or a probability method with CPython at
+    every run. What they read of a file depends only on its text, amplint's code and a few options, but it
+    is small and there is one per file: an entry each would cost a file written per file on a first run.
+    So each pass keeps one entry per project (`scope`: the project tops): every file's path, content digest
+    and value, read whole before the pass and written whole after it, when something changed.
+    """
+
+    cache: DiskCache
+    fingerprint: str
+    scope: Tuple[str, ...]
+
+    @property
+    def on(self) -> bool:
+        return self.cache.directory is not None
+
+    def content(self, text: str) -> Optional[str]:
+        """The text's digest, or None when there is no cache (none is computed then)."""
+        return content_digest(text) if self.on else None
+
+    def load(self, kind: str, *options: object) -> Optional[Known]:
+        """The pass's entry: per path, the content it was read from and what was read (None: no cache)."""
+        if not self.on:
+            return None
+        found = self.cache.get(kind, self._key(kind, options))
+        if not isinstance(found, dict):
+            return {}
+        return {path: entry for path, entry in found.items() if isinstance(path, str) and isinstance(entry, tuple)
+                and len(entry) == 2 and isinstance(entry[0], str)}
+
+    def save(self, kind: str, read: Known, loaded: Optional[Known], *options: object) -> None:
+        """Write what this run `read`, with the `loaded` paths it did not read that are still there (a run
+        given some files of a project), unless that is what was loaded."""
+        if loaded is None:
+            return
+        kept = {path: entry for path, entry in loaded.items() if path not in read and os.path.isfile(path)}
+        entries = {**kept, **read}
+        if entries != loaded:
+            self.cache.put(kind, self._key(kind, options), entries)
+
+    def _key(self, kind: str, options: Tuple[object, ...]) -> str:
+        return digest(self.fingerprint, kind, options, self.scope)
+
+
+def shares(known: Optional[Known]) -> Callable[[List[str]], Optional[Known]]:
+    """Each chunk's share of what a pass's entry holds (`parallel.map_chunks`' `each`)."""
+    if known is None:
+        return lambda chunk: None
+    return lambda chunk: {path: known[path] for path in chunk if path in known}
+
+
+def recall(known: Optional[Known], path: str, text: str,
+           valid: Callable[[Any], bool]) -> Tuple[Optional[str], Optional[Any]]:
+    """(the text's digest, what the entry holds for that content of `path` when it is `valid`, else None);
+    (None, None) with no cache."""
+    if known is None:
+        return None, None
+    content = content_digest(text)
+    entry = known.get(path)
+    return content, entry[1] if entry is not None and entry[0] == content and valid(entry[1]) else None

@@ -19,12 +19,13 @@ import enum
 import functools
 import importlib
 import typing
-from typing import Any, Dict, Type
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
 
 SCHEMA = 1
-# The modules whose dataclasses and enums the cache may hold (summaries and findings).
+# The modules whose dataclasses and enums the cache may hold: summaries, findings, what the passes over every
+# file read.
 DATA_MODULES = ("amplint.model", "amplint.project.summary", "amplint.project.frameworks", "amplint.facts.frameworks",
-                "amplint.facts.entry")
+                "amplint.facts.entry", "amplint.project.spellings", "amplint.project.prefilter")
 
 
 class CodecError(ValueError):
@@ -73,40 +74,79 @@ def decode(data: Any, classes: Dict[str, Type[Any]]) -> Any:
     if data is None or isinstance(data, (bool, str, int, float)):
         return data
     if isinstance(data, list):
-        return [decode(item, classes) for item in data]
+        return _items(data, classes)
     if not isinstance(data, dict):
         raise CodecError("not cache data")
-    keys = set(data)
-    if keys == {"t"} and isinstance(data["t"], list):
-        return tuple(decode(item, classes) for item in data["t"])
-    if keys == {"d"} and isinstance(data["d"], list):
-        pairs = [_pair(item) for item in data["d"]]
-        return {decode(k, classes): decode(v, classes) for k, v in pairs}
-    if keys == {"e", "v"}:
-        cls = classes.get(data["e"]) if isinstance(data["e"], str) else None
-        if cls is None or not issubclass(cls, enum.Enum):
-            raise CodecError("unknown enum")
-        return cls(data["v"])
-    if keys == {"c", "f"} and isinstance(data["f"], dict):
-        cls = classes.get(data["c"]) if isinstance(data["c"], str) else None
-        if cls is None or not dataclasses.is_dataclass(cls):
-            raise CodecError("unknown class")
-        names = {f.name for f in dataclasses.fields(cls) if f.init}
-        if not set(data["f"]) <= names:
-            raise CodecError(f"unknown fields for {cls.__name__}")
-        fields = {name: decode(value, classes) for name, value in data["f"].items()}
-        hints = _hints(cls)
-        for name, value in fields.items():
-            if not conforms(value, hints.get(name, Any)):
-                raise CodecError(f"{cls.__name__}.{name} has the wrong type")
-        return cls(**fields)
+    if len(data) == 1:
+        if isinstance(data.get("t"), list):
+            return tuple(_items(data["t"], classes))
+        if isinstance(data.get("d"), list):
+            pairs = [_pair(item) for item in data["d"]]
+            return {decode(k, classes): decode(v, classes) for k, v in pairs}
+    elif len(data) == 2:
+        if "c" in data and isinstance(data.get("f"), dict):
+            return _instance(data["c"], data["f"], classes)
+        if "e" in data and "v" in data:
+            cls = classes.get(data["e"]) if isinstance(data["e"], str) else None
+            if cls is None or not issubclass(cls, enum.Enum):
+                raise CodecError("unknown enum")
+            return cls(data["v"])
     raise CodecError("not cache data")
 
 
+_PLAIN = frozenset({str, int, bool, float, type(None)})  # what `json.loads` gives that decodes as itself
+
+
+def _items(data: List[Any], classes: Dict[str, Type[Any]]) -> List[Any]:
+    return [item if type(item) in _PLAIN else decode(item, classes) for item in data]
+
+
+def _instance(name: Any, stored: Dict[str, Any], classes: Dict[str, Type[Any]]) -> Any:
+    """The dataclass `name` built from its stored fields, each decoded and checked against its annotation."""
+    cls = classes.get(name) if isinstance(name, str) else None
+    if cls is None or not dataclasses.is_dataclass(cls):
+        raise CodecError("unknown class")
+    checks = _field_checks(cls)
+    fields = {}
+    for field_name, data in stored.items():
+        field_check = checks.get(field_name)
+        if field_check is None:
+            raise CodecError(f"unknown fields for {cls.__name__}")
+        plain, check = field_check
+        if type(data) in _PLAIN:
+            value = data
+            ok = type(data) in plain
+        else:
+            value = decode(data, classes)
+            ok = check is None or check(value)
+        if not ok:
+            raise CodecError(f"{cls.__name__}.{field_name} has the wrong type")
+        fields[field_name] = value
+    return cls(**fields)
+
+
+Check = Optional[Callable[[Any], bool]]  # None: any value conforms
+# One value of each type `json.loads` gives that decodes as itself: a check answers alike for every value of
+# one of these types, so a field's answer for each is read once.
+_SAMPLES = ("", 0, False, 0.0, None)
+
+
 @functools.lru_cache(maxsize=None)
+def _field_checks(cls: Type[Any]) -> Dict[str, Tuple[FrozenSet[type], Check]]:
+    """Per field the constructor takes, the check of its annotation and the plain types it accepts, built
+    once per class: a warm run decodes tens of thousands of cached objects (a single-file run on a large
+    project is mostly that)."""
+    hints = _hints(cls)
+    checks: Dict[str, Tuple[FrozenSet[type], Check]] = {}
+    for each in dataclasses.fields(cls):
+        if each.init:
+            check = _check_of(hints.get(each.name, Any))
+            checks[each.name] = (frozenset(type(v) for v in _SAMPLES if check is None or check(v)), check)
+    return checks
+
+
 def _hints(cls: Type[Any]) -> Dict[str, Any]:
-    """The class's resolved annotations, once per class: resolving them costs ~0.4 ms, and a warm run
-    decodes tens of thousands of cached objects (a single-file run on a large project is mostly that)."""
+    """The class's resolved annotations (resolving them costs ~0.4 ms, once per class)."""
     try:
         return typing.get_type_hints(cls)
     except Exception:  # an annotation that does not resolve: check nothing rather than fail every entry
@@ -119,33 +159,78 @@ def conforms(value: Any, hint: Any) -> bool:
     A wrongly typed field would not fail here but later, far from the cache
     (comparing a str line with an int one): an entry must be a miss instead.
     """
+    check = _check_of(hint)
+    return check is None or check(value)
+
+
+def _check_of(hint: Any) -> Check:
+    try:
+        return _compiled_check(hint)
+    except TypeError:  # an unhashable hint: built each time
+        return _build_check(hint)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_check(hint: Any) -> Check:
+    return _build_check(hint)
+
+
+def _build_check(hint: Any) -> Check:
+    """`conforms` for one annotation as a function of the value, so that the annotation is read once."""
     if hint is Any or isinstance(hint, typing.TypeVar):
-        return True
+        return None
     if hint is type(None) or hint is None:
-        return value is None
+        return _is_none
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is typing.Union:
-        return any(conforms(value, arg) for arg in args)
+        options = [_check_of(arg) for arg in args]
+        if any(option is None for option in options):
+            return None
+        return lambda value: any(option(value) for option in options)  # type: ignore[misc]
     if origin is tuple:
-        if not isinstance(value, tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(conforms(item, args[0]) for item in value)
-        return not args or (len(args) == len(value) and all(conforms(v, a) for v, a in zip(value, args)))
-    if origin in (list, dict):
-        if not isinstance(value, origin):
-            return False
-        if origin is list:
-            return not args or all(conforms(item, args[0]) for item in value)
-        return not args or all(conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items())
+        return _tuple_check(args)
+    if origin is list:
+        return _items_check(list, _check_of(args[0]) if args else None)
+    if origin is dict:
+        return _dict_check(_check_of(args[0]) if args else None, _check_of(args[1]) if args else None)
     if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
     if isinstance(hint, type):
-        return isinstance(value, hint)
-    return True  # a hint this check does not know: trust the constructor
+        return lambda value: isinstance(value, hint)
+    return None  # a hint this check does not know: trust the constructor
+
+
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
+def _tuple_check(args: Tuple[Any, ...]) -> Check:
+    if len(args) == 2 and args[1] is Ellipsis:
+        return _items_check(tuple, _check_of(args[0]))
+    if not args:
+        return _items_check(tuple, None)
+    each = [_check_of(arg) for arg in args]
+
+    def check(value: Any) -> bool:
+        return isinstance(value, tuple) and len(value) == len(each) and all(
+            one is None or one(item) for one, item in zip(each, value))
+    return check
+
+
+def _items_check(kind: type, item: Check) -> Callable[[Any], bool]:
+    if item is None:
+        return lambda value: isinstance(value, kind)
+    return lambda value: isinstance(value, kind) and all(item(each) for each in value)  # type: ignore[misc]
+
+
+def _dict_check(key: Check, value_check: Check) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        return isinstance(value, dict) and all(
+            (key is None or key(k)) and (value_check is None or value_check(v)) for k, v in value.items())
+    return check
 
 
 def _pair(item: Any) -> Any:

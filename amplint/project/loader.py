@@ -18,7 +18,7 @@ from amplint.cpython_trees import CPythonTrees, kept_trees
 from amplint.files import read_source
 from amplint.model import FileError, Finding
 from amplint.project import prefilter
-from amplint.project.cache import DiskCache, digest
+from amplint.project.cache import DiskCache, PassCache, content_digest, digest
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
@@ -60,7 +60,9 @@ class Stats:
 
 class Loader:
     def __init__(self, files: Sequence[str], config: Config, cache: DiskCache, modules: ModuleIndex,
-                 fingerprint: str, parsed: Optional[CPythonTrees] = None, pool: "Optional[RunPool]" = None) -> None:
+                 fingerprint: str, parsed: Optional[CPythonTrees] = None, pool: "Optional[RunPool]" = None,
+                 pass_cache: Optional[PassCache] = None) -> None:
+        """`pass_cache`: where the text pass keeps what it read of each file (None: nowhere)."""
         from amplint.parallel import RunPool
 
         self.files = list(files)
@@ -69,6 +71,7 @@ class Loader:
         self.cache = cache
         self.modules = modules
         self.fingerprint = fingerprint
+        self.pass_cache = pass_cache
         self.info: Dict[str, FileInfo] = {}
         self.errors: Dict[str, FileError] = {}
         self.stats = Stats()
@@ -105,7 +108,7 @@ class Loader:
     # --- the text pass -------------------------------------------------------
     def scan(self) -> None:
         """The text pass (`textpass.read_texts`): every file's flags, and the indexes by name."""
-        found = read_texts(self.files, self._parsed, self.config, self._pool)
+        found = read_texts(self.files, self._parsed, self.config, self._pool, self.pass_cache)
         self.info, self._cpython_holders = found.info, found.holders
         self.errors.update(found.errors)
         self._subclass_index, self._def_index, self._attr_index = found.subclasses, found.defines, found.attributes
@@ -123,7 +126,7 @@ class Loader:
             text = self._read(path)
             if text is None:
                 return None
-            info.content = digest(text.encode("utf-8", "surrogatepass"))
+            info.content = content_digest(text)
         return info.content
 
     def region_files(self) -> List[str]:

@@ -10,7 +10,7 @@ from amplint.cpython_trees import CPythonTrees
 from amplint.files import discover
 from amplint.model import FileError, FileResult
 from amplint.parallel import RunPool
-from amplint.project.cache import DiskCache, code_fingerprint
+from amplint.project.cache import DiskCache, PassCache, code_fingerprint
 from amplint.project import configfiles
 from amplint.project.ahead import walk_in_waves
 from amplint.project.covered import covered_density_calls, resolved_density_calls
@@ -50,16 +50,18 @@ def run_project(
     parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
     # The run's workers, if a pass pays for them: every later pass uses them too.
     pool = RunPool(config.jobs, SUMMARY_READERS)
+    tops = sorted({project_top(p) for p in paths})
+    directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
+    if use_cache is None:
+        use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
+    cache = DiskCache(directory if use_cache else None)
+    fingerprint = code_fingerprint()
+    passes = PassCache(cache, fingerprint, tuple(tops))
     try:
-        spellings = project_spellings(files, config.jobs, parsed, pool)
+        spellings = project_spellings(files, config.jobs, parsed, pool, passes)
         config = with_spellings(config, spellings)
-        tops = sorted({project_top(p) for p in paths})
         root = display_root(paths)
-        directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
-        if use_cache is None:
-            use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
-        cache = DiskCache(directory if use_cache else None)
-        loader = Loader(files, config, cache, ModuleIndex.build(files, tops), code_fingerprint(), parsed, pool)
+        loader = Loader(files, config, cache, ModuleIndex.build(files, tops), fingerprint, parsed, pool, passes)
         results, contexts = _walk_and_report(loader, files, errors, config, tops, root, report)
     finally:
         pool.close()

@@ -27,6 +27,7 @@ from amplint.astwalk import statements
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_source
+from amplint.project.cache import recall, shares
 from amplint.model import FileError
 from amplint.screen import mentions_probability
 from amplint.names import ImportTable, ast_qualnames
@@ -34,6 +35,7 @@ from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
+    from amplint.project.cache import Known, PassCache
     from amplint.workers import Memory
 
 # Reading every file and parsing the ones that say `autocast` costs ~0.4 ms a file: a pool pays from ~1,000.
@@ -136,44 +138,69 @@ def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ..
 
 def project_spellings(
     files: Sequence[str], jobs: Optional[int] = None, parsed: Optional[CPythonTrees] = None,
-    pool: "Optional[RunPool]" = None,
+    pool: "Optional[RunPool]" = None, cache: "Optional[PassCache]" = None,
 ) -> Tuple[Spelling, ...]:
     """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins.
 
     Every file is read, and the ones that mention `autocast` get CPython's parse
-    (~1.8 s for the 4,637 files of the benchmark corpus): from CHUNK_POOL_FILES
-    files the chunks go to a process pool (`parallel.map_chunks`: the run's
-    `pool` if given, `jobs` as `--jobs`), and their results are merged in file
-    order, as read here. `parsed`: the run's CPython trees; the text pass and
-    the summaries read these files again.
+    (~1.8 s for the 4,637 files of the benchmark corpus) unless `cache` holds
+    their spellings: from CHUNK_POOL_FILES files the chunks go to a process pool
+    (`parallel.map_chunks`: the run's `pool` if given, `jobs` as `--jobs`), and
+    their results are merged in file order, as read here. `parsed`: the run's
+    CPython trees; the text pass and the summaries read these files again.
     """
     from amplint import parallel
 
+    known = cache.load(_KIND) if cache is not None else None
     found: Dict[str, Spelling] = {}
+    read: "Known" = {}
     done = parallel.map_chunks(_spellings_job, files, parsed or CPythonTrees(), pool=pool, jobs=jobs,
-                               min_files=CHUNK_POOL_FILES)
-    for spellings in done:
-        for spelling in spellings:
-            found.setdefault(spelling.name, spelling)
+                               min_files=CHUNK_POOL_FILES, each=shares(known))
+    for chunk in done:
+        for path, content, spellings in chunk:
+            if content is not None:
+                read[path] = (content, spellings)
+            for spelling in spellings:
+                found.setdefault(spelling.name, spelling)
+    if cache is not None:
+        cache.save(_KIND, read, known)
     return tuple(found[name] for name in sorted(found))
 
 
-def _spellings_job(job: Tuple[Sequence[str], CPythonTrees], memory: "Optional[Memory]" = None) -> List[Spelling]:
-    """The spellings of a chunk of files, in file order (maybe in a pool worker, which keeps the trees)."""
-    paths, sent = job
+def _spellings_job(
+    job: Tuple[Sequence[str], CPythonTrees, "Optional[Known]"], memory: "Optional[Memory]" = None
+) -> List[Tuple[str, Optional[str], Tuple[Spelling, ...]]]:
+    """(path, content digest, spellings) of each file of a chunk that mentions `autocast` and that CPython
+    parses, in file order (maybe in a pool worker, which keeps the trees). `known`: the cache's spellings of
+    these files, by path (None: no cache, and no digest)."""
+    paths, sent, known = job
     parsed = worker_trees(memory, sent)
-    found: List[Spelling] = []
+    found: List[Tuple[str, Optional[str], Tuple[Spelling, ...]]] = []
     for path in paths:
         source = read_source(path)
         if isinstance(source, FileError) or "autocast" not in source.text:
             continue
-        # The text pass parses it again when it may have findings of its own (`pipeline.may_have_findings`:
-        # `autocast` is here, so the probability words decide).
-        tree = parsed.parse(source.text, keep=mentions_probability(source.text))
-        if isinstance(tree, str):
-            continue  # the file's own check reports the syntax error
-        found.extend(file_spellings(*tree))
+        content, spellings = recall(known, path, source.text, _are_spellings)
+        if spellings is None:
+            spellings = _text_spellings(source.text, parsed)
+        if spellings is not None:
+            found.append((path, content, spellings))
     return found
+
+
+def _are_spellings(value: object) -> bool:
+    return isinstance(value, tuple) and all(isinstance(each, Spelling) for each in value)
+
+
+_KIND = "spellings"  # their entry in the disk cache
+
+
+def _text_spellings(text: str, parsed: CPythonTrees) -> Optional[Tuple[Spelling, ...]]:
+    """`file_spellings` of the text; None when CPython refuses it (the file's own check reports that)."""
+    # The text pass parses it again when it may have findings of its own (`pipeline.may_have_findings`:
+    # `autocast` is here, so the probability words decide).
+    tree = parsed.parse(text, keep=mentions_probability(text))
+    return None if isinstance(tree, str) else file_spellings(*tree)
 
 
 def with_spellings(config: Config, spellings: Sequence[Spelling]) -> Config:

@@ -18,19 +18,24 @@ from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_source
 from amplint.model import FileError
 from amplint.pipeline import will_parse
+from amplint.project.cache import recall, shares
 from amplint.project import prefilter
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
+    from amplint.project.cache import Known, PassCache
     from amplint.workers import Memory
 
 # The text pass reads ~50 MB/s (0.35 ms a file in the benchmark corpus): a pool pays from ~1,000 files.
 SCAN_POOL_FILES = 1000
 
-# One file's result: flags, `single`, class bases named, defs, `self.<attr> =` names, the names imported and
-# the classes defined.
-_Scanned = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
-                 Tuple[str, ...]]
+# What the text says: flags, `single`, class bases named, defs, `self.<attr> =` names, the names imported and
+# the classes defined. It depends only on the text and the configured autocast and distribution names: the disk
+# cache keeps it, as `_KIND`.
+_Text = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
+              Tuple[str, ...]]
+_Scanned = Tuple[_Text, Optional[str]]  # and the content digest (None with no cache)
+_KIND = "scan"
 
 
 @dataclass
@@ -58,41 +63,56 @@ class TextPass:
     attributes: Set[str] = field(default_factory=set)  # every `self.<attr> =` name
 
 
-def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: "RunPool") -> TextPass:
-    """Read every file once for the text tests and the indexes (no parsing of its own).
+def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: "RunPool",
+               cache: "Optional[PassCache]" = None) -> TextPass:
+    """Read every file once for the text tests and the indexes (no parsing of its own but `will_parse`'s).
 
     A large project is read in chunks of `parallel.FILE_CHUNK` files over the run's pool (from
     SCAN_POOL_FILES files); the chunks' results are merged in file order, so the indexes are the same as
-    read here.
+    read here. `cache` keeps what was read of each file by its content: a warm run reads and hashes every
+    file, and tests none.
     """
     from amplint import parallel
 
+    options = _options(config)
+    known = cache.load(_KIND, *options) if cache is not None else None
     found = TextPass()
     scanned = parallel.map_chunks(_scan_job, files, trees, (config,), pool=pool, jobs=config.jobs,
-                                  min_files=SCAN_POOL_FILES)
+                                  min_files=SCAN_POOL_FILES, each=shares(known))
+    read: Known = {}
     for holder, chunk in scanned:
         for path, outcome in chunk:
             if isinstance(outcome, FileError):
                 found.errors[path] = outcome
                 continue
-            flags, single, bases, names, attributes, imported, classes = outcome
+            text, content = outcome
+            flags, single, bases, names, attributes, imported, classes = text
             if holder is not None:
                 found.holders[path] = holder
-            found.info[path] = FileInfo(flags, single, imported, classes)
+            found.info[path] = FileInfo(flags, single, imported, classes, content or "")
+            if content is not None:
+                read[path] = (content, text)
             for base in bases:
                 found.subclasses.setdefault(base, set()).add(path)
             for name in names:
                 found.defines.setdefault(name, set()).add(path)
             found.attributes.update(attributes)
+    if cache is not None:
+        cache.save(_KIND, read, known, *options)
     return found
 
 
+def _options(config: Config) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """What the text tests read of the configuration: the configured autocast and distribution names."""
+    return tuple(config.extend_autocast), tuple(config.extend_distributions)
+
+
 def _scan_job(
-    job: Tuple[Sequence[str], CPythonTrees, Config], memory: "Optional[Memory]" = None
+    job: Tuple[Sequence[str], CPythonTrees, Config, "Optional[Known]"], memory: "Optional[Memory]" = None
 ) -> Tuple[Optional[int], List[Tuple[str, Union[_Scanned, FileError]]]]:
     """The text pass over a chunk of files: the pool worker that keeps their trees (its pid; None here), and
-    each file's result."""
-    paths, sent, config = job
+    each file's result. `known`: the cache's results for these files, by path (None: no cache)."""
+    paths, sent, config, known = job
     parsed = worker_trees(memory, sent)
     out: List[Tuple[str, Union[_Scanned, FileError]]] = []
     for path in paths:
@@ -101,18 +121,31 @@ def _scan_job(
             out.append((path, source))
             continue
         text = source.text
-        classes = prefilter.class_bases(text) if "class" in text else []
-        flags = prefilter.flags(text, config.extend_autocast, config.extend_distributions)
-        single = will_parse(text, config, parsed)
-        if not (single or flags.region):
+        content, said = recall(known, path, text, _is_text)
+        if said is None:
+            said = _scan(text, config, parsed)
+        if not (said[1] or said[0].region):
             parsed.forget(text)  # not a region file (`Loader.region_files`): no summary of it comes next
-        out.append((path, (
-            flags,
-            single,
-            tuple(base for _, names in classes for base in names),
-            tuple(prefilter.defined_names(text)),
-            tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
-            tuple(prefilter.imported_names(text)) if "import" in text else (),
-            tuple(name for name, _ in classes),
-        )))
+        out.append((path, (said, content)))
     return (None if memory is None else os.getpid()), out
+
+
+def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
+    """One file's result, from its text (and CPython's tree, for `will_parse`, when the text may have findings)."""
+    classes = prefilter.class_bases(text) if "class" in text else []
+    return (
+        prefilter.flags(text, config.extend_autocast, config.extend_distributions),
+        will_parse(text, config, parsed),
+        tuple(base for _, names in classes for base in names),
+        tuple(prefilter.defined_names(text)),
+        tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
+        tuple(prefilter.imported_names(text)) if "import" in text else (),
+        tuple(name for name, _ in classes),
+    )
+
+
+def _is_text(value: object) -> bool:
+    """Is a cached value a `_Text`? (The codec checks each class's fields; a tuple's shape is checked here.)"""
+    return (isinstance(value, tuple) and len(value) == 7 and isinstance(value[0], prefilter.Flags)
+            and isinstance(value[1], bool)
+            and all(isinstance(names, tuple) and all(isinstance(name, str) for name in names) for names in value[2:]))

@@ -1,0 +1,111 @@
+"""What the two passes over every file read (the project's autocast spellings, the text pass) is cached per
+project: one entry per pass, read whole and written whole only when something changed."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from amplint.config import Config
+from amplint.project.cache import DiskCache, PassCache
+from amplint.project.run import run_project
+
+from conftest import FIXTURES
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "project", target)
+    return target
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> List[str]:
+    """The texts CPython parses in this process."""
+    import amplint.cpython_trees as trees
+
+    parsed: List[str] = []
+    real = trees._parse
+    monkeypatch.setattr(trees, "_parse", lambda text: parsed.append(text) or real(text))
+    return parsed
+
+
+def _pass_entries(cache: Path) -> dict:
+    return {entry: entry.stat().st_mtime_ns
+            for kind in ("scan", "spellings") for entry in (cache / kind).rglob("*.json")}
+
+
+def test_a_warm_run_parses_no_file_with_cpython_to_read_every_file(
+        project_copy: Path, tmp_path: Path, parses: List[str]) -> None:
+    """A second run parses nothing with CPython, and after an edit only the edited file."""
+    cache = str(tmp_path / "cache")
+    first = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    assert len(parses) > 5
+    parses.clear()
+    second = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    assert parses == [] and second.stats.parsed == []
+    assert second.spellings == first.spellings
+    assert _render(second) == _render(first)
+
+    train = project_copy / "train.py"
+    train.write_text(train.read_text() + "# an edit that changes nothing\n")
+    third = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    assert set(parses) == {train.read_text()} and third.stats.parsed == [str(train)]
+    assert _render(third) == _render(first)
+
+
+def _render(run) -> list:
+    return [(r.path, r.findings) for r in run.results]
+
+
+def test_one_entry_per_pass_and_none_rewritten_when_nothing_changed(project_copy: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run_project([str(project_copy)], Config(jobs=1), cache_dir=str(cache))
+    written = _pass_entries(cache)
+    assert sorted(entry.parent.parent.name for entry in written) == ["scan", "spellings"]
+    run_project([str(project_copy)], Config(jobs=1), cache_dir=str(cache))
+    assert _pass_entries(cache) == written
+
+
+def test_another_configured_autocast_is_another_entry(project_copy: Path, tmp_path: Path, parses: List[str]) -> None:
+    cache = str(tmp_path / "cache")
+    run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    parses.clear()
+    run_project([str(project_copy)], Config(jobs=1, extend_autocast=("mypkg.amp_context",)), cache_dir=cache)
+    assert parses  # the text pass's screen reads the configured names: nothing cached for them yet
+    parses.clear()
+    run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    assert parses == []  # and the first entry is still there
+
+
+def test_a_run_given_some_files_keeps_the_others(project_copy: Path, tmp_path: Path) -> None:
+    passes = PassCache(DiskCache(str(tmp_path / "cache")), "code", (str(project_copy),))
+    kept, gone, read = (str(project_copy / name) for name in ("train.py", "nowhere.py", "fit.py"))
+    loaded = {kept: ("c1", (1,)), gone: ("c2", (2,)), read: ("c3", (3,))}
+    passes.save("scan", loaded, {})
+    assert passes.load("scan") == loaded
+    passes.save("scan", {read: ("c4", (4,))}, loaded)
+    assert passes.load("scan") == {kept: ("c1", (1,)), read: ("c4", (4,))}  # a file no longer there is dropped
+    assert passes.load("scan", "other options") == {}
+    assert PassCache(DiskCache(str(tmp_path / "cache")), "code", ("elsewhere",)).load("scan") == {}
+
+
+def test_a_value_of_the_wrong_shape_is_read_again(project_copy: Path, tmp_path: Path, parses: List[str]) -> None:
+    """The codec checks each class's fields; the passes check the shape of what they read back."""
+    cache = tmp_path / "cache"
+    first = run_project([str(project_copy)], Config(jobs=1), cache_dir=str(cache))
+    for entry in (cache / "scan").rglob("*.json"), (cache / "spellings").rglob("*.json"):
+        for path in entry:
+            document = json.loads(path.read_text(encoding="utf-8"))
+            for pair in document["value"]["d"]:
+                pair[1]["t"][1] = {"t": ["not what the pass reads"]}  # (content digest, value)
+            path.write_text(json.dumps(document), encoding="utf-8")
+    parses.clear()
+    again = run_project([str(project_copy)], Config(jobs=1), cache_dir=str(cache))
+    assert parses  # read again, not trusted
+    assert again.spellings == first.spellings
+    assert _render(again) == _render(first)
