@@ -63,7 +63,9 @@ def rows(amp: Amplint, full: FileSet, work: Path, flake8_plain: Optional[str],
     one = one_file(full)
     work.mkdir(parents=True, exist_ok=True)
     config = work / "one-file.toml"
-    config.write_text(f"src = [{json.dumps(str(full.root))}]\n")
+    # The rows run in the corpus's root with relative paths, so amplint sees the resolved root (the work
+    # folder may be a link): `src` must name that one, or the file would be checked without its project.
+    config.write_text(f"src = [{json.dumps(str(full.root.resolve()))}]\n")
     cache = work / "cache-one"
     shutil.rmtree(cache, ignore_errors=True)
     warm = common.amplint_env(cache)
