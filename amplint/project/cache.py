@@ -181,10 +181,6 @@ class PassCache:
     def on(self) -> bool:
         return self.cache.directory is not None
 
-    def content(self, text: str) -> Optional[str]:
-        """The text's digest, or None when there is no cache (none is computed then)."""
-        return content_digest(text) if self.on else None
-
     def load(self, kind: str, *options: object) -> Optional[Known]:
         """The pass's entry: per path, the content it was read from and what was read (None: no cache)."""
         if not self.on:
