@@ -39,11 +39,20 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
+def _within(path: str, directory: str) -> Optional[str]:
+    """`path` (absolute) relative to `directory` when the directory holds it, as spelled or once links are
+    resolved (a `src` entry spelled through a link, a file named by its real path); None when it does not."""
+    for inner, outer in ((path, directory), (os.path.realpath(path), os.path.realpath(directory))):
+        if _under(inner, outer):
+            return os.path.relpath(inner, outer)
+    return None
+
+
 def project_dirs(path: str, config: Config) -> Optional[Tuple[str, ...]]:
     """The absolute directories forming `path`'s project: every `src` entry when one holds it, else the
     marked root; None when neither applies."""
     full = os.path.abspath(path)
-    if any(_under(full, directory) for directory in config.src):
+    if any(_within(full, directory) is not None for directory in config.src):
         return tuple(config.src)
     root = marked_root(full)
     return None if root is None else (root,)
@@ -124,8 +133,9 @@ def _project_scope(dirs: Tuple[str, ...], files: Sequence[str], config: Config) 
     report, given = set(), []
     for path in files:
         full = os.path.abspath(path)
-        home = max((d for d in dirs if _under(full, d)), key=len)
-        spelled = os.path.normpath(os.path.join(index[dirs.index(home)], os.path.relpath(full, home)))
+        inside = {d: _within(full, d) for d in dirs}
+        home = max((d for d in dirs if inside[d] is not None), key=len)
+        spelled = os.path.normpath(os.path.join(index[dirs.index(home)], inside[home]))
         if not walks_into(index[dirs.index(home)], spelled, config.exclude):
             spelled = os.path.normpath(path)  # a named file the walk skips (`build/`, no suffix): named too
             index.append(spelled)

@@ -172,6 +172,23 @@ def test_src_names_the_project_above_a_nested_marker(project: Path) -> None:
     assert check_json(["app/model.py"], project) == of(whole, "app/model.py")
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+def test_a_src_entry_spelled_through_a_link_holds_the_files_named_by_their_real_path(
+        project: Path, tmp_path: Path) -> None:
+    """A checkout reached through a link (`/home` -> `/data/home`): the file named from inside the real
+    folder is still in the project, and reported under the name given. Before, it was checked alone."""
+    (project / "pyproject.toml").unlink()  # no marker: `src` alone makes the folder a project
+    link = tmp_path / "link"
+    link.symlink_to(project, target_is_directory=True)
+    config = tmp_path / "amplint.toml"
+    config.write_text(f"src = [{json.dumps(str(link))}]\n")
+    whole = check_json(["--config", str(config), "."], project)
+    named = check_json(["--config", str(config), "model.py"], project)
+    assert positions(named) == [MODEL] and named == of(whole, "model.py")
+    assert positions(check_json(["--config", str(config), str(link / "model.py")], project)) == [
+        (str(link / "model.py"), *MODEL[1:])]
+
+
 def test_a_src_entry_that_is_not_a_directory_is_a_config_error(project: Path) -> None:
     (project / "pyproject.toml").write_text('[tool.amplint]\nsrc = ["nowhere"]\n')
     proc = run_amplint(["check", "model.py"], cwd=project)
