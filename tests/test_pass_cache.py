@@ -71,6 +71,17 @@ def test_one_entry_per_pass_and_none_rewritten_when_nothing_changed(project_copy
     assert _pass_entries(cache) == written
 
 
+def test_runs_that_spell_the_files_differently_share_the_entries(
+        project_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line run from the root spells the files relative to it, the language server absolute."""
+    cache = tmp_path / "cache"
+    monkeypatch.chdir(project_copy)
+    run_project(["."], Config(jobs=1), cache_dir=str(cache))
+    written = _pass_entries(cache)
+    run_project([str(project_copy)], Config(jobs=1), cache_dir=str(cache))
+    assert _pass_entries(cache) == written  # every file found by its absolute path: nothing to add
+
+
 def test_another_configured_autocast_is_another_entry(project_copy: Path, tmp_path: Path, parses: List[str]) -> None:
     cache = str(tmp_path / "cache")
     run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)

@@ -169,8 +169,9 @@ class PassCache:
     cache the two passes parse each file that mentions `autocast` or a probability method with CPython at
     every run. What they read of a file depends only on its text, amplint's code and a few options, but it
     is small and there is one per file: an entry each would cost a file written per file on a first run.
-    So each pass keeps one entry per project (`scope`: the project tops): every file's path, content digest
-    and value, read whole before the pass and written whole after it, when something changed.
+    So each pass keeps one entry per project (`scope`: the project tops): every file's absolute path (the
+    command line, flake8 and the language server spell them differently), content digest and value, read
+    whole before the pass and written whole after it, when something changed.
     """
 
     cache: DiskCache
@@ -182,7 +183,8 @@ class PassCache:
         return self.cache.directory is not None
 
     def load(self, kind: str, *options: object) -> Optional[Known]:
-        """The pass's entry: per path, the content it was read from and what was read (None: no cache)."""
+        """The pass's entry: per absolute path, the content it was read from and what was read (None: no
+        cache)."""
         if not self.on:
             return None
         found = self.cache.get(kind, self._key(kind, options))
@@ -196,8 +198,9 @@ class PassCache:
         given some files of a project), unless that is what was loaded."""
         if loaded is None:
             return
-        kept = {path: entry for path, entry in loaded.items() if path not in read and os.path.isfile(path)}
-        entries = {**kept, **read}
+        fresh = {os.path.abspath(path): entry for path, entry in read.items()}
+        kept = {path: entry for path, entry in loaded.items() if path not in fresh and os.path.isfile(path)}
+        entries = {**kept, **fresh}
         if entries != loaded:
             self.cache.put(kind, self._key(kind, options), entries)
 
@@ -206,10 +209,11 @@ class PassCache:
 
 
 def shares(known: Optional[Known]) -> Callable[[List[str]], Optional[Known]]:
-    """Each chunk's share of what a pass's entry holds (`parallel.map_chunks`' `each`)."""
+    """Each chunk's share of what a pass's entry holds (`parallel.map_chunks`' `each`), by the run's paths."""
     if known is None:
         return lambda chunk: None
-    return lambda chunk: {path: known[path] for path in chunk if path in known}
+    return lambda chunk: {path: entry for path, entry in ((p, known.get(os.path.abspath(p))) for p in chunk)
+                          if entry is not None}
 
 
 def recall(known: Optional[Known], path: str, text: str,
