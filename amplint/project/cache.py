@@ -74,9 +74,6 @@ class DiskCache:
         self.misses = 0
         self._codec: Any = None
 
-    def __reduce__(self) -> Tuple[type, Tuple[Optional[str]]]:
-        return type(self), (self.directory,)  # a pool worker's copy: the same directory, its own counts
-
     def _path(self, kind: str, key: str) -> str:
         assert self.directory is not None
         return os.path.join(self.directory, kind, key[:2], key + SUFFIX)

@@ -125,7 +125,7 @@ def _instance(name: Any, stored: Dict[str, Any], classes: Dict[str, Type[Any]]) 
     return cls(**fields)
 
 
-Check = Optional[Callable[[Any], bool]]  # None: any value conforms
+Check = Optional[Callable[[Any], bool]]  # None: any value has the type
 # One value of each type `json.loads` gives that decodes as itself: a check answers alike for every value of
 # one of these types, so a field's answer for each is read once.
 _SAMPLES = ("", 0, False, 0.0, None)
@@ -153,16 +153,6 @@ def _hints(cls: Type[Any]) -> Dict[str, Any]:
         return {}
 
 
-def conforms(value: Any, hint: Any) -> bool:
-    """Does `value` have the annotated type (as deep as tuples, dicts and unions go)?
-
-    A wrongly typed field would not fail here but later, far from the cache
-    (comparing a str line with an int one): an entry must be a miss instead.
-    """
-    check = _check_of(hint)
-    return check is None or check(value)
-
-
 def _check_of(hint: Any) -> Check:
     try:
         return _compiled_check(hint)
@@ -176,7 +166,12 @@ def _compiled_check(hint: Any) -> Check:
 
 
 def _build_check(hint: Any) -> Check:
-    """`conforms` for one annotation as a function of the value, so that the annotation is read once."""
+    """Does a value have the annotated type (as deep as tuples, dicts and unions go)? As a function of the
+    value, so that the annotation is read once.
+
+    A wrongly typed field would not fail here but later, far from the cache
+    (comparing a str line with an int one): an entry must be a miss instead.
+    """
     if hint is Any or isinstance(hint, typing.TypeVar):
         return None
     if hint is type(None) or hint is None:
