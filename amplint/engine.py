@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Uni
 
 from amplint.config import Config
 from amplint.files import discover, read_source
-from amplint.model import FileError, FileResult
+from amplint.model import FileError, FileResult, Finding
 from amplint import pipeline
 from amplint.pipeline import (  # noqa: F401 - the front ends' names
     SourceAnalysis, _parse_and_analyze, finish, fix_strategies, may_have_findings, to_finding, will_parse,
@@ -21,6 +21,7 @@ from amplint.pipeline import (  # noqa: F401 - the front ends' names
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.files import SourceFile
     from amplint.facts.entry import EntryContext
+    from amplint.project.textfindings import TextFindings
 
 
 def analyze_source(
@@ -35,6 +36,28 @@ def analyze_source(
     """`pipeline.analyze_source`, parsing through this module's `_parse_and_analyze` (looked up per call)."""
     return pipeline.analyze_source(text, path, config, noqa=noqa, entries=entries, project=project,
                                    parse=_parse_and_analyze)
+
+
+def analyze_in_project(
+    text: str, path: str, config: Config, entries: Sequence["EntryContext"], *, noqa: bool = True,
+    texts: "Optional[TextFindings]" = None,
+) -> Union[Tuple[Finding, ...], FileError]:
+    """The findings of `analyze_source(text, path, config, entries=entries, project=True)`, from `texts` (the
+    cache of the project run that gave `entries`) when it holds them.
+
+    For a front end that analyses a saved file's text itself (the flake8 plugin): on a warm run it then
+    parses nothing with LibCST, as `amplint check FILE` parses nothing.
+    """
+    key = texts.key(text, path, config, entries, noqa) if texts is not None else None
+    kept = texts.get(key) if texts is not None else None
+    if kept is not None:
+        return kept
+    outcome = analyze_source(text, path, config, noqa=noqa, entries=entries, project=True)
+    if isinstance(outcome, FileError):
+        return outcome
+    if texts is not None:
+        texts.put(key, outcome.findings)
+    return tuple(outcome.findings)
 
 
 def check_source(text: str, path: str, config: Config = Config()) -> FileResult:

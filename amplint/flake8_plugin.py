@@ -2,8 +2,10 @@
 
 Registered as `AMP` under `flake8.extension`. It runs `engine.analyze_source`
 on the text flake8 already read, so there is no second copy of the analysis
-and each file is parsed by LibCST once. Files that never mention autocast stop
-at the engine's text prefilter before any parsing. `# noqa` is left to flake8
+and each file is parsed by LibCST once, and in project mode not at all when the
+project's cache holds its findings for that text (`engine.analyze_in_project`).
+Files that never mention autocast stop at the engine's text prefilter before
+any parsing. `# noqa` is left to flake8
 (the engine is asked not to apply it), so `--disable-noqa` and flake8's
 noqa reporting behave as for any other plugin. Settings come from the nearest
 `[tool.amplint]` / `amplint.toml`; flake8's own --select/--ignore/
@@ -13,15 +15,15 @@ from __future__ import annotations
 
 import ast
 import logging
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence, Tuple, Type, Union
 
 from amplint import __version__
 from amplint.config import Config
-from amplint.model import FileError
+from amplint.model import FileError, Finding
 from amplint.selection import path_matches
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.scope import Context
+    from amplint.scope import Context, Given
 
 LOG = logging.getLogger("flake8.amplint")
 
@@ -71,18 +73,20 @@ class AmpLintChecker:
             raise AmpLintConfigError(f"amplint: {loaded}")
         return loaded.config
 
-    def _project_context(self) -> Tuple[Tuple[Any, ...], Tuple[Any, ...]]:
-        """(entries, spellings) of this file: the functions entered from regions in other files, and the
-        project's own autocast spellings (project mode).
+    def _project_context(self) -> "Given":
+        """What this file's project walk gives it (project mode): the functions entered from regions in other
+        files, the project's own autocast spellings, and the walk's cache, which keeps this file's findings.
 
         A file named on flake8's command line is walked with its project (`amplint.scope`), as
         `amplint check FILE` walks it, so `flake8 model.py` reports what a whole-project run reports for
         it; files found under a named directory are walked with flake8's other paths. The walks run once
         per process and compute no findings: the file's own text is analysed below.
         """
+        from amplint.scope import Given
+
         cls = type(self)
         if self.filename in ("stdin", "-") or not cls.filenames or "-" in cls.filenames:
-            return (), ()
+            return Given()
         if cls._context is None:
             from amplint import configfile
             from amplint.scope import Context
@@ -90,31 +94,42 @@ class AmpLintChecker:
             loaded = configfile.resolve_config(cls.filenames, cls.config_file)
             if isinstance(loaded, configfile.ConfigError):
                 raise AmpLintConfigError(f"amplint: {loaded}")
-            cls._context = Context.build(list(cls.filenames), loaded.config) if loaded.config.project else Context()
+            from amplint.cstimport import own_classes_compiled_once
+
+            with own_classes_compiled_once():  # as `amplint check` has them: compiled once per machine
+                cls._context = Context.build(list(cls.filenames), loaded.config) if loaded.config.project else Context()
         return cls._context.of(self.filename)
 
     def run(self) -> Iterator[Report]:
-        from amplint.engine import analyze_source
+        from amplint.collection import batch_collection
+
+        # As `amplint check` runs: no cyclic collections over the many objects a walk and a parse build, which
+        # hold no cycles (`amplint.collection`); flake8's own thresholds come back after.
+        with batch_collection():
+            findings = self._findings()
+        if isinstance(findings, FileError):
+            LOG.warning("amplint skipped %s", findings)
+            return
+        for finding in findings:
+            # flake8 adds 1 to the column we yield; amplint's columns are already 1-based.
+            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+
+    def _findings(self) -> Union[Sequence[Finding], FileError]:
+        from amplint.engine import analyze_in_project, analyze_source
         from amplint.project.spellings import with_spellings
 
         config = self._config()
         if any(path_matches(self.filename, pattern) for pattern in config.exclude):
-            return
+            return ()
         text = "".join(self.lines)
-        if config.project:
-            entries, spellings = self._project_context()
-            config = with_spellings(config, spellings)
-            if not entries and not _may_report_alone(text, config):
-                return  # no finding of its own can be here, and no region elsewhere calls in
-            outcome = analyze_source(text, self.filename, config, noqa=False, entries=entries, project=True)
-        else:
+        if not config.project:
             outcome = analyze_source(text, self.filename, config, noqa=False)
-        if isinstance(outcome, FileError):
-            LOG.warning("amplint skipped %s", outcome)
-            return
-        for finding in outcome.findings:
-            # flake8 adds 1 to the column we yield; amplint's columns are already 1-based.
-            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+            return outcome if isinstance(outcome, FileError) else outcome.findings
+        given = self._project_context()
+        config = with_spellings(config, given.spellings)
+        if not given.entries and not _may_report_alone(text, config):
+            return ()  # no finding of its own can be here, and no region elsewhere calls in
+        return analyze_in_project(text, self.filename, config, given.entries, noqa=False, texts=given.texts)
 
 
 def _may_report_alone(text: str, config: Config) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.files import walks_into
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.run import ProjectRun
     from amplint.project.spellings import Spelling
     from amplint.project.summary import EntryContext
+    from amplint.project.textfindings import TextFindings
 
 
 def marked_root(path: str) -> Optional[str]:
@@ -163,30 +164,39 @@ def check_in_projects(paths: Sequence[str], config: Config) -> List[FileResult]:
     return sorted(results, key=lambda result: result.path)
 
 
+class Given(NamedTuple):
+    """What a front end that analyses a file's text itself needs from the file's project walk."""
+
+    entries: Tuple["EntryContext", ...] = ()  # the functions of the file entered from regions elsewhere
+    spellings: Tuple["Spelling", ...] = ()  # the project's own autocast spellings
+    texts: Optional["TextFindings"] = None  # the walk's cache, for the text's findings (`engine.analyze_in_project`)
+
+
 @dataclass(frozen=True)
 class Context:
     """Per file, what the project walks give a front end that analyses the file's text itself (the flake8
-    plugin): the functions entered from regions elsewhere, and its project's own autocast spellings."""
+    plugin): the functions entered from regions elsewhere, its project's own autocast spellings, and the
+    walk's cache."""
 
-    runs: Tuple[Tuple[Scope, Dict[str, Tuple["EntryContext", ...]], Tuple["Spelling", ...]], ...] = ()
+    runs: Tuple[Tuple[Scope, Dict[str, Tuple["EntryContext", ...]], Given], ...] = ()
 
     @classmethod
     def build(cls, paths: Sequence[str], config: Config) -> "Context":
         runs = []
         for scope, run in run_scopes(paths, config, findings=False):
             entries = {os.path.abspath(path): found for path, found in run.entries.items()}
-            runs.append((scope, entries, run.spellings))
+            runs.append((scope, entries, Given((), run.spellings, run.texts)))
         return cls(tuple(runs))
 
-    def of(self, path: str) -> "Tuple[Tuple[EntryContext, ...], Tuple[Spelling, ...]]":
-        """(entries, spellings) for `path`: from the walk that reports it, else from the plain walk."""
+    def of(self, path: str) -> Given:
+        """What `path` is given: from the walk that reports it, else from the plain walk."""
         full = os.path.abspath(path)
         plain = None
-        for scope, entries, spellings in self.runs:
+        for scope, entries, given in self.runs:
             if scope.report is None:
-                plain = (entries, spellings)
+                plain = (entries, given)
             elif any(os.path.abspath(p) == full for p in scope.report):
-                return entries.get(full, ()), spellings
+                return given._replace(entries=entries.get(full, ()))
         if plain is None:
-            return (), ()
-        return plain[0].get(full, ()), plain[1]
+            return Given()
+        return plain[1]._replace(entries=plain[0].get(full, ()))

@@ -216,3 +216,124 @@ def test_syntax_errors_are_left_to_flake8(tmp_path: Path) -> None:
     proc = flake8(["--select", "AMP,E999", "broken.py"], cwd=tmp_path)
     codes: Set[str] = {row[3] for row in _rows(proc.stdout)}
     assert codes == {"E999"}
+
+
+# ---------------------------------------------------------------------------
+# Project mode, warm: the findings of a file's text come from its project's cache.
+
+HELPERS = "import torch.distributions as D\n\n\ndef nll(mu, sigma, x):\n    return -D.Normal(mu, sigma).log_prob(x)\n"
+MAIN = ("import torch\nfrom helpers import nll\n\n\ndef step(mu, sigma, x):\n"
+        "    with torch.autocast(\"cuda\"):\n        return nll(mu, sigma, x)  # noqa: AMP001\n")
+
+
+def _plugin_rows(paths: Sequence[Path]) -> List[Tuple[str, int, int, str]]:
+    """The plugin in this process, as flake8 runs it on `paths` (its positional paths: project mode)."""
+    AmpLintChecker.config_file = None
+    AmpLintChecker.filenames = tuple(str(path) for path in paths)
+    AmpLintChecker._context = None
+    rows = []
+    try:
+        for path in paths:
+            lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+            checker = AmpLintChecker(tree=None, lines=lines, filename=str(path))  # type: ignore[arg-type]
+            rows += [(path.name, row, col, text.split()[0]) for row, col, text, _ in checker.run()]
+    finally:
+        AmpLintChecker.filenames = ()
+        AmpLintChecker._context = None
+    return rows
+
+
+def _text_entries(cache: Path) -> List[Path]:
+    return sorted((cache / "text-findings").rglob("*.json"))
+
+
+def test_a_warm_run_takes_each_files_findings_from_the_project_cache(monkeypatch, tmp_path: Path) -> None:
+    """The second run parses nothing with LibCST and reports the same; an edited file is analysed again."""
+    import amplint.cstparse
+
+    project, cache = tmp_path / "proj", tmp_path / "cache"
+    project.mkdir()
+    (project / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    (project / "main.py").write_text(MAIN, encoding="utf-8")
+    monkeypatch.delenv("AMPLINT_NO_CACHE", raising=False)
+    monkeypatch.setenv("AMPLINT_CACHE_DIR", str(cache))
+    configfile.clear_cache()
+    paths = [project / "helpers.py", project / "main.py"]
+    first = _plugin_rows(paths)
+    assert first == [("helpers.py", 5, 12, "AMP001")]  # flake8 shifts the column to amplint's 13
+    assert len(_text_entries(cache)) == 2  # one per file: main.py has a region, and a call a site may be in
+
+    parses: List[str] = []
+    real = amplint.cstparse.parse_module
+    monkeypatch.setattr(amplint.cstparse, "parse_module", lambda text: parses.append(text) or real(text))
+    assert _plugin_rows(paths) == first and parses == []
+
+    edited = HELPERS + "# an edit that changes nothing\n"
+    (project / "helpers.py").write_text(edited, encoding="utf-8")
+    assert _plugin_rows(paths) == first
+    assert parses == [edited, edited]  # the walk reads its summary (it builds a distribution), the plugin its findings
+    assert len(_text_entries(cache)) == 3
+
+
+def test_an_entry_that_is_not_findings_is_analysed_again(monkeypatch, tmp_path: Path) -> None:
+    project, cache = tmp_path / "proj", tmp_path / "cache"
+    project.mkdir()
+    (project / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    (project / "main.py").write_text(MAIN, encoding="utf-8")
+    monkeypatch.delenv("AMPLINT_NO_CACHE", raising=False)
+    monkeypatch.setenv("AMPLINT_CACHE_DIR", str(cache))
+    configfile.clear_cache()
+    paths = [project / "helpers.py", project / "main.py"]
+    first = _plugin_rows(paths)
+    entry = next(path for path in _text_entries(cache) if "helpers.py" in path.read_text(encoding="utf-8"))
+    stored = json.loads(entry.read_text(encoding="utf-8"))
+    entry.write_text(json.dumps(dict(stored, value={"t": ["not a finding"]})), encoding="utf-8")
+    assert _plugin_rows(paths) == first
+    assert json.loads(entry.read_text(encoding="utf-8")) == stored  # written again, whole
+
+
+def test_flake8_with_a_warm_cache_reports_what_it_reported_cold(tmp_path: Path) -> None:
+    """The real flake8, twice on a project with its cache: the same rows, noqa still flake8's to apply."""
+    (tmp_path / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    (tmp_path / "quiet.py").write_text(HELPERS.replace("log_prob(x)", "log_prob(x)  # noqa: AMP001"),
+                                       encoding="utf-8")
+    (tmp_path / "main.py").write_text(
+        "import torch\nimport helpers\nimport quiet\n\n\ndef step(mu, sigma, x):\n"
+        "    with torch.autocast(\"cuda\"):\n        return helpers.nll(mu, sigma, x) + quiet.nll(mu, sigma, x)\n",
+        encoding="utf-8")
+    env = dict(os.environ, PYTHONWARNINGS="ignore", AMPLINT_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("AMPLINT_NO_CACHE", None)
+
+    def rows(*extra: str) -> List[Tuple[str, int, int, str]]:
+        proc = subprocess.run([*_flake8_exe(), "--isolated", f"--format={FORMAT}", "--select", "AMP", *extra, "."],
+                              cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+        return [row[:4] for row in _rows(proc.stdout)]
+
+    assert rows() == [("helpers.py", 5, 13, "AMP001")]
+    assert len(_text_entries(tmp_path / "cache")) == 3  # one per file
+    assert rows() == [("helpers.py", 5, 13, "AMP001")]
+    assert rows("--disable-noqa") == [("helpers.py", 5, 13, "AMP001"), ("quiet.py", 5, 13, "AMP001")]
+    assert len(_text_entries(tmp_path / "cache")) == 3  # the same entries: `# noqa` is flake8's to apply
+
+
+def test_the_plugin_runs_with_amplints_collector_thresholds_and_gives_flake8_its_own_back(
+        monkeypatch, tmp_path: Path) -> None:
+    import gc
+
+    from amplint import collection
+
+    seen: List[Tuple[int, int, int]] = []
+    real = AmpLintChecker._findings
+    monkeypatch.setattr(AmpLintChecker, "_findings", lambda self: seen.append(gc.get_threshold()) or real(self))
+    monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
+    configfile.clear_cache()
+    (tmp_path / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    (tmp_path / "main.py").write_text(MAIN, encoding="utf-8")
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(500, 7, 9)
+        assert _plugin_rows([tmp_path / "helpers.py", tmp_path / "main.py"]) == [("helpers.py", 5, 12, "AMP001")]
+        assert gc.get_threshold() == (500, 7, 9)
+    finally:
+        gc.set_threshold(*before)
+    assert seen == [collection.BATCH_THRESHOLDS] * 2

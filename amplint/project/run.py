@@ -22,6 +22,7 @@ from amplint.project.resolve import Resolver
 from amplint.project.returnflow import call_returns, dist_arguments
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
+from amplint.project.textfindings import NOT_KEPT, TextFindings
 from amplint.project.walk import Walked, call_seeds, walk
 
 
@@ -31,6 +32,7 @@ class ProjectRun:
     entries: Dict[str, Tuple[EntryContext, ...]]
     stats: Stats = field(default_factory=Stats)
     spellings: Tuple[Spelling, ...] = ()  # the project's own autocast spellings: `with_spellings(config, ...)`
+    texts: TextFindings = NOT_KEPT  # the run's cache, for the texts a front end analyses itself
 
 
 def run_project(
@@ -65,7 +67,7 @@ def run_project(
         results, contexts = _walk_and_report(loader, files, errors, config, tops, root, report)
     finally:
         pool.close()
-    return ProjectRun(results, contexts, loader.stats, spellings)
+    return ProjectRun(results, contexts, loader.stats, spellings, TextFindings(cache, fingerprint))
 
 
 def _walk_and_report(
