@@ -104,6 +104,11 @@ def _cli_with_cache(project: Path, cache: Path):
         {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "f": {"evil": 1}}},  # unknown field
         {"schema": SCHEMA, "kind": "findings", "value": {"e": "Precision", "v": "float8"}},
         {"schema": SCHEMA, "kind": "findings", "value": {"d": [[[1], 2]]}},  # unhashable key
+        {"schema": SCHEMA, "kind": "findings", "value": {"s": [[1]]}},  # unhashable set member
+        {"schema": SCHEMA, "kind": "findings",  # a set of names given as a tuple
+         "value": {"c": "FileShape", "f": {"imports": {"t": []}, "star_modules": {"t": []}, "bound": {"t": ["x"]}}}},
+        {"schema": SCHEMA, "kind": "findings",  # a set of names holding a number
+         "value": {"c": "FileShape", "f": {"imports": {"t": []}, "star_modules": {"t": []}, "bound": {"s": [1]}}}},
         {"schema": SCHEMA, "kind": "findings"},
         [1, 2, 3],
     ],

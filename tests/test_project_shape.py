@@ -200,15 +200,34 @@ def test_questions_a_shape_cannot_answer_read_the_summary(tmp_path: Path) -> Non
     assert loader.stats.from_ast == [nets] and loader.stats.shaped == [nets]
 
 
-def test_a_warm_run_parses_nothing_and_reads_the_shape_again(tmp_path: Path) -> None:
-    """Shapes are not cached (a few milliseconds each): a warm run reads `nets.py` with `ast` again, takes
-    every summary and finding from the cache, and reports the same."""
+def test_a_warm_run_parses_nothing_and_takes_the_shape_from_the_cache(tmp_path: Path) -> None:
+    """A warm run takes `nets.py`'s shape, every summary and every finding from the cache, reports the same,
+    and reads the shape with `ast` again only once the file changed."""
     _project(tmp_path)
     cache = str(tmp_path / "cache")
-    nets = str(tmp_path / "nets.py")
+    nets = tmp_path / "nets.py"
     cold = run_project([str(tmp_path)], Config(jobs=1), cache_dir=cache, use_cache=True)
-    assert cold.stats.shaped == [nets] and nets not in cold.stats.parsed
+    assert cold.stats.shaped == [str(nets)] and str(nets) not in cold.stats.parsed
+    assert cold.stats.shapes_cached == 0
     warm = run_project([str(tmp_path)], Config(jobs=1), cache_dir=cache, use_cache=True)
-    assert warm.stats.parsed == [] and warm.stats.shaped == [nets]
+    assert warm.stats.parsed == [] and warm.stats.shaped == [] and warm.stats.shapes_cached == 1
     assert [f.sort_key() for r in warm.results for f in r.findings] == [
         f.sort_key() for r in cold.results for f in r.findings] != []
+    nets.write_text(nets.read_text() + "# an edit\n")
+    edited = run_project([str(tmp_path)], Config(jobs=1), cache_dir=cache, use_cache=True)
+    assert edited.stats.shaped == [str(nets)] and edited.stats.shapes_cached == 0
+
+
+def test_a_cached_shape_is_the_shape_read_from_the_tree() -> None:
+    """Every field survives the cache, the sets of names included, on a file with classes, nesting and
+    module-level names."""
+    import ast
+    import json
+
+    from amplint.project.cachecodec import Codec
+
+    tree = ast.parse(TRICKY)
+    shape = file_shape(tree, import_table(tree))
+    assert shape.bound and shape.mentions and shape.classes
+    codec = Codec()
+    assert codec.load("shape", json.loads(json.dumps(codec.dump("shape", shape)))) == shape

@@ -8,7 +8,7 @@ modules), by calling their constructors with the stored fields. An object
 of any other kind, or a field a class does not have, makes the entry a miss.
 
 Shapes: JSON scalars as themselves, lists as arrays, and objects tagged by
-their single key: `{"t": [...]}` a tuple, `{"d": [[k, v], ...]}` a dict,
+their single key: `{"t": [...]}` a tuple, `{"s": [...]}` a frozenset, `{"d": [[k, v], ...]}` a dict,
 `{"e": "Precision", "v": "float16"}` an enum, `{"c": "Finding", "f": {...}}`
 a dataclass.
 """
@@ -25,7 +25,8 @@ SCHEMA = 1
 # The modules whose dataclasses and enums the cache may hold: summaries, findings, what the passes over every
 # file read.
 DATA_MODULES = ("amplint.model", "amplint.project.summary", "amplint.project.frameworks", "amplint.facts.frameworks",
-                "amplint.facts.entry", "amplint.project.spellings", "amplint.project.prefilter")
+                "amplint.facts.entry", "amplint.project.spellings", "amplint.project.prefilter",
+                "amplint.project.shape")
 
 
 class CodecError(ValueError):
@@ -53,6 +54,8 @@ def encode(value: Any, classes: Dict[str, Type[Any]]) -> Any:
         return {"e": type(value).__name__, "v": value.value}
     if isinstance(value, tuple):
         return {"t": [encode(item, classes) for item in value]}
+    if isinstance(value, frozenset):  # in a stable order: the same value is the same bytes
+        return {"s": sorted((encode(item, classes) for item in value), key=repr)}
     if isinstance(value, list):
         return [encode(item, classes) for item in value]
     if isinstance(value, dict):
@@ -80,6 +83,8 @@ def decode(data: Any, classes: Dict[str, Type[Any]]) -> Any:
     if len(data) == 1:
         if isinstance(data.get("t"), list):
             return tuple(_items(data["t"], classes))
+        if isinstance(data.get("s"), list):
+            return frozenset(_items(data["s"], classes))  # an unhashable item raises TypeError: a miss
         if isinstance(data.get("d"), list):
             pairs = [_pair(item) for item in data["d"]]
             return {decode(k, classes): decode(v, classes) for k, v in pairs}
@@ -187,6 +192,8 @@ def _build_check(hint: Any) -> Check:
         return _tuple_check(args)
     if origin is list:
         return _items_check(list, _check_of(args[0]) if args else None)
+    if origin is frozenset:
+        return _items_check(frozenset, _check_of(args[0]) if args else None)
     if origin is dict:
         return _dict_check(_check_of(args[0]) if args else None, _check_of(args[1]) if args else None)
     if hint is float:
