@@ -163,3 +163,17 @@ def test_a_symlinked_shard_is_not_written_through(tmp_path: Path) -> None:
     cache.put("findings", "ab" * 32, ())
     assert list(outside.iterdir()) == []
     assert cache.get("findings", "ab" * 32) is None
+
+
+def test_fields_left_at_their_defaults_are_not_stored_and_come_back(tmp_path: Path) -> None:
+    from amplint.project.summary import CallSummary
+
+    cache = DiskCache(str(tmp_path))
+    plain = CallSummary(3, 5, "self.head", "self.head(x)", None, False, ("self.head", True), False)
+    given = CallSummary(3, 5, "loss", "loss(d)", None, False, None, False, density=True, dist_args=("0",))
+    cache.put("findings", "ab" * 32, (plain, given))
+    (entry,) = _keys(tmp_path)
+    stored = [item["f"] for item in json.loads(entry.read_text(encoding="utf-8"))["value"]["t"]]
+    assert set(stored[0]) == {"line", "column", "callee", "text", "region", "protected", "receiver", "root_local"}
+    assert set(stored[1]) == set(stored[0]) | {"density", "dist_args"}
+    assert cache.get("findings", "ab" * 32) == (plain, given)
