@@ -154,6 +154,12 @@ def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
 
 
 def read_source(path: str) -> Union[SourceFile, FileError]:
+    data = read_bytes(path)
+    return data if isinstance(data, FileError) else source_from(path, data)
+
+
+def read_bytes(path: str) -> Union[bytes, FileError]:
+    """The file's bytes, as `read_source` reads them (a pass that may not need the text digests them first)."""
     # O_NONBLOCK: opening a FIFO named like a source file must not wait for a writer forever.
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
@@ -164,9 +170,13 @@ def read_source(path: str) -> Union[SourceFile, FileError]:
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return FileError(path, "cannot read: not a regular file")
-            data = handle.read()
+            return handle.read()
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
+
+
+def source_from(path: str, data: bytes) -> Union[SourceFile, FileError]:
+    """The source `read_source` gives for the bytes `data` of `path`."""
     if path.endswith(".ipynb"):  # a notebook's code cells, IPython syntax masked
         from amplint.notebook import python_text
 

@@ -212,11 +212,12 @@ def start_workers(jobs: Optional[int], preload: Sequence[str] = ()) -> "Optional
 def map_chunks(
     func: Callable[..., R], files: Sequence[str], trees: "CPythonTrees", extra: Tuple[Any, ...] = (),
     *, pool: "Optional[RunPool]", jobs: Optional[int], min_files: int, label: str = "reading",
-    each: Optional[Callable[[List[str]], Any]] = None,
+    each: Optional[Callable[[List[str]], Any]] = None, work: Optional[int] = None,
 ) -> List[R]:
     """`func((chunk, trees, *extra), memory)` for each chunk of FILE_CHUNK `files`, in order: a pass over them.
 
     `each(chunk)`, when given, is one more element of each chunk's job: what that chunk alone needs.
+    `work`: how many files' worth of work the pass is, when that is not one a file (`cache.pass_work`).
 
     Every pass cuts the same list the same way, so chunk k holds the same files in each. From `min_files`
     files, and when `jobs` allows, the chunks go to the run's workers (`pool`), chunk k pinned to
@@ -225,14 +226,15 @@ def map_chunks(
     on a pool of their own when no run pool is given.
     """
     chunks = [list(files[start:start + FILE_CHUNK]) for start in range(0, len(files), FILE_CHUNK)]
+    size = len(files) if work is None else work
     workers = None
-    if pool is not None and pool_size(len(chunks), jobs, len(files), min_files) >= 1:
+    if pool is not None and pool_size(len(chunks), jobs, size, min_files) >= 1:
         workers = pool.workers()
     sent = trees if workers is None else trees.share(len(workers.alive))
     pins = None if workers is None or pool is None else [pool.pin(k) for k in range(len(chunks))]
     jobs_of = [(chunk, sent, *extra) + ((each(chunk),) if each is not None else ()) for chunk in chunks]
     return run_map(func, jobs_of, jobs=jobs, label=label,
-                   units=[len(chunk) for chunk in chunks], size=len(files), min_size=min_files, preload=(),
+                   units=[len(chunk) for chunk in chunks], size=size, min_size=min_files, preload=(),
                    pool=workers, pins=pins, stateful=True, steal=True)
 
 

@@ -120,3 +120,52 @@ def test_a_value_of_the_wrong_shape_is_read_again(project_copy: Path, tmp_path: 
     assert parses  # read again, not trusted
     assert again.spellings == first.spellings
     assert _render(again) == _render(first)
+
+
+def test_a_warm_run_decodes_no_file(project_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The passes key each file by the digest of its bytes and find it in their entries before decoding it; the
+    summaries and findings come from the cache. After an edit, the edited file alone is decoded again."""
+    import amplint.files
+
+    cache = str(tmp_path / "cache")
+    first = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    decoded: List[str] = []
+    real = amplint.files.decode
+    monkeypatch.setattr(amplint.files, "decode", lambda path, data: decoded.append(path) or real(path, data))
+    assert _render(run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)) == _render(first)
+    assert decoded == []
+    train = project_copy / "train.py"
+    train.write_text(train.read_text() + "# an edit that changes nothing\n")
+    assert _render(run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)) == _render(first)
+    assert set(decoded) == {str(train)}
+
+
+def test_a_pass_over_files_its_entry_holds_starts_no_pool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cold, the two passes over 40 files go to the run's workers (the threshold lowered to 20 files, in chunks
+    of 8); warm, each file costs a read and a digest, a tenth of reading it, so 40 files are 4 files' worth:
+    no pool."""
+    from amplint import parallel
+    from amplint.project import spellings, textpass
+    from amplint.project.cache import KNOWN_SHARE, pass_work
+
+    monkeypatch.setattr(spellings, "CHUNK_POOL_FILES", 20)
+    monkeypatch.setattr(textpass, "SCAN_POOL_FILES", 20)
+    monkeypatch.setattr(parallel, "FILE_CHUNK", 8)
+    started: List[int] = []
+    real = parallel.start_workers
+    monkeypatch.setattr(parallel, "start_workers", lambda *a, **k: started.append(1) or real(*a, **k))
+    project = tmp_path / "proj"
+    project.mkdir()
+    for n in range(40):
+        (project / f"m{n}.py").write_text(f"import torch\n\n\ndef f{n}(x):\n    return torch.autocast('cuda')\n")
+    cache = str(tmp_path / "cache")
+    run_project([str(project)], Config(jobs=2), cache_dir=cache)
+    assert started == [1]
+    started.clear()
+    run_project([str(project)], Config(jobs=2), cache_dir=cache)
+    assert started == []
+    files = sorted(str(p) for p in project.glob("*.py"))
+    known = {path: ("digest", ()) for path in files[:30]}
+    assert pass_work(files, None) == pass_work(files, {}) == 40
+    assert pass_work(files, known) == 10 + 30 // KNOWN_SHARE

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from amplint import __version__
 from amplint.files import replace_file
@@ -150,9 +150,10 @@ class DiskCache:
                     pass
 
 
-def content_digest(text: str) -> str:
-    """What a file's entries are keyed by: the digest of its decoded text."""
-    return digest(text.encode("utf-8", "surrogatepass"))
+def content_digest(data: bytes) -> str:
+    """What a file's entries are keyed by: the digest of its bytes, which a pass that finds its entry there
+    need not decode (`SourceFile.digest` is the same)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 Known = Dict[str, Tuple[str, Any]]  # path -> (content digest, what a pass read of that content)
@@ -205,6 +206,19 @@ class PassCache:
         return digest(self.fingerprint, kind, options, self.scope)
 
 
+# A file a pass finds in its entry costs a read and a digest of its bytes, about a tenth of reading it
+# (benchmarks/RESULTS.md, twenty-fifth session): a pass over files its entry holds does not pay for a pool.
+KNOWN_SHARE = 10
+
+
+def pass_work(files: Sequence[str], known: Optional[Known]) -> int:
+    """How many files' worth of work a pass over `files` is, those its entry holds counted at 1/KNOWN_SHARE."""
+    if not known:
+        return len(files)
+    held = sum(1 for path in files if os.path.abspath(path) in known)
+    return len(files) - held + held // KNOWN_SHARE
+
+
 def shares(known: Optional[Known]) -> Callable[[List[str]], Optional[Known]]:
     """Each chunk's share of what a pass's entry holds (`parallel.map_chunks`' `each`), by the run's paths."""
     if known is None:
@@ -213,12 +227,12 @@ def shares(known: Optional[Known]) -> Callable[[List[str]], Optional[Known]]:
                           if entry is not None}
 
 
-def recall(known: Optional[Known], path: str, text: str,
+def recall(known: Optional[Known], path: str, data: bytes,
            valid: Callable[[Any], bool]) -> Tuple[Optional[str], Optional[Any]]:
-    """(the text's digest, what the entry holds for that content of `path` when it is `valid`, else None);
-    (None, None) with no cache."""
+    """(the digest of the bytes `data`, what the entry holds for that content of `path` when it is `valid`, else
+    None); (None, None) with no cache."""
     if known is None:
         return None, None
-    content = content_digest(text)
+    content = content_digest(data)
     entry = known.get(path)
     return content, entry[1] if entry is not None and entry[0] == content and valid(entry[1]) else None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, kept_trees
-from amplint.files import read_source
+from amplint.files import read_bytes, read_source
 from amplint.model import FileError, Finding
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, PassCache, content_digest, digest
@@ -124,10 +124,11 @@ class Loader:
     def _content(self, path: str, info: FileInfo) -> Optional[str]:
         """The file's content digest (read again: texts are not kept between the passes)."""
         if not info.content:
-            text = self._read(path)
-            if text is None:
+            data = read_bytes(path)
+            if isinstance(data, FileError):
+                self.errors[path] = data
                 return None
-            info.content = content_digest(text)
+            info.content = content_digest(data)
         return info.content
 
     def region_files(self) -> List[str]:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tupl
 from amplint.astwalk import statements
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, worker_trees
-from amplint.files import read_source
-from amplint.project.cache import recall, shares
+from amplint.files import read_bytes, source_from
+from amplint.project.cache import pass_work, recall, shares
 from amplint.model import FileError
 from amplint.screen import mentions_probability
 from amplint.names import ImportTable, ast_qualnames
@@ -155,7 +155,7 @@ def project_spellings(
     found: Dict[str, Spelling] = {}
     read: "Known" = {}
     done = parallel.map_chunks(_spellings_job, files, parsed or CPythonTrees(), pool=pool, jobs=jobs,
-                               min_files=CHUNK_POOL_FILES, each=shares(known))
+                               min_files=CHUNK_POOL_FILES, each=shares(known), work=pass_work(files, known))
     for chunk in done:
         for path, content, spellings in chunk:
             if content is not None:
@@ -177,12 +177,18 @@ def _spellings_job(
     parsed = worker_trees(memory, sent)
     found: List[Tuple[str, Optional[str], Tuple[Spelling, ...]]] = []
     for path in paths:
-        source = read_source(path)
-        if isinstance(source, FileError) or "autocast" not in source.text:
+        data = read_bytes(path)
+        if isinstance(data, FileError):
             continue
-        content, spellings = recall(known, path, source.text, _are_spellings)
-        if spellings is None:
-            spellings = _text_spellings(source.text, parsed)
+        content, spellings = recall(known, path, data, _are_spellings)
+        if spellings is None:  # not in the cache: decoded and read (a warm run decodes nothing)
+            source = source_from(path, data)
+            if isinstance(source, FileError):
+                continue
+            if "autocast" in source.text:
+                spellings = _text_spellings(source.text, parsed)
+            elif content is not None:
+                spellings = ()  # kept in the cache too, so that a warm run need not decode it to see that
         if spellings is not None:
             found.append((path, content, spellings))
     return found

@@ -17,7 +17,7 @@ from typing import Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.model import Finding
-from amplint.project.cache import DiskCache, content_digest, digest
+from amplint.project.cache import DiskCache, digest
 from amplint.project.summary import EntryContext
 
 KIND = "text-findings"
@@ -34,7 +34,8 @@ class TextFindings:
         """The entry's key; None with no cache, and then the text is not hashed."""
         if self.cache.directory is None:
             return None
-        return digest(self.fingerprint, KIND, path, repr(config), content_digest(text), tuple(entries), noqa)
+        text_bytes = text.encode("utf-8", "surrogatepass")
+        return digest(self.fingerprint, KIND, path, repr(config), text_bytes, tuple(entries), noqa)
 
     def get(self, key: Optional[str]) -> Optional[Tuple[Finding, ...]]:
         """The findings kept under `key`; None when there are none, or what is there is not findings."""

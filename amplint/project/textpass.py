@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Un
 
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, worker_trees
-from amplint.files import read_source
+from amplint.files import read_bytes, source_from
 from amplint.model import FileError
 from amplint.pipeline import will_parse
-from amplint.project.cache import recall, shares
+from amplint.project.cache import pass_work, recall, shares
 from amplint.project import prefilter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,7 +78,7 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
     known = cache.load(_KIND, *options) if cache is not None else None
     found = TextPass()
     scanned = parallel.map_chunks(_scan_job, files, trees, (config,), pool=pool, jobs=config.jobs,
-                                  min_files=SCAN_POOL_FILES, each=shares(known))
+                                  min_files=SCAN_POOL_FILES, each=shares(known), work=pass_work(files, known))
     read: Known = {}
     for holder, chunk in scanned:
         for path, outcome in chunk:
@@ -116,16 +116,19 @@ def _scan_job(
     parsed = worker_trees(memory, sent)
     out: List[Tuple[str, Union[_Scanned, FileError]]] = []
     for path in paths:
-        source = read_source(path)
-        if isinstance(source, FileError):
-            out.append((path, source))
+        data = read_bytes(path)
+        if isinstance(data, FileError):
+            out.append((path, data))
             continue
-        text = source.text
-        content, said = recall(known, path, text, _is_text)
-        if said is None:
-            said = _scan(text, config, parsed)
-        if not (said[1] or said[0].region):
-            parsed.forget(text)  # not a region file (`Loader.region_files`): no summary of it comes next
+        content, said = recall(known, path, data, _is_text)
+        if said is None:  # not in the cache: decoded and read (a warm run decodes nothing)
+            source = source_from(path, data)
+            if isinstance(source, FileError):
+                out.append((path, source))
+                continue
+            said = _scan(source.text, config, parsed)
+            if not (said[1] or said[0].region):
+                parsed.forget(source.text)  # not a region file (`Loader.region_files`): no summary of it comes next
         out.append((path, (said, content)))
     return (None if memory is None else os.getpid()), out
 
