@@ -5,11 +5,11 @@ on the text flake8 already read, so there is no second copy of the analysis
 and each file is parsed by LibCST once, and in project mode not at all when the
 project's cache holds its findings for that text (`engine.analyze_in_project`).
 Files that never mention autocast stop at the engine's text prefilter before
-any parsing. `# noqa` is left to flake8
-(the engine is asked not to apply it), so `--disable-noqa` and flake8's
-noqa reporting behave as for any other plugin. Settings come from the nearest
-`[tool.amplint]` / `amplint.toml`; flake8's own --select/--ignore/
---per-file-ignores still apply on top because flake8 filters what we yield.
+any parsing. `# noqa` is left to flake8 (the engine is asked not to apply it),
+so `--disable-noqa` and flake8's noqa reporting behave as for any other plugin.
+Settings come from the nearest `[tool.amplint]` / `amplint.toml`; flake8's own
+--select/--ignore/--per-file-ignores still apply on top because flake8 filters
+what we yield.
 """
 from __future__ import annotations
 

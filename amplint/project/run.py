@@ -22,7 +22,7 @@ from amplint.project.resolve import Resolver
 from amplint.project.returnflow import call_returns, dist_arguments
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
-from amplint.project.textfindings import NOT_KEPT, TextFindings
+from amplint.project.textfindings import TextFindings, not_kept
 from amplint.project.walk import Walked, call_seeds, walk
 
 
@@ -32,7 +32,7 @@ class ProjectRun:
     entries: Dict[str, Tuple[EntryContext, ...]]
     stats: Stats = field(default_factory=Stats)
     spellings: Tuple[Spelling, ...] = ()  # the project's own autocast spellings: `with_spellings(config, ...)`
-    texts: TextFindings = NOT_KEPT  # the run's cache, for the texts a front end analyses itself
+    texts: TextFindings = field(default_factory=not_kept)  # the run's cache, for texts a front end analyses itself
 
 
 def run_project(

@@ -51,4 +51,6 @@ class TextFindings:
             self.cache.put(KIND, key, tuple(findings))
 
 
-NOT_KEPT = TextFindings(DiskCache(None), "")  # a run with no cache, or a text with no project run
+def not_kept() -> TextFindings:
+    """Findings kept nowhere: a run with no cache."""
+    return TextFindings(DiskCache(None), "")
