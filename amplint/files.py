@@ -8,7 +8,7 @@ import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
-from typing import Iterator, List, Sequence, Tuple, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from amplint.model import FileError
 from amplint.selection import path_matches
@@ -137,8 +137,14 @@ def source_lines(text: str) -> List[str]:
     return [line.rstrip("\r\n") for line in io.StringIO(text, newline="").readlines()]
 
 
-def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
-    """Decode with the file's own BOM/encoding cookie, as Python does."""
+def content_digest(data: bytes) -> str:
+    """SHA-256 of a file's bytes: `SourceFile.digest`, and what the project cache keys a file's entries by."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode(path: str, data: bytes, digest: Optional[str] = None) -> Union[SourceFile, FileError]:
+    """Decode with the file's own BOM/encoding cookie, as Python does. `digest`: `content_digest(data)`, when
+    the caller has it already."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
@@ -150,7 +156,7 @@ def decode(path: str, data: bytes) -> Union[SourceFile, FileError]:
         return FileError(path, f"cannot decode line {line} as {encoding}: {exc}")
     except LookupError as exc:
         return FileError(path, f"cannot decode as {encoding}: {exc}")
-    return SourceFile(path, text, encoding, hashlib.sha256(data).hexdigest())
+    return SourceFile(path, text, encoding, content_digest(data) if digest is None else digest)
 
 
 def read_source(path: str) -> Union[SourceFile, FileError]:
@@ -175,14 +181,14 @@ def read_bytes(path: str) -> Union[bytes, FileError]:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
 
 
-def source_from(path: str, data: bytes) -> Union[SourceFile, FileError]:
-    """The source `read_source` gives for the bytes `data` of `path`."""
+def source_from(path: str, data: bytes, digest: Optional[str] = None) -> Union[SourceFile, FileError]:
+    """The source `read_source` gives for the bytes `data` of `path` (`digest`: as `decode` takes it)."""
     if path.endswith(".ipynb"):  # a notebook's code cells, IPython syntax masked
         from amplint.notebook import python_text
 
         text = python_text(path, data)
         return text if isinstance(text, FileError) else SourceFile(path, text, "utf-8")
-    return decode(path, data)
+    return decode(path, data, digest)
 
 
 def replace_file(target: str, data: bytes, prefix: str, suffix: str = "") -> None:

@@ -131,7 +131,7 @@ def test_a_warm_run_decodes_no_file(project_copy: Path, tmp_path: Path, monkeypa
     first = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
     decoded: List[str] = []
     real = amplint.files.decode
-    monkeypatch.setattr(amplint.files, "decode", lambda path, data: decoded.append(path) or real(path, data))
+    monkeypatch.setattr(amplint.files, "decode", lambda path, *rest: decoded.append(path) or real(path, *rest))
     assert _render(run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)) == _render(first)
     assert decoded == []
     train = project_copy / "train.py"

@@ -16,13 +16,13 @@ has one, so two runs cannot both pass the check. The temporary file
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import tempfile
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator, Optional, Sequence, Union
 
+from amplint.files import content_digest
 from amplint.model import FileError
 
 CHANGED_MESSAGE = (
@@ -30,10 +30,6 @@ CHANGED_MESSAGE = (
     "not fixed, file left as it is now"
 )
 OUTSIDE_MESSAGE = "is a symbolic link to a file outside the checked tree; not rewritten"
-
-
-def content_digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def encode(path: str, text: str, encoding: str) -> Union[bytes, FileError]:

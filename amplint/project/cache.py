@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from amplint import __version__
-from amplint.files import replace_file
+from amplint.files import content_digest, replace_file
 
 CACHE_DIR = ".amplint_cache"
 SUFFIX = ".json"
@@ -148,12 +148,6 @@ class DiskCache:
                         handle.write(text)
                 except OSError:
                     pass
-
-
-def content_digest(data: bytes) -> str:
-    """What a file's entries are keyed by: the digest of its bytes, which a pass that finds its entry there
-    need not decode (`SourceFile.digest` is the same)."""
-    return hashlib.sha256(data).hexdigest()
 
 
 Known = Dict[str, Tuple[str, Any]]  # path -> (content digest, what a pass read of that content)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, kept_trees
-from amplint.files import read_bytes, read_source
+from amplint.files import content_digest, read_bytes, read_source
 from amplint.model import FileError, Finding
 from amplint.project import prefilter
-from amplint.project.cache import DiskCache, PassCache, content_digest, digest
+from amplint.project.cache import DiskCache, PassCache, digest
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file

@@ -182,7 +182,7 @@ def _spellings_job(
             continue
         content, spellings = recall(known, path, data, _are_spellings)
         if spellings is None:  # not in the cache: decoded and read (a warm run decodes nothing)
-            source = source_from(path, data)
+            source = source_from(path, data, content)
             if isinstance(source, FileError):
                 continue
             if "autocast" in source.text:

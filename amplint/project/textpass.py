@@ -122,7 +122,7 @@ def _scan_job(
             continue
         content, said = recall(known, path, data, _is_text)
         if said is None:  # not in the cache: decoded and read (a warm run decodes nothing)
-            source = source_from(path, data)
+            source = source_from(path, data, content)
             if isinstance(source, FileError):
                 out.append((path, source))
                 continue
