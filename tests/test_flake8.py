@@ -247,10 +247,9 @@ def _text_entries(cache: Path) -> List[Path]:
     return sorted((cache / "text-findings").rglob("*.json"))
 
 
-def test_a_warm_run_takes_each_files_findings_from_the_project_cache(monkeypatch, tmp_path: Path) -> None:
-    """The second run parses nothing with LibCST and reports the same; an edited file is analysed again."""
-    import amplint.cstparse
-
+@pytest.fixture
+def cached_project(monkeypatch, tmp_path: Path) -> Tuple[List[Path], Path]:
+    """helpers.py and main.py (a region calling into helpers.py), and the disk cache they run with."""
     project, cache = tmp_path / "proj", tmp_path / "cache"
     project.mkdir()
     (project / "helpers.py").write_text(HELPERS, encoding="utf-8")
@@ -258,7 +257,15 @@ def test_a_warm_run_takes_each_files_findings_from_the_project_cache(monkeypatch
     monkeypatch.delenv("AMPLINT_NO_CACHE", raising=False)
     monkeypatch.setenv("AMPLINT_CACHE_DIR", str(cache))
     configfile.clear_cache()
-    paths = [project / "helpers.py", project / "main.py"]
+    return [project / "helpers.py", project / "main.py"], cache
+
+
+def test_a_warm_run_takes_each_files_findings_from_the_project_cache(
+        monkeypatch, cached_project: Tuple[List[Path], Path]) -> None:
+    """The second run parses nothing with LibCST and reports the same; an edited file is analysed again."""
+    import amplint.cstparse
+
+    paths, cache = cached_project
     first = _plugin_rows(paths)
     assert first == [("helpers.py", 5, 12, "AMP001")]  # flake8 shifts the column to amplint's 13
     assert len(_text_entries(cache)) == 2  # one per file: main.py has a region, and a call a site may be in
@@ -269,21 +276,14 @@ def test_a_warm_run_takes_each_files_findings_from_the_project_cache(monkeypatch
     assert _plugin_rows(paths) == first and parses == []
 
     edited = HELPERS + "# an edit that changes nothing\n"
-    (project / "helpers.py").write_text(edited, encoding="utf-8")
+    paths[0].write_text(edited, encoding="utf-8")
     assert _plugin_rows(paths) == first
     assert parses == [edited, edited]  # the walk reads its summary (it builds a distribution), the plugin its findings
     assert len(_text_entries(cache)) == 3
 
 
-def test_an_entry_that_is_not_findings_is_analysed_again(monkeypatch, tmp_path: Path) -> None:
-    project, cache = tmp_path / "proj", tmp_path / "cache"
-    project.mkdir()
-    (project / "helpers.py").write_text(HELPERS, encoding="utf-8")
-    (project / "main.py").write_text(MAIN, encoding="utf-8")
-    monkeypatch.delenv("AMPLINT_NO_CACHE", raising=False)
-    monkeypatch.setenv("AMPLINT_CACHE_DIR", str(cache))
-    configfile.clear_cache()
-    paths = [project / "helpers.py", project / "main.py"]
+def test_an_entry_that_is_not_findings_is_analysed_again(cached_project: Tuple[List[Path], Path]) -> None:
+    paths, cache = cached_project
     first = _plugin_rows(paths)
     entry = next(path for path in _text_entries(cache) if "helpers.py" in path.read_text(encoding="utf-8"))
     stored = json.loads(entry.read_text(encoding="utf-8"))
