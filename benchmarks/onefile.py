@@ -79,8 +79,9 @@ def rows(amp: Amplint, full: FileSet, work: Path, flake8_plain: Optional[str], a
                        [flake8_plain, "--isolated", "--select", "E"], warmup=False))
     if derived is not None:
         found = one_file(derived, FOUND)
-        more, _ = _warm_rows(amp, found, derived, work, "found", " with findings (derived copy)", amp_plugin)
+        more, not_run = _warm_rows(amp, found, derived, work, "found", " with findings (derived copy)", amp_plugin)
         out += more
+        skipped += not_run
     return out, skipped
 
 
