@@ -52,6 +52,18 @@ def test_project_speed_starts_the_copies_of_a_pair_together(tmp_path: Path) -> N
     assert 0 < cpu < wall  # per copy, and each mostly slept
 
 
+def test_paired_ratio_takes_each_reps_own_ratio_before_the_median() -> None:
+    """Each rep's ratio first (1.33, 2.14, 2.5: median 2.14), not the ratio of the medians (2.5 / 1.4 = 1.79)."""
+    runs = {
+        "j1": [(2.0, 2.0, 1, 0.0), (3.0, 3.2, 1, 0.0), (2.5, 2.4, 1, 0.0)],
+        "j2": [(1.5, 2.5, 1, 0.0), (1.4, 4.0, 1, 0.0), (1.0, 3.0, 1, 0.0)],
+    }
+    assert project_speed.paired_ratio(runs, "j1", "j2", 0) == pytest.approx(3.0 / 1.4)
+    assert project_speed.paired_ratio(runs, "j1", "j2", 1) == pytest.approx(0.8)  # of 0.8, 0.8, 0.8
+    assert project_speed.paired_ratio(runs, "j1", "ruff", 1) is None  # no ruff in this run
+    assert project_speed._per_rep(None) == "" and project_speed._per_rep(2.144) == "; median of each rep's own ratio 2.14"
+
+
 def test_instruction_counts_run_the_ref_from_the_repository_root(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
     ref = _fake_amplint(tmp_path)
