@@ -61,7 +61,8 @@ def test_paired_ratio_takes_each_reps_own_ratio_before_the_median() -> None:
     assert project_speed.paired_ratio(runs, "j1", "j2", 0) == pytest.approx(3.0 / 1.4)
     assert project_speed.paired_ratio(runs, "j1", "j2", 1) == pytest.approx(0.8)  # of 0.8, 0.8, 0.8
     assert project_speed.paired_ratio(runs, "j1", "ruff", 1) is None  # no ruff in this run
-    assert project_speed._per_rep(None) == "" and project_speed._per_rep(2.144) == "; median of each rep's own ratio 2.14"
+    assert project_speed._per_rep(None) == ""
+    assert project_speed._per_rep(2.144) == "; median of each rep's own ratio 2.14"
 
 
 def test_instruction_counts_run_the_ref_from_the_repository_root(tmp_path: Path, monkeypatch) -> None:
