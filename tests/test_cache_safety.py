@@ -99,16 +99,18 @@ def _cli_with_cache(project: Path, cache: Path):
     [
         {"schema": SCHEMA + 1, "kind": "findings", "value": {"t": []}},
         {"schema": SCHEMA, "kind": "summary", "value": {"t": []}},  # another kind
-        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Popen", "f": {"args": "touch x"}}},
-        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "f": {"path": 1}}},  # wrong type
-        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "f": {"evil": 1}}},  # unknown field
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Popen", "p": ["touch x"]}},
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "p": [1, 2, 3, 4, 5, "c", "m"]}},  # wrong type
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "p": ["a.py"] + [None] * 15}},  # one too many
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "p": ["a.py", 1]}},  # required ones missing
+        {"schema": SCHEMA, "kind": "findings", "value": {"c": "Finding", "f": {"path": "a.py"}}},  # by name: schema 1
         {"schema": SCHEMA, "kind": "findings", "value": {"e": "Precision", "v": "float8"}},
         {"schema": SCHEMA, "kind": "findings", "value": {"d": [[[1], 2]]}},  # unhashable key
         {"schema": SCHEMA, "kind": "findings", "value": {"s": [[1]]}},  # unhashable set member
         {"schema": SCHEMA, "kind": "findings",  # a set of names given as a tuple
-         "value": {"c": "FileShape", "f": {"imports": {"t": []}, "star_modules": {"t": []}, "bound": {"t": ["x"]}}}},
+         "value": {"c": "FileShape", "p": [{"t": []}, {"t": []}, {"d": []}, {"d": []}, {"t": ["x"]}]}},
         {"schema": SCHEMA, "kind": "findings",  # a set of names holding a number
-         "value": {"c": "FileShape", "f": {"imports": {"t": []}, "star_modules": {"t": []}, "bound": {"s": [1]}}}},
+         "value": {"c": "FileShape", "p": [{"t": []}, {"t": []}, {"d": []}, {"d": []}, {"s": [1]}]}},
         {"schema": SCHEMA, "kind": "findings"},
         [1, 2, 3],
     ],
@@ -173,7 +175,9 @@ def test_fields_left_at_their_defaults_are_not_stored_and_come_back(tmp_path: Pa
     given = CallSummary(3, 5, "loss", "loss(d)", None, False, None, False, density=True, dist_args=("0",))
     cache.put("findings", "ab" * 32, (plain, given))
     (entry,) = _keys(tmp_path)
-    stored = [item["f"] for item in json.loads(entry.read_text(encoding="utf-8"))["value"]["t"]]
-    assert set(stored[0]) == {"line", "column", "callee", "text", "region", "protected", "receiver", "root_local"}
-    assert set(stored[1]) == set(stored[0]) | {"density", "dist_args"}
+    stored = [item["p"] for item in json.loads(entry.read_text(encoding="utf-8"))["value"]["t"]]
+    # By position: line, column, callee, text, region, protected, receiver, root_local, then density and dist_args
+    # where they are not their defaults; `given` (last) is.
+    assert stored[0] == [3, 5, "self.head", "self.head(x)", None, False, {"t": ["self.head", True]}, False]
+    assert stored[1] == [3, 5, "loss", "loss(d)", None, False, None, False, True, {"t": ["0"]}]
     assert cache.get("findings", "ab" * 32) == (plain, given)
