@@ -88,6 +88,7 @@ def rows(amp: Amplint, full: FileSet, work: Path, flake8_plain: Optional[str], a
 def _warm_rows(amp: Amplint, one: FileSet, project: FileSet, work: Path, tag: str, what: str,
                amp_plugin: Optional[str]) -> Tuple[List[Row], List[Tuple[str, str]]]:
     """`amplint check FILE` and `flake8 --select AMP FILE` on `one`, with `project` as its project, warm."""
+    work.mkdir(parents=True, exist_ok=True)  # `run.py --one-file` on a new machine: nothing made it yet
     config = work / f"{tag}-file.toml"
     # The rows run in the corpus's root with relative paths, so amplint sees the resolved root (the work
     # folder may be a link): `src` must name that one, or the file would be checked without its project.
