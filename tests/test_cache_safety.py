@@ -112,6 +112,10 @@ def _cli_with_cache(project: Path, cache: Path):
         {"schema": SCHEMA, "kind": "findings",  # a set of names holding a number
          "value": {"c": "FileShape", "p": [{"t": []}, {"t": []}, {"d": []}, {"d": []}, {"s": [1]}]}},
         {"schema": SCHEMA, "kind": "findings"},
+        {"schema": SCHEMA, "kind": "findings", "value": {"t": []}, "more": 1},  # not an entry's outer object
+        {"schema": SCHEMA, "kind": "findings",  # an entry inside the value
+         "value": {"t": [{"schema": SCHEMA, "kind": "findings", "value": {"t": []}}]}},
+        {"schema": SCHEMA, "kind": "findings", "value": {"d": [[[1], 2]], "t": []}},  # two tags in one object
         [1, 2, 3],
     ],
 )

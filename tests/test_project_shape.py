@@ -230,4 +230,4 @@ def test_a_cached_shape_is_the_shape_read_from_the_tree() -> None:
     shape = file_shape(tree, import_table(tree))
     assert shape.bound and shape.mentions and shape.classes
     codec = Codec()
-    assert codec.load("shape", json.loads(json.dumps(codec.dump("shape", shape)))) == shape
+    assert codec.loads("shape", json.dumps(codec.dump("shape", shape))) == shape

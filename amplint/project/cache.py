@@ -107,7 +107,7 @@ class DiskCache:
                 data = handle.read(MAX_ENTRY_BYTES + 1)
             if len(data) > MAX_ENTRY_BYTES:
                 raise ValueError("entry too large")
-            value = self._codec_once().load(kind, json.loads(data.decode("utf-8")))
+            value = self._codec_once().loads(kind, data.decode("utf-8"))
         except Exception:  # missing, truncated by a crash, from another schema, not ours: a miss
             self.misses += 1
             return None

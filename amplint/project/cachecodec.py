@@ -6,13 +6,17 @@ the user running amplint. Values are now plain JSON, and reading builds
 only the dataclasses and enums of an allow-list (amplint's own data
 modules), by calling their constructors with the stored fields. An object
 of any other kind, or a field a class does not have, makes the entry a miss.
+Reading is JSON's own parser with an `object_hook` (`_Decoding`): the parser
+builds the arrays and calls the hook for each object, innermost first, so no
+Python code walks the values a second time (a warm run on real code executes
+7% fewer instructions than with a walk of the parsed JSON).
 
 Shapes: JSON scalars as themselves, lists as arrays, and objects tagged by
 their single key: `{"t": [...]}` a tuple, `{"s": [...]}` a frozenset, `{"d": [[k, v], ...]}` a dict,
 `{"e": "Precision", "v": "float16"}` an enum, `{"c": "Finding", "p": [...]}`
 a dataclass, its constructor's arguments in order, the trailing ones left at
 their defaults left out. By position, the decoder reads no field names (a warm
-run on real code executes 8% fewer instructions than with them), and an entry
+run on real code executes 8.5% fewer instructions than with them), and an entry
 cannot outlive the order of its fields: every key holds amplint's code
 fingerprint (`cache.code_fingerprint`), so a class whose fields change gets
 new keys.
@@ -23,6 +27,7 @@ import dataclasses
 import enum
 import functools
 import importlib
+import json
 import typing
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
 
@@ -108,60 +113,70 @@ def _check(cls: Type[Any], classes: Dict[str, Type[Any]]) -> None:
         raise CodecError(f"{cls.__name__} is not cache data")
 
 
-def decode(data: Any, classes: Dict[str, Type[Any]]) -> Any:
-    """The value `encode` made; CodecError for data it cannot have made."""
-    if data is None or isinstance(data, (bool, str, int, float)):
-        return data
-    if isinstance(data, list):
-        return _items(data, classes)
-    if not isinstance(data, dict):
+class _Document:
+    """An entry's outer object, as the decoding met it: only the outermost one may be one."""
+
+    __slots__ = ("schema", "kind", "value")
+
+    def __init__(self, schema: Any, kind: Any, value: Any) -> None:
+        self.schema, self.kind, self.value = schema, kind, value
+
+
+class _Decoding:
+    """`json.loads`'s `object_hook` for one entry: each JSON object, its members already decoded (JSON's
+    parser calls it innermost first, and builds the arrays itself), becomes the value `encode` made of it;
+    CodecError for an object `encode` cannot have made."""
+
+    def __init__(self, classes: Dict[str, Type[Any]]) -> None:
+        self.classes = classes
+        self.documents = 0  # outer objects met: more than one is an entry inside a value, which is no value
+
+    def __call__(self, data: Dict[str, Any]) -> Any:
+        size = len(data)
+        if size == 1:
+            ((tag, items),) = data.items()
+            if type(items) is list:
+                if tag == "t":
+                    return tuple(items)
+                if tag == "s":
+                    return frozenset(items)  # an unhashable item raises TypeError: a miss
+                if tag == "d":
+                    return {key: value for key, value in map(_pair, items)}  # an unhashable key too
+        elif size == 2:
+            if "c" in data:
+                stored = data.get("p")
+                if type(stored) is list:
+                    return _instance(data["c"], stored, self.classes)
+            elif "e" in data and "v" in data:
+                cls = self.classes.get(data["e"]) if isinstance(data["e"], str) else None
+                if cls is None or not issubclass(cls, enum.Enum):
+                    raise CodecError("unknown enum")
+                return cls(data["v"])
+        elif size == 3 and "schema" in data and "kind" in data and "value" in data:
+            self.documents += 1
+            return _Document(data["schema"], data["kind"], data["value"])
         raise CodecError("not cache data")
-    if len(data) == 1:
-        if isinstance(data.get("t"), list):
-            return tuple(_items(data["t"], classes))
-        if isinstance(data.get("s"), list):
-            return frozenset(_items(data["s"], classes))  # an unhashable item raises TypeError: a miss
-        if isinstance(data.get("d"), list):
-            pairs = [_pair(item) for item in data["d"]]
-            return {decode(k, classes): decode(v, classes) for k, v in pairs}
-    elif len(data) == 2:
-        if "c" in data and isinstance(data.get("p"), list):
-            return _instance(data["c"], data["p"], classes)
-        if "e" in data and "v" in data:
-            cls = classes.get(data["e"]) if isinstance(data["e"], str) else None
-            if cls is None or not issubclass(cls, enum.Enum):
-                raise CodecError("unknown enum")
-            return cls(data["v"])
-    raise CodecError("not cache data")
 
 
 _PLAIN = frozenset({str, int, bool, float, type(None)})  # what `json.loads` gives that decodes as itself
 
 
-def _items(data: List[Any], classes: Dict[str, Type[Any]]) -> List[Any]:
-    return [item if type(item) in _PLAIN else decode(item, classes) for item in data]
-
-
 def _instance(name: Any, stored: List[Any], classes: Dict[str, Type[Any]]) -> Any:
-    """The dataclass `name` built from its stored fields, each decoded and checked against its annotation."""
+    """The dataclass `name` built from its stored fields (decoded already), each checked against its annotation."""
     cls = classes.get(name) if isinstance(name, str) else None
     if cls is None or not dataclasses.is_dataclass(cls):
         raise CodecError("unknown class")
     checks = _field_checks(cls)
     if len(stored) > len(checks):
         raise CodecError(f"too many fields for {cls.__name__}")
-    values = []
-    for (field_name, plain, check), data in zip(checks, stored):
-        if type(data) in _PLAIN:
-            if type(data) not in plain:
-                raise CodecError(f"{cls.__name__}.{field_name} has the wrong type")
-            values.append(data)
-            continue
-        value = decode(data, classes)
-        if check is not None and not check(value):
+    for (field_name, plain, check), value in zip(checks, stored):
+        if type(value) in _PLAIN:
+            ok = type(value) in plain
+        else:
+            ok = check is None or check(value)
+        if not ok:
             raise CodecError(f"{cls.__name__}.{field_name} has the wrong type")
-        values.append(value)
-    return cls(*values)
+    return cls(*stored)
 
 
 Check = Optional[Callable[[Any], bool]]  # None: any value has the type
@@ -284,9 +299,12 @@ class Codec:
     def dump(self, kind: str, value: Any) -> Dict[str, Any]:
         return {"schema": SCHEMA, "kind": kind, "value": encode(value, self.classes)}
 
-    def load(self, kind: str, document: Any) -> Any:
-        if not (isinstance(document, dict) and document.get("schema") == SCHEMA and document.get("kind") == kind):
+    def loads(self, kind: str, text: str) -> Any:
+        """The value of an entry's JSON text, decoded as JSON's parser reads it (`_Decoding`)."""
+        decoding = _Decoding(self.classes)
+        document = json.loads(text, object_hook=decoding)
+        if type(document) is not _Document or decoding.documents != 1:
+            raise CodecError("not an entry")
+        if document.schema != SCHEMA or document.kind != kind:
             raise CodecError("another schema or kind")
-        if "value" not in document:
-            raise CodecError("no value")
-        return decode(document["value"], self.classes)
+        return document.value
