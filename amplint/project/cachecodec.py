@@ -55,29 +55,57 @@ def _allowed() -> Dict[str, Type[Any]]:
     return classes
 
 
-def encode(value: Any, classes: Dict[str, Type[Any]]) -> Any:
-    """`value` as JSON-ready data; CodecError for anything outside the allow-list."""
-    if value is None or isinstance(value, (bool, str, int, float)) and not isinstance(value, enum.Enum):
-        return value
-    if isinstance(value, enum.Enum):
-        _check(type(value), classes)
-        return {"e": type(value).__name__, "v": value.value}
-    if isinstance(value, tuple):
-        return {"t": [encode(item, classes) for item in value]}
-    if isinstance(value, frozenset):  # in a stable order: the same value is the same bytes
-        return {"s": sorted((encode(item, classes) for item in value), key=repr)}
-    if isinstance(value, list):
-        return [encode(item, classes) for item in value]
-    if isinstance(value, dict):
-        return {"d": [[encode(k, classes), encode(v, classes)] for k, v in value.items()]}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        _check(type(value), classes)
-        given = [getattr(value, name) for name, _ in _stored_fields(type(value))]
+# The types JSON stores as themselves, and `json.loads` gives back: exactly these (an enum may subclass one).
+_PLAIN = frozenset({str, int, bool, float, type(None)})
+
+
+class _Encoding:
+    """`value` as JSON-ready data; CodecError for anything outside the allow-list.
+
+    What it learns of a data class (its name, checked against the allow-list, and `_stored_fields`) is kept
+    by type: a cold run stores some 200,000 values of a few classes, most of them scalars and tuples, which
+    are found by their exact type first.
+    """
+
+    def __init__(self, classes: Dict[str, Type[Any]]) -> None:
+        self.classes = classes
+        self._layouts: Dict[type, Tuple[str, Tuple[Tuple[str, Any], ...]]] = {}
+
+    def __call__(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        if kind is tuple:
+            return {"t": [item if type(item) in _PLAIN else self(item) for item in value]}
+        layout = self._layouts.get(kind)
+        if layout is None:
+            return self._other(value)
+        name, fields = layout
+        given = [getattr(value, field) for field, _ in fields]
         stored = len(given)
-        while stored and _is_default(given[stored - 1], _stored_fields(type(value))[stored - 1][1]):
+        while stored and _is_default(given[stored - 1], fields[stored - 1][1]):
             stored -= 1
-        return {"c": type(value).__name__, "p": [encode(item, classes) for item in given[:stored]]}
-    raise CodecError(f"cannot store a {type(value).__name__}")
+        return {"c": name, "p": [item if type(item) in _PLAIN else self(item) for item in given[:stored]]}
+
+    def _other(self, value: Any) -> Any:
+        if value is None or isinstance(value, (bool, str, int, float)) and not isinstance(value, enum.Enum):
+            return value
+        if isinstance(value, enum.Enum):
+            _check(type(value), self.classes)
+            return {"e": type(value).__name__, "v": value.value}
+        if isinstance(value, tuple):
+            return {"t": [self(item) for item in value]}
+        if isinstance(value, frozenset):  # in a stable order: the same value is the same bytes
+            return {"s": sorted((self(item) for item in value), key=repr)}
+        if isinstance(value, list):
+            return [self(item) for item in value]
+        if isinstance(value, dict):
+            return {"d": [[self(k), self(v)] for k, v in value.items()]}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            _check(type(value), self.classes)
+            self._layouts[type(value)] = (type(value).__name__, _stored_fields(type(value)))
+            return self(value)
+        raise CodecError(f"cannot store a {type(value).__name__}")
 
 
 _NO_DEFAULT = object()
@@ -127,8 +155,9 @@ class _Decoding:
     parser calls it innermost first, and builds the arrays itself), becomes the value `encode` made of it;
     CodecError for an object `encode` cannot have made."""
 
-    def __init__(self, classes: Dict[str, Type[Any]]) -> None:
+    def __init__(self, classes: Dict[str, Type[Any]], layouts: "Dict[str, Layout]") -> None:
         self.classes = classes
+        self.layouts = layouts  # the codec's, filled as classes are met
         self.documents = 0  # outer objects met: more than one is an entry inside a value, which is no value
 
     def __call__(self, data: Dict[str, Any]) -> Any:
@@ -146,7 +175,7 @@ class _Decoding:
             if "c" in data:
                 stored = data.get("p")
                 if type(stored) is list:
-                    return _instance(data["c"], stored, self.classes)
+                    return _instance(data["c"], stored, self.classes, self.layouts)
             elif "e" in data and "v" in data:
                 cls = self.classes.get(data["e"]) if isinstance(data["e"], str) else None
                 if cls is None or not issubclass(cls, enum.Enum):
@@ -158,15 +187,20 @@ class _Decoding:
         raise CodecError("not cache data")
 
 
-_PLAIN = frozenset({str, int, bool, float, type(None)})  # what `json.loads` gives that decodes as itself
+Layout = Tuple[Type[Any], Tuple[Tuple[str, FrozenSet[type], "Check"], ...]]  # a data class and `_field_checks`
 
 
-def _instance(name: Any, stored: List[Any], classes: Dict[str, Type[Any]]) -> Any:
-    """The dataclass `name` built from its stored fields (decoded already), each checked against its annotation."""
-    cls = classes.get(name) if isinstance(name, str) else None
-    if cls is None or not dataclasses.is_dataclass(cls):
-        raise CodecError("unknown class")
-    checks = _field_checks(cls)
+def _instance(name: Any, stored: List[Any], classes: Dict[str, Type[Any]], layouts: Dict[str, Layout]) -> Any:
+    """The dataclass `name` built from its stored fields (decoded already), each checked against its annotation.
+
+    `layouts` keeps each class's checks by name: a warm run builds some 17,000 objects of a few classes."""
+    layout = layouts.get(name) if isinstance(name, str) else None
+    if layout is None:
+        cls = classes.get(name) if isinstance(name, str) else None
+        if cls is None or not dataclasses.is_dataclass(cls):
+            raise CodecError("unknown class")
+        layout = layouts[name] = (cls, _field_checks(cls))
+    cls, checks = layout
     if len(stored) > len(checks):
         raise CodecError(f"too many fields for {cls.__name__}")
     for (field_name, plain, check), value in zip(checks, stored):
@@ -295,13 +329,15 @@ class Codec:
 
     def __init__(self) -> None:
         self.classes = _allowed()
+        self._layouts: Dict[str, Layout] = {}
+        self._encode = _Encoding(self.classes)
 
     def dump(self, kind: str, value: Any) -> Dict[str, Any]:
-        return {"schema": SCHEMA, "kind": kind, "value": encode(value, self.classes)}
+        return {"schema": SCHEMA, "kind": kind, "value": self._encode(value)}
 
     def loads(self, kind: str, text: str) -> Any:
         """The value of an entry's JSON text, decoded as JSON's parser reads it (`_Decoding`)."""
-        decoding = _Decoding(self.classes)
+        decoding = _Decoding(self.classes, self._layouts)
         document = json.loads(text, object_hook=decoding)
         if type(document) is not _Document or decoding.documents != 1:
             raise CodecError("not an entry")
