@@ -152,8 +152,8 @@ class _Document:
 
 class _Decoding:
     """`json.loads`'s `object_hook` for one entry: each JSON object, its members already decoded (JSON's
-    parser calls it innermost first, and builds the arrays itself), becomes the value `encode` made of it;
-    CodecError for an object `encode` cannot have made."""
+    parser calls it innermost first, and builds the arrays itself), becomes the value `_Encoding` made of it;
+    CodecError for an object `_Encoding` cannot have made."""
 
     def __init__(self, classes: Dict[str, Type[Any]], layouts: "Dict[str, Layout]") -> None:
         self.classes = classes
@@ -325,7 +325,7 @@ def _pair(item: Any) -> Any:
 
 
 class Codec:
-    """Encode and decode with the allow-list built once."""
+    """Encode and decode with the allow-list built once, and what each learns of a class kept."""
 
     def __init__(self) -> None:
         self.classes = _allowed()
