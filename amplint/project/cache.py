@@ -123,7 +123,8 @@ class DiskCache:
             return
         target = self._path(kind, key)
         try:
-            text = json.dumps(self._codec_once().dump(kind, value), separators=(",", ":"))
+            # `dump` builds new lists and dicts, so they hold no cycle (one in `value` is a RecursionError there).
+            text = json.dumps(self._codec_once().dump(kind, value), separators=(",", ":"), check_circular=False)
         except (ValueError, TypeError, RecursionError):  # not cache data (CodecError is a ValueError)
             return
         try:
