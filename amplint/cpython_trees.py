@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import Any, Dict, Optional, Tuple, Union
 
 from amplint.deep import python_parse
+from amplint.files import Stamp, file_stamp
 from amplint.names import ImportTable, import_table
 
 # Source bytes whose trees are kept; the least recently read go first. A tree takes 20-45 bytes of
@@ -33,12 +34,18 @@ Parsed = Union[Tuple[ast.Module, ImportTable], str]  # the tree and its imports,
 
 
 class CPythonTrees:
-    """`python_parse` and `import_table` of texts, remembered by text within a budget of source bytes."""
+    """`python_parse` and `import_table` of texts, remembered by text within a budget of source bytes.
+
+    It also remembers, by path, the digest of the bytes the first pass over every file read, with the file's
+    stamp (`files.file_stamp`): the next pass finds a file whose stamp is unchanged in its cache entry without
+    reading it again (`digest_unchanged`).
+    """
 
     def __init__(self, budget: int = KEEP_SOURCE_BYTES) -> None:
         self._budget = budget
         self._size = 0
         self._kept: "OrderedDict[str, Tuple[ast.Module, ImportTable]]" = OrderedDict()
+        self._reads: Dict[str, Tuple[Stamp, str]] = {}  # path -> (stamp, digest of the bytes a pass read)
 
     def __reduce__(self) -> Tuple[type, Tuple[int]]:
         return type(self), (self._budget,)  # a copy in another process starts empty
@@ -73,6 +80,15 @@ class CPythonTrees:
         self._size += len(text)
         while self._size > self._budget:
             self.forget(next(iter(self._kept)))
+
+    def note_read(self, path: str, stamp: Stamp, content: str) -> None:
+        """`path`, as `stamp` shows it, held the bytes whose digest is `content`."""
+        self._reads[path] = (stamp, content)
+
+    def digest_unchanged(self, path: str) -> Optional[str]:
+        """The digest `note_read` kept for `path`, if the file still shows the same stamp; else None."""
+        noted = self._reads.get(path)
+        return noted[1] if noted is not None and file_stamp(path) == noted[0] else None
 
     def forget(self, text: str) -> None:
         """Drop the tree of `text`, if kept: the run will not read it again."""

@@ -166,6 +166,15 @@ def read_source(path: str) -> Union[SourceFile, FileError]:
 
 def read_bytes(path: str) -> Union[bytes, FileError]:
     """The file's bytes, as `read_source` reads them (a pass that may not need the text digests them first)."""
+    read = read_stamped(path)
+    return read if isinstance(read, FileError) else read[0]
+
+
+Stamp = Tuple[int, int, int, int]  # a regular file's size, modification and change times (ns) and inode
+
+
+def read_stamped(path: str) -> Union[Tuple[bytes, Stamp], FileError]:
+    """`read_bytes`, with the stamp of the file it read (`file_stamp`), taken from the open file itself."""
     # O_NONBLOCK: opening a FIFO named like a source file must not wait for a writer forever.
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
@@ -174,11 +183,29 @@ def read_bytes(path: str) -> Union[bytes, FileError]:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
     try:
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            found = os.fstat(handle.fileno())
+            if not stat.S_ISREG(found.st_mode):
                 return FileError(path, "cannot read: not a regular file")
-            return handle.read()
+            return handle.read(), _stamp(found)
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
+
+
+def file_stamp(path: str) -> Optional[Stamp]:
+    """What `os.stat` says of a regular file that changes whenever its bytes do; None if it is not one.
+
+    A write moves the modification and change times (and usually the size); a file replaced by a rename is
+    another inode. Two passes of one run compare stamps to learn that a file is as the first one read it.
+    """
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return _stamp(found) if stat.S_ISREG(found.st_mode) else None
+
+
+def _stamp(found: os.stat_result) -> Stamp:
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
 
 
 def source_from(path: str, data: bytes, digest: Optional[str] = None) -> Union[SourceFile, FileError]:

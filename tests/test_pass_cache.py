@@ -169,3 +169,59 @@ def test_a_pass_over_files_its_entry_holds_starts_no_pool(
     known = {path: ("digest", ()) for path in files[:30]}
     assert pass_work(files, None) == pass_work(files, {}) == 40
     assert pass_work(files, known) == 10 + 30 // KNOWN_SHARE
+
+
+def test_a_warm_text_pass_reads_no_file_the_spellings_pass_read(
+        project_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spellings pass notes each file's digest and stamp; the text pass then finds an unchanged file in its
+    entry by them: a warm run reads each file once fewer than with the note ignored, and finds the same."""
+    import amplint.files
+    from amplint.cpython_trees import CPythonTrees
+    from amplint.project import spellings
+
+    cache = str(tmp_path / "cache")
+    first = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    reads: List[str] = []
+    real = amplint.files.read_stamped
+
+    def counted(path: str):  # type: ignore[no-untyped-def]
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(amplint.files, "read_stamped", counted)  # `read_bytes`, the text pass's
+    monkeypatch.setattr(spellings, "read_stamped", counted)
+    noted = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    with_note = len(reads)
+    reads.clear()
+    monkeypatch.setattr(CPythonTrees, "digest_unchanged", lambda self, path: None)
+    ignored = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
+    files = sorted(str(p) for p in project_copy.rglob("*.py"))
+    assert len(reads) - with_note == len(files)
+    assert _render(noted) == _render(ignored) == _render(first)
+
+
+def test_a_file_changed_since_a_pass_read_it_is_read_again(tmp_path: Path) -> None:
+    """A write moves the file's times, a rename over it changes its inode: either way the digest noted for it
+    is not used."""
+    import os
+
+    from amplint.cpython_trees import CPythonTrees
+    from amplint.files import content_digest, read_stamped
+
+    path = tmp_path / "m.py"
+    path.write_text("x = 1\n")
+    trees = CPythonTrees()
+    data, stamp = read_stamped(str(path))
+    trees.note_read(str(path), stamp, content_digest(data))
+    assert trees.digest_unchanged(str(path)) == content_digest(b"x = 1\n")
+    assert trees.digest_unchanged(str(tmp_path / "other.py")) is None  # never noted
+    path.write_text("x = 2\n")  # the same size
+    assert trees.digest_unchanged(str(path)) is None
+
+    data, stamp = read_stamped(str(path))
+    trees.note_read(str(path), stamp, content_digest(data))
+    replacement = tmp_path / "new.py"
+    replacement.write_text("x = 3\n")
+    os.utime(replacement, ns=(stamp[1], stamp[1]))  # the same size and modification time, another inode
+    os.replace(replacement, path)
+    assert trees.digest_unchanged(str(path)) is None

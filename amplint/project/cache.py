@@ -202,7 +202,8 @@ class PassCache:
 
 
 # A file a pass finds in its entry costs a read and a digest of its bytes, about a tenth of reading it
-# (benchmarks/RESULTS.md, twenty-fifth session): a pass over files its entry holds does not pay for a pool.
+# (benchmarks/RESULTS.md, twenty-fifth session), and in the text pass only a `stat` when the spellings pass read
+# it in the same process: a pass over files its entry holds does not pay for a pool.
 KNOWN_SHARE = 10
 
 
@@ -229,5 +230,10 @@ def recall(known: Optional[Known], path: str, data: bytes,
     if known is None:
         return None, None
     content = content_digest(data)
+    return content, held(known, path, content, valid)
+
+
+def held(known: "Known", path: str, content: str, valid: Callable[[Any], bool]) -> Optional[Any]:
+    """What the entry holds for the content `content` (a digest) of `path` when it is `valid`, else None."""
     entry = known.get(path)
-    return content, entry[1] if entry is not None and entry[0] == content and valid(entry[1]) else None
+    return entry[1] if entry is not None and entry[0] == content and valid(entry[1]) else None

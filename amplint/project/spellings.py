@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tupl
 from amplint.astwalk import statements
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, worker_trees
-from amplint.files import read_bytes, source_from
+from amplint.files import read_stamped, source_from
 from amplint.project.cache import pass_work, recall, shares
 from amplint.model import FileError
 from amplint.screen import mentions_probability
@@ -177,10 +177,13 @@ def _spellings_job(
     parsed = worker_trees(memory, sent)
     found: List[Tuple[str, Optional[str], Tuple[Spelling, ...]]] = []
     for path in paths:
-        data = read_bytes(path)
-        if isinstance(data, FileError):
+        read = read_stamped(path)
+        if isinstance(read, FileError):
             continue
+        data, stamp = read
         content, spellings = recall(known, path, data, _are_spellings)
+        if content is not None:  # the text pass, next, finds the file by this digest if it is unchanged
+            parsed.note_read(path, stamp, content)
         if spellings is None:  # not in the cache: decoded and read (a warm run decodes nothing)
             source = source_from(path, data, content)
             if isinstance(source, FileError):

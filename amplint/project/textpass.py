@@ -18,7 +18,7 @@ from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_bytes, source_from
 from amplint.model import FileError
 from amplint.pipeline import will_parse
-from amplint.project.cache import pass_work, recall, shares
+from amplint.project.cache import held, pass_work, recall, shares
 from amplint.project import prefilter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,6 +116,12 @@ def _scan_job(
     parsed = worker_trees(memory, sent)
     out: List[Tuple[str, Union[_Scanned, FileError]]] = []
     for path in paths:
+        if known and path in known:  # the spellings pass read it here: unchanged, it is not read again
+            content = parsed.digest_unchanged(path)
+            said = None if content is None else held(known, path, content, _is_text)
+            if said is not None:
+                out.append((path, (said, content)))
+                continue
         data = read_bytes(path)
         if isinstance(data, FileError):
             out.append((path, data))
