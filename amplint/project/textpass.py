@@ -69,8 +69,8 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
 
     A large project is read in chunks of `parallel.FILE_CHUNK` files over the run's pool (from
     SCAN_POOL_FILES files); the chunks' results are merged in file order, so the indexes are the same as
-    read here. `cache` keeps what was read of each file by its content: a warm run reads and hashes every
-    file, and tests none.
+    read here. `cache` keeps what was read of each file by its content: a warm run tests no file, and reads
+    none that the spellings pass read unchanged in this process (`CPythonTrees.digest_unchanged`).
     """
     from amplint import parallel
 
