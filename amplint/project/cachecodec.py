@@ -170,7 +170,7 @@ class _Decoding:
                 if tag == "s":
                     return frozenset(items)  # an unhashable item raises TypeError: a miss
                 if tag == "d":
-                    return {key: value for key, value in map(_pair, items)}  # an unhashable key too
+                    return dict(map(_pair, items))  # an unhashable key too
         elif size == 2:
             if "c" in data:
                 stored = data.get("p")
@@ -194,9 +194,11 @@ def _instance(name: Any, stored: List[Any], classes: Dict[str, Type[Any]], layou
     """The dataclass `name` built from its stored fields (decoded already), each checked against its annotation.
 
     `layouts` keeps each class's checks by name: a warm run builds some 17,000 objects of a few classes."""
-    layout = layouts.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        raise CodecError("unknown class")
+    layout = layouts.get(name)
     if layout is None:
-        cls = classes.get(name) if isinstance(name, str) else None
+        cls = classes.get(name)
         if cls is None or not dataclasses.is_dataclass(cls):
             raise CodecError("unknown class")
         layout = layouts[name] = (cls, _field_checks(cls))
