@@ -40,9 +40,10 @@ def _without_errors(row: dict) -> dict:
 
 
 def test_stored_table_matches_a_fresh_run(fresh: dict) -> None:
+    if torch.version.cuda is not None:  # a CUDA build measures real CUDA: benchmarks/compare_cuda.py compares that
+        pytest.skip("the stored table is measured on a CPU-only torch build")
     stored = json.loads(hazard_script.DATA.read_text(encoding="utf-8"))
-    if not torch.cuda.is_available():  # a machine with CUDA measures a real "cuda" column instead
-        assert stored["devices"] == ["cpu", "cuda-emulated"]
+    assert stored["devices"] == ["cpu", "cuda-emulated"]
     assert {k: v for k, v in fresh.items() if k != "rows"} == {k: v for k, v in stored.items() if k != "rows"}
     for got, want in zip(fresh["rows"], stored["rows"]):
         assert _without_errors(got) == _without_errors(want)
@@ -83,11 +84,12 @@ def test_the_device_difference_is_measured(fresh: dict) -> None:
     """CPU keeps pow/log in float16 (Normal -inf), CUDA does not; Laplace's float16 division fails on both."""
     normal = _row(fresh, "Normal", "log_prob", "loc=loc_head, scale=torch.exp(scale_head)", "scale in [1e-4")
     assert normal["cpu"]["neg_inf"] > 0 and "pow" in normal["cpu"]["float16_ops"]
-    cuda = normal["cuda-emulated"]
+    cuda_like = fresh["devices"][1]  # "cuda" where torch sees a GPU, else "cuda-emulated"
+    cuda = normal[cuda_like]
     assert cuda["dtype"] == "float32" and cuda["neg_inf"] + cuda["nan"] == 0 and "pow" not in cuda["float16_ops"]
     laplace = _row(fresh, "Laplace", "log_prob", "loc=loc_head, scale=1e-3 * torch.sigmoid(scale_head)")
-    assert laplace["cpu"]["neg_inf"] > 0 and laplace["cuda-emulated"]["neg_inf"] > 0
-    assert "div" in laplace["cuda-emulated"]["float16_ops"]
+    assert laplace["cpu"]["neg_inf"] > 0 and laplace[cuda_like]["neg_inf"] > 0
+    assert "div" in laplace[cuda_like]["float16_ops"]
 
 
 def test_docs_quote_the_stored_table() -> None:
