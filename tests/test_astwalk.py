@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,8 +63,9 @@ def test_every_node_type_of_this_python_is_read_from_its_signature() -> None:
     unread = sorted(t.__name__ for t in node_types if astwalk._SPECS[t] is None)
     assert set(unread) <= {"Num", "Str", "Bytes", "NameConstant"}  # deprecated aliases, never built by the parser
     assert astwalk._SPECS[ast.BinOp] == (("left", False), ("right", False))
+    type_params = (("type_params", True),) if sys.version_info >= (3, 12) else ()  # PEP 695's `def f[T]()`
     assert astwalk._SPECS[ast.FunctionDef] == (("args", False), ("body", True), ("decorator_list", True),
-                                               ("returns", False))
+                                               ("returns", False)) + type_params
 
 
 @pytest.mark.parametrize("index", range(len(_sources())))
