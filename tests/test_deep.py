@@ -27,7 +27,8 @@ def test_statements_narrower_than_the_room_left_are_passed_over(monkeypatch: pyt
     visited = []
     children = ast.iter_child_nodes
     monkeypatch.setattr(deep.ast, "iter_child_nodes", lambda node: visited.append(node) or children(node))
-    tree = ast.parse("import torch\n\n\nclass A:\n    def f(self, x):\n        y = torch.log(x + 1)\n        return y\n")
+    text = "import torch\n\n\nclass A:\n    def f(self, x):\n        y = torch.log(x + 1)\n        return y\n"
+    tree = ast.parse(text)
     assert not deep.deeper_than(tree, 100)
     assert [type(node).__name__ for node in visited] == ["Module", "ClassDef", "FunctionDef", "arguments"]
 
