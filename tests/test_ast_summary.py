@@ -11,6 +11,7 @@ must send the caller to LibCST (None).
 from __future__ import annotations
 
 import ast
+import sys
 import warnings
 from pathlib import Path
 
@@ -230,7 +231,10 @@ def _read_alike(text: str, config: Config = Config()) -> FileSummary:
 
 
 def test_the_routing_module_reads_the_same_from_either_tree() -> None:
-    quick = _read_alike(ROUTING)
+    # Before 3.11 CPython may misplace an f-string's calls, and the reader leaves such a file to LibCST
+    # (`test_calls_inside_f_strings_have_libcst_positions`): the rest is compared there with the call unwrapped.
+    quick = _read_alike(ROUTING if FSTRING_POSITIONS else ROUTING.replace('f"{fmt(cfg):>{width(3)}}"',
+                                                                          "fmt(cfg, width(3))"))
     calls = {c.callee: c for f in quick.functions.values() for c in f.calls}
     # Spot checks that the comparison covers what it is meant to: each would differ if the reader erred.
     assert calls["accent"].column == 9 and calls["ü"].column == 20  # characters, not UTF-8 bytes (10, 22)
@@ -353,6 +357,7 @@ def pick(cfg, x):
 '''
 
 
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="`match` is Python 3.10 syntax")
 def test_match_statements_read_the_same_from_either_tree() -> None:
     quick = _read_alike(MATCH)
     calls = [(c.line, c.callee, c.text) for c in quick.functions["pick"].calls]

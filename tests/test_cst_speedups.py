@@ -8,6 +8,7 @@ hand-written sources and on hypothesmith's grammar-generated programs.
 from __future__ import annotations
 
 import ast
+import sys
 import warnings
 from typing import Dict, List, Tuple
 
@@ -21,6 +22,7 @@ from amplint import cstparse
 from amplint.cstwalk import SKIPPED, children, nodes_of, type_test, walk
 from amplint.names import collect_imports, import_table
 from amplint.positions import SourceTree, positions
+from amplint.textlines import FSTRING_POSITIONS
 from conftest import ROOT
 from progen import GRAMMAR, GRAMMAR_SETTINGS, NO_HYPOTHESMITH, hypothesmith
 
@@ -128,8 +130,13 @@ def _assert_tree_positions_equal_code_generation(text: str) -> bool:
 @pytest.mark.parametrize("name,text", sorted(TRICKY_TREES.items()) + [(n, t) for n, t in _sources() if "/" in n],
                          ids=[name for name in sorted(TRICKY_TREES)] + [n for n, _ in _sources() if "/" in n])
 def test_positions_from_cpython_tree_equal_code_generation(name: str, text: str) -> None:
+    if name == "match" and sys.version_info < (3, 10):
+        pytest.skip("`match` is Python 3.10 syntax")
     read = _assert_tree_positions_equal_code_generation(text)
-    assert read == (name != "formfeed")  # a form feed in an indent: LibCST's columns leave it out
+    # Declined for a form feed in an indent (LibCST's columns leave it out), and before Python 3.11 for an
+    # f-string (CPython may misplace what is inside it).
+    fstrings = any(isinstance(node, ast.JoinedStr) for node in ast.walk(ast.parse(text)))
+    assert read == (name != "formfeed" and (FSTRING_POSITIONS or not fstrings))
 
 
 @pytest.mark.parametrize("text", [

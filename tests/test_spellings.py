@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,7 @@ finally:
 '''
 
 
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="`match` is Python 3.10 syntax")
 def test_the_first_definition_is_the_one_nearest_the_top_of_the_tree() -> None:
     tree = ast.parse("import torch\nfrom contextlib import nullcontext\n" + NESTED)
     found = list(statements(tree))
