@@ -11,11 +11,14 @@ takes minutes on a 20,000-term sum CPython refuses in milliseconds:
 `python_parse` asks CPython's own parser first (about a tenth of LibCST's
 parse time), so such files are reported, never handed to LibCST.
 
-Only CPython 3.11 and 3.12 refuse such a sum while building the tree, at
-about 3,000 levels. 3.9 and 3.10 build any depth and 3.13 about 10,000
-levels, while LibCST's parse grows faster than the square of a sum's length
-(measured: 1,000 terms 0.3 s, 2,000 terms 1.9 s, 4,000 terms 19 s). On those
-versions `python_parse` measures the depth itself and refuses the same trees.
+CPython's own limit is no rule to rely on. 3.9 and 3.10 build a tree of any
+depth, and 3.13 about 10,000 levels, while LibCST's parse grows faster than the
+square of a sum's length (measured: 1,000 terms 0.3 s, 2,000 terms 1.9 s,
+4,000 terms 19 s). 3.11 and 3.12 refuse about 3,000 levels less three per
+frame already on the stack, so a pool worker and the main process drew the
+line at different sums (2,910 and 2,950 terms) and `--jobs` changed the output.
+So `python_parse` measures the depth itself, on every version, and refuses
+over MAX_TREE_DEPTH levels with one message, whichever of the two refuses.
 """
 from __future__ import annotations
 
@@ -25,15 +28,17 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, TypeVar, Union
 
+from amplint.textlines import FSTRING_POSITIONS
+
 T = TypeVar("T")
 
 DEEP_RECURSION_LIMIT = 60_000
-# Levels from the Module (1) down to a leaf such as an expression's `Load` context. CPython 3.11 refuses a tree
-# deeper than 3 x the recursion limit less 3 per frame already on the stack: 2,989 levels (a 2,986-term sum)
-# from a top-level call, and a 2,950-term sum from amplint's. This is a round figure under that.
-MAX_TREE_DEPTH = 2_900
-_MEASURES_DEPTH = sys.version_info < (3, 11) or sys.version_info >= (3, 13)  # where CPython's own limit is not it
-_WIDTH_SLACK = 8  # a node on one line nests at most its width in bytes, plus this, levels below it
+# Levels from the Module (1) down to a leaf such as an expression's `Load` context. CPython 3.11 and 3.12
+# build 2,500 levels from a stack up to about 160 frames deep (2,989 from a top-level call), so below this it
+# never refuses first.
+MAX_TREE_DEPTH = 2_500
+TOO_DEEP = f"too deeply nested to parse (amplint reads up to {MAX_TREE_DEPTH:,} levels of nesting)"
+_SLACK = 8  # a node nests at most as many levels below it as it spans characters, plus this
 DEEP_STACK_BYTES = 512 * 1024 * 1024  # address space only: pages are touched as the stack grows
 _DEEP_LOCK = threading.Lock()  # the recursion limit is process-wide: one deep call at a time
 
@@ -52,7 +57,7 @@ def python_parse(text: str) -> Union[ast.Module, str]:
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except (RecursionError, MemoryError):
-        return "too deeply nested to parse (CPython's parser refuses it too)"
+        return TOO_DEEP
     except SyntaxError as exc:  # IndentationError and TabError included
         if not exc.lineno:  # e.g. "source code string cannot contain null bytes" (3.12+)
             return f"syntax error: {exc.msg}"
@@ -60,30 +65,36 @@ def python_parse(text: str) -> Union[ast.Module, str]:
         return f"syntax error at {where}: {exc.msg}"
     except ValueError as exc:  # null bytes, before Python 3.12
         return f"syntax error: {exc}"
-    if _MEASURES_DEPTH and deeper_than(tree, MAX_TREE_DEPTH):
-        return f"too deeply nested to parse (over {MAX_TREE_DEPTH:,} levels, as CPython 3.11 refuses)"
+    if len(text) + _SLACK > MAX_TREE_DEPTH and deeper_than(tree, MAX_TREE_DEPTH, text):
+        return TOO_DEEP
     return tree
 
 
-def deeper_than(tree: ast.AST, limit: int) -> bool:
+def deeper_than(tree: ast.AST, limit: int, text: str = "") -> bool:
     """Whether a path from `tree` down to a leaf has more than `limit` nodes, `tree` counted.
 
     Without recursion, since the tree may be deeper than the recursion limit.
-    A node on one line holds no more levels than its width allows, so most
-    statements are passed over whole: the cost follows the statements and the
-    nodes that span lines, not every node.
+    Each level of nesting takes at least a character of source, so a node that
+    spans fewer characters than the levels left is passed over whole: the one
+    line of a node gives its width, and `text` (the tree's source) a bound for
+    a node over several lines. Most functions are passed over whole, and the
+    walk costs a small part of the parse. Before Python 3.11 the nodes inside
+    an f-string may be misplaced, so their positions pass nothing over.
     """
-    stack = [(tree, 1)]
+    widest = max(map(len, text.split("\n"))) + 1 if text else 0  # characters per line, its newline counted
+    stack = [(tree, 1, True)]
     while stack:
-        node, depth = stack.pop()
+        node, depth, placed = stack.pop()  # placed: the node's position can be trusted
         if depth > limit:
             return True
         line = getattr(node, "lineno", None)
-        if line is not None and line == getattr(node, "end_lineno", None):
-            width = (node.end_col_offset or 0) - node.col_offset  # type: ignore[attr-defined]
-            if depth + width + _WIDTH_SLACK <= limit:
+        if placed and line is not None:
+            lines = node.end_lineno - line + 1  # type: ignore[attr-defined]
+            span = node.end_col_offset - node.col_offset if lines == 1 else lines * widest  # type: ignore
+            if (lines == 1 or widest) and depth + span + _SLACK <= limit:
                 continue
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        placed = placed and (FSTRING_POSITIONS or not isinstance(node, ast.JoinedStr))
+        stack.extend((child, depth + 1, placed) for child in ast.iter_child_nodes(node))
     return False
 
 
