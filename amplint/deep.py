@@ -28,7 +28,7 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, TypeVar, Union
 
-from amplint.textlines import FSTRING_POSITIONS
+from amplint.textlines import FSTRING_POSITIONS, TextLines
 
 T = TypeVar("T")
 
@@ -75,13 +75,13 @@ def deeper_than(tree: ast.AST, limit: int, text: str = "") -> bool:
 
     Without recursion, since the tree may be deeper than the recursion limit.
     Each level of nesting takes at least a character of source, so a node that
-    spans fewer characters than the levels left is passed over whole: the one
-    line of a node gives its width, and `text` (the tree's source) a bound for
-    a node over several lines. Most functions are passed over whole, and the
-    walk costs a small part of the parse. Before Python 3.11 the nodes inside
+    spans fewer characters than the levels left is passed over whole. A node
+    on one line gives its width; `text`, the tree's source, gives the span of
+    a node over several. So most functions are passed over whole, and the walk
+    costs a small part of the parse. Before Python 3.11 the nodes inside
     an f-string may be misplaced, so their positions pass nothing over.
     """
-    widest = max(map(len, text.split("\n"))) + 1 if text else 0  # characters per line, its newline counted
+    starts = TextLines(text).line_starts() if text else None
     stack = [(tree, 1, True)]
     while stack:
         node, depth, placed = stack.pop()  # placed: the node's position can be trusted
@@ -89,9 +89,11 @@ def deeper_than(tree: ast.AST, limit: int, text: str = "") -> bool:
             return True
         line = getattr(node, "lineno", None)
         if placed and line is not None:
-            lines = node.end_lineno - line + 1  # type: ignore[attr-defined]
-            span = node.end_col_offset - node.col_offset if lines == 1 else lines * widest  # type: ignore
-            if (lines == 1 or widest) and depth + span + _SLACK <= limit:
+            end = node.end_lineno  # type: ignore[attr-defined]
+            # Characters spanned, at most: UTF-8 bytes on one line; from the start of the first line otherwise.
+            span = (node.end_col_offset - node.col_offset if end == line  # type: ignore[attr-defined]
+                    else None if starts is None else starts[end - 1] - starts[line - 1] + node.end_col_offset)
+            if span is not None and depth + span + _SLACK <= limit:
                 continue
         placed = placed and (FSTRING_POSITIONS or not isinstance(node, ast.JoinedStr))
         stack.extend((child, depth + 1, placed) for child in ast.iter_child_nodes(node))

@@ -37,7 +37,7 @@ CLASS = "import torch\n\n\nclass A:\n    def f(self, x):\n        y = torch.log(
 
 @pytest.mark.parametrize("text,read", [
     ("", ["Module", "ClassDef", "FunctionDef", "arguments"]),  # by the width of each line only
-    (CLASS, ["Module"]),  # the class spans 4 lines of at most 30 characters, newlines counted: under 200
+    (CLASS, ["Module"]),  # the class spans 84 characters: too few for the levels left
 ])
 def test_nodes_narrower_than_the_levels_left_are_passed_over(monkeypatch: pytest.MonkeyPatch, text: str,
                                                              read: list) -> None:
