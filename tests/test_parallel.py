@@ -20,6 +20,7 @@ import pytest
 
 from amplint import parallel, progress
 from amplint.config import Config
+from amplint.deep import TOO_DEEP
 from amplint.engine import check_paths
 from amplint.fix.apply import fix_paths
 from amplint.project.run import run_project
@@ -290,6 +291,18 @@ def test_cli_output_is_byte_identical_with_jobs_1_and_2(mode: List[str], output:
     assert runs[0].returncode == runs[1].returncode == 1, runs[0].stderr
     assert runs[0].stdout == runs[1].stdout
     assert runs[0].stderr == runs[1].stderr
+
+
+@pytest.mark.parametrize("terms", [2_920, 20_000])
+def test_a_deep_file_is_refused_alike_with_jobs_1_and_2(tmp_path: Path, terms: int) -> None:
+    """CPython 3.11 refused a 2,920-term sum in a worker but not in the main process (its limit counts the
+    frames on the stack); amplint's own limit decides now, in the same words (`deep.python_parse`)."""
+    shutil.copy(FIXTURES / "check" / "seed_minimal.py", tmp_path / "good.py")
+    (tmp_path / "deep.py").write_text("import torch  # log_prob\nwith torch.autocast('cuda'):\n    x = "
+                                      + "+".join(["a"] * terms) + "\n")
+    runs = [_cli(["check", "-j", jobs, str(tmp_path)], **{parallel.FORCE_ENV: "1"}) for jobs in ("1", "2")]
+    assert runs[0].stderr == runs[1].stderr == f"{tmp_path / 'deep.py'}: error: {TOO_DEEP}\n"
+    assert runs[0].stdout == runs[1].stdout and runs[0].returncode == runs[1].returncode == 1
 
 
 @pytest.mark.parametrize("mode", [[], ["--no-project"]])
