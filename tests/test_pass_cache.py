@@ -3,6 +3,7 @@ project: one entry per pass, read whole and written whole only when something ch
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import List
@@ -14,6 +15,8 @@ from amplint.project.cache import DiskCache, PassCache
 from amplint.project.run import run_project
 
 from conftest import FIXTURES
+
+OLD_NS = 1_000_000_000 * 1_000_000_000  # 2001-09-09, in nanoseconds
 
 
 @pytest.fixture
@@ -203,13 +206,15 @@ def test_a_warm_text_pass_reads_no_file_the_spellings_pass_read(
 def test_a_file_changed_since_a_pass_read_it_is_read_again(tmp_path: Path) -> None:
     """A write moves the file's times, a rename over it changes its inode: either way the digest noted for it
     is not used."""
-    import os
 
     from amplint.cpython_trees import CPythonTrees
     from amplint.files import content_digest, read_stamped
 
     path = tmp_path / "m.py"
     path.write_text("x = 1\n")
+    # Written long ago: the edit below moves its modification time even where the clock ticks coarsely (a kernel
+    # before 6.13 stamps a file by its tick, so two writes a few microseconds apart may show one time).
+    os.utime(path, ns=(OLD_NS, OLD_NS))
     trees = CPythonTrees()
     data, stamp = read_stamped(str(path))
     trees.note_read(str(path), stamp, content_digest(data))
