@@ -12,6 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+# A fixed old modification time (2001-09-09, in seconds): a write moves it even where the clock ticks coarsely.
+OLD = 1_000_000_000
 
 
 def write_package(root: Path, files: Dict[str, str], name: str = "pkg") -> Path:

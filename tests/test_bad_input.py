@@ -34,7 +34,7 @@ import pytest
 
 from amplint.config import Config
 from amplint.engine import check_paths, check_source
-from conftest import ROOT
+from conftest import OLD, ROOT
 
 GOOD = '''\
 import torch
@@ -48,7 +48,6 @@ def nll(model, h, x):
 '''
 GOOD_FINDING = "good.py:8:17: AMP001"
 REGION = b'import torch  # log_prob\nwith torch.autocast("cuda"):\n'
-OLD = 1_000_000_000  # a fixed old mtime: any write would move it
 DROP_PRIVILEGES = ("setpriv", "--inh-caps=-all", "--bounding-set=-all", "--")
 
 

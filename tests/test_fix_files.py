@@ -17,6 +17,8 @@ from amplint.engine import analyze_source, check_source
 from amplint.fix.apply import fix_file, fix_text
 from amplint.fix.plan import SHARED_REASON
 
+from conftest import OLD
+
 BROKEN = '''\
 import torch
 import torch.distributions as D
@@ -40,7 +42,6 @@ def step(dist, x):
     with torch.autocast("cuda"):
         return score(dist, x)
 '''
-OLD = 1_000_000_000  # a fixed old mtime: a rewrite would move it
 
 
 def _file(tmp_path: Path, text: str, name: str = "model.py", data: bytes = b"") -> Path:

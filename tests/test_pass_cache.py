@@ -14,9 +14,7 @@ from amplint.config import Config
 from amplint.project.cache import DiskCache, PassCache
 from amplint.project.run import run_project
 
-from conftest import FIXTURES
-
-OLD_NS = 1_000_000_000 * 1_000_000_000  # 2001-09-09, in nanoseconds
+from conftest import FIXTURES, OLD
 
 
 @pytest.fixture
@@ -206,15 +204,14 @@ def test_a_warm_text_pass_reads_no_file_the_spellings_pass_read(
 def test_a_file_changed_since_a_pass_read_it_is_read_again(tmp_path: Path) -> None:
     """A write moves the file's times, a rename over it changes its inode: either way the digest noted for it
     is not used."""
-
     from amplint.cpython_trees import CPythonTrees
     from amplint.files import content_digest, read_stamped
 
     path = tmp_path / "m.py"
     path.write_text("x = 1\n")
-    # Written long ago: the edit below moves its modification time even where the clock ticks coarsely (a kernel
-    # before 6.13 stamps a file by its tick, so two writes a few microseconds apart may show one time).
-    os.utime(path, ns=(OLD_NS, OLD_NS))
+    # Written long ago: a kernel before 6.13 stamps a file by its clock tick, so two writes a few microseconds
+    # apart may show one time.
+    os.utime(path, (OLD, OLD))
     trees = CPythonTrees()
     data, stamp = read_stamped(str(path))
     trees.note_read(str(path), stamp, content_digest(data))

@@ -24,13 +24,12 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, OLD, ROOT
 from realcode import wrap_in_autocast
 from test_properties import only_casts_inserted, only_wraps_and_casts
 
 REAL = FIXTURES / "real"
 SOURCES = sorted(REAL.rglob("*.py"))
-OLD = 1_000_000_000
 
 
 def _cli(args: List[str], cwd: Path) -> subprocess.CompletedProcess:
