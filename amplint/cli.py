@@ -103,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="processes that parse files: 1 for none, 0 or 'auto' (the default) for one per CPU when there are "
         "enough files to parse to pay for starting them",
     )
+    check.add_argument(
+        "--compare", metavar="TRACE",
+        help="set the findings beside a trace from `amplint trace`: list the traced float16 sites the check "
+        "missed (exit 1 if any), the findings the run never reached and those it ran without float16 inputs",
+    )
     check.add_argument("--fix", action="store_true", help="rewrite fixable findings in place (see --strategy)")
     check.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     check.set_defaults(handler=run_check)
@@ -123,9 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     server.set_defaults(handler=run_server)
 
+    from amplint.trace.command import add_trace_parser
     from amplint.verify.cli import add_verify_parser  # argparse only: torch loads when verify runs
 
     add_verify_parser(sub)
+    add_trace_parser(sub)
     return parser
 
 
@@ -181,6 +188,10 @@ def run_check(args: argparse.Namespace) -> int:
         if args.no_default_paths:
             return EXIT_CLEAN  # a hook run with no files: nothing to check, say nothing
         args.paths = list(DEFAULT_PATHS)
+    clash = _compare_clash(args)
+    if clash:
+        print(f"amplint: error: {clash}", file=sys.stderr)
+        return EXIT_ERROR
     loaded = _load_config(args.paths, args.config)
     if loaded is None:
         return EXIT_ERROR
@@ -205,6 +216,8 @@ def run_check(args: argparse.Namespace) -> int:
         print(output.error_line(error), file=sys.stderr)
     if args.add_noqa:
         return _add_noqa(findings, errors)
+    if args.compare:
+        return _compare(args, findings)
     from amplint.notebook import locate
 
     # Notebook findings: from the lines of the notebook's Python text to (cell, line in the cell).
@@ -248,6 +261,32 @@ def _print_report(
         if report:
             print(report)
         print(output.summary(findings, errors))
+
+
+def _compare_clash(args: argparse.Namespace) -> Optional[str]:
+    """Why `--compare` cannot go with the other options given, if it cannot."""
+    if not args.compare:
+        return None
+    for flag, given in (("--fix", args.fix), ("--diff", args.diff), ("--add-noqa", args.add_noqa),
+                        ("--statistics", args.statistics)):
+        if given:
+            return f"--compare cannot be combined with {flag}"
+    if args.format not in ("text", "json"):
+        return f"--compare prints text or json, not {args.format}"
+    return None
+
+
+def _compare(args: argparse.Namespace, findings: "Sequence[Finding]") -> int:
+    """Exit 1 when the trace holds a float16 site no finding stands for, else 0."""
+    from amplint.trace.compare import json_report, load_trace, match, text_report
+
+    records = load_trace(args.compare)
+    if isinstance(records, str):
+        print(f"amplint: error: {records}", file=sys.stderr)
+        return EXIT_ERROR
+    comparison = match([finding.to_json() for finding in findings], records, os.getcwd())
+    print(json_report(comparison) if args.format == "json" else text_report(comparison))
+    return EXIT_FINDINGS if comparison.missed else EXIT_CLEAN
 
 
 def _warn_empty(errors: List[FileError]) -> List[FileError]:

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union, overload
 
-METHODS = ("log_prob", "entropy", "cdf", "icdf")
-KL_MODULES = ("torch.distributions", "torch.distributions.kl")
+from amplint import torchpatch
+
 MODES = ("raise", "warn")
 F = TypeVar("F", bound=Callable[..., Any])
 _HERE = os.path.abspath(__file__)
@@ -139,41 +139,12 @@ def guard(func: Optional[F] = None, *, mode: str = "raise") -> Union[F, _Guard]:
 
 # --- patching ----------------------------------------------------------------------------------------
 
-def _distribution_classes() -> List[type]:
-    import torch.distributions as td
-
-    seen: List[type] = []
-    pending = [td.Distribution]
-    while pending:
-        cls = pending.pop()
-        if cls in seen:
-            continue
-        seen.append(cls)
-        pending.extend(cls.__subclasses__())
-    return seen
-
-
 def _install() -> None:
-    import importlib
-
-    for cls in _distribution_classes():
-        for name in METHODS:
-            original = cls.__dict__.get(name)
-            if callable(original):
-                _REGISTRY.saved.append((cls, name, original))
-                setattr(cls, name, _wrap(original, name))
-    for module_name in KL_MODULES:
-        module = importlib.import_module(module_name)
-        original = module.__dict__.get("kl_divergence")
-        if callable(original):
-            _REGISTRY.saved.append((module, "kl_divergence", original))
-            setattr(module, "kl_divergence", _wrap(original, "kl_divergence"))
+    _REGISTRY.saved.extend(torchpatch.patch_probability(_wrap))
 
 
 def _uninstall() -> None:
-    while _REGISTRY.saved:
-        owner, name, original = _REGISTRY.saved.pop()
-        setattr(owner, name, original)
+    torchpatch.unpatch(_REGISTRY.saved)
 
 
 def _wrap(original: Callable[..., Any], method: str) -> Callable[..., Any]:
@@ -196,47 +167,6 @@ def _wrap(original: Callable[..., Any], method: str) -> Callable[..., Any]:
 
 # --- the check -----------------------------------------------------------------------------------------
 
-def _autocast_of(device_type: str) -> Optional[str]:
-    import torch
-
-    try:
-        enabled = torch.is_autocast_enabled(device_type)
-        dtype = torch.get_autocast_dtype(device_type)
-    except (TypeError, RuntimeError):  # torch < 2.4: no per-device query
-        if device_type == "cpu":
-            enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
-        else:
-            enabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
-    return f"{device_type} {str(dtype).replace('torch.', '')}" if enabled else None
-
-
-def _input_dtypes(method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Tuple[str, str], ...]:
-    import torch
-
-    out: List[Tuple[str, str]] = []
-
-    def add_dist(prefix: str, dist: Any) -> None:
-        constraints = getattr(type(dist), "arg_constraints", {})
-        names = list(constraints) if isinstance(constraints, dict) else []
-        for name in names:
-            value = dist.__dict__.get(name)  # never trigger a lazy property
-            if isinstance(value, torch.Tensor):
-                out.append((prefix + name, str(value.dtype).replace("torch.", "")))
-        for name, value in vars(dist).items():
-            if isinstance(value, torch.distributions.Distribution):
-                add_dist(f"{prefix}{name.lstrip('_')}.", value)
-
-    if method == "kl_divergence":
-        for label, dist in zip(("p.", "q."), args):
-            add_dist(label, dist)
-    elif args:
-        add_dist("", args[0])
-        value = args[1] if len(args) > 1 else kwargs.get("value")
-        if isinstance(value, torch.Tensor):
-            out.append(("value", str(value.dtype).replace("torch.", "")))
-    return tuple(out)
-
-
 def _caller() -> Tuple[str, int]:
     """The first frame outside torch and this module: the user's call site."""
     import torch
@@ -256,8 +186,8 @@ def _check(result: Any, method: str, args: Tuple[Any, ...], kwargs: Dict[str, An
 
     if not isinstance(result, torch.Tensor) or not result.is_floating_point():
         return
-    autocast = _autocast_of(result.device.type)
-    dtypes = _input_dtypes(method, args, kwargs)
+    autocast = torchpatch.autocast_of(result.device.type)
+    dtypes = torchpatch.call_dtypes(method, args, kwargs)
     low = any(dtype in ("float16", "bfloat16") for _, dtype in dtypes)
     if autocast is None and not low:
         return

@@ -23,7 +23,7 @@ LAYERS = [
     ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.names", "amplint.positions",
               "amplint.cstwalk", "amplint.astwalk", "amplint.screen", "amplint.noqa", "amplint.selection",
               "amplint.deep", "amplint.cpython_trees", "amplint.textlines", "amplint.treepositions",
-              "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.autocast_names", "amplint.densitynames",
+              "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.torchpatch", "amplint.autocast_names", "amplint.densitynames",
               "amplint.workers", "amplint.collection", "amplint.cstimport", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
               "amplint.fix", "amplint.fix.safety")),
     ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes",
@@ -35,10 +35,10 @@ LAYERS = [
     ("engine", ("amplint.engine", "amplint.scope")),
     ("front ends", ("amplint.cli", "amplint.__main__", "amplint.flake8_plugin", "amplint.output", "amplint.sarif",
                     "amplint.github", "amplint.configfile", "amplint.fix.", "amplint.verify",
-                    "amplint.lsp", "amplint.server", "amplint.addnoqa", "amplint.reports")),
+                    "amplint.lsp", "amplint.server", "amplint.addnoqa", "amplint.reports", "amplint.trace")),
 ]
 # Where a rule's code may be written outside `rules/`: where it is printed or configured.
-CODE_LITERALS_ALLOWED = {"amplint/cli.py", "amplint/configfile.py", "amplint/guard.py"}
+CODE_LITERALS_ALLOWED = {"amplint/cli.py", "amplint/configfile.py", "amplint/guard.py", "amplint/trace/records.py"}
 RULE_CODE = re.compile(r"\bAMP\d{3}\b")
 
 
