@@ -283,3 +283,20 @@ def test_compare_exits_0_when_nothing_traced_was_missed_and_refuses_bad_traces(t
     assert result.returncode == 2 and result.stderr.startswith("amplint: error: bad.json: not a trace")
     result = run_amplint(["check", "--compare", "t.json", "--fix", "."], cwd=project)
     assert (result.returncode, result.stderr) == (2, "amplint: error: --compare cannot be combined with --fix\n")
+
+
+def test_the_readme_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    import shutil
+
+    from conftest import FIXTURES, ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```\n$ amplint trace -o trace.json", 1)[1].split("```", 1)[0]
+    steps = ("$ amplint trace -o trace.json" + block).split("\n$ ")
+    project = tmp_path / "trace"
+    shutil.copytree(FIXTURES / "trace", project)
+    assert len(steps) == 2
+    for step in steps:
+        command, _, expected = step.lstrip("$ ").partition("\n")
+        result = run_amplint(command.split()[1:], cwd=project)
+        assert (result.stdout + result.stderr).rstrip("\n") == expected.rstrip("\n"), command

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from typing import List, Optional, Tuple
 
+from amplint.trace.frames import relative
+
 DEFAULT_OUTPUT = "amplint-trace.json"
 _PYTHON = re.compile(r"^python[0-9.]*(\.exe)?$")
 # Interpreter options that may stand before the script: (option, takes a value).
@@ -114,4 +116,4 @@ def _summary(output: str, code: int) -> str:
     places = len({(r["path"], r["line"]) for r in low})
     return (f"amplint trace: {len(low)} probability computation{'s' if len(low) != 1 else ''} ran with float16 "
             f"inputs at {places} line{'s' if places != 1 else ''}, {bad} with non-finite values; "
-            f"{len(records)} record{'s' if len(records) != 1 else ''} written to {os.path.relpath(output)}")
+            f"{len(records)} record{'s' if len(records) != 1 else ''} written to {relative(output, os.getcwd())}")

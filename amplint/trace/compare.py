@@ -146,7 +146,13 @@ def _stack(site: Site) -> str:
 
 
 def text_report(comparison: Comparison) -> str:
-    lines = [f"Traced float16 sites that static analysis missed: {len(comparison.missed)}"]
+    lines = [f"Traced float16 sites that static analysis found: {len(comparison.matched)}"]
+    for site, findings in comparison.matched:
+        record = site.records[0]
+        codes = ", ".join(f"{f['code']} at {_where(f)}" for f in findings)
+        lines.append(f"  {_where(record)}: {record['trace']['computation']}, {record['trace']['nonfinite']:,} of "
+                     f"{record['trace']['values']:,} values non-finite; reported as {codes}")
+    lines.append(f"Traced float16 sites that static analysis missed: {len(comparison.missed)}")
     for site in comparison.missed:
         record = site.records[0]
         lines.append(f"  {_where(record)}: {record['message']}")
