@@ -160,8 +160,13 @@ def _project(root: Path) -> None:
         "def nll(mu, sigma, y):\n"
         "    return -D.Normal(mu, sigma).log_prob(y)\n"
     )
+    # `Net` comes through three re-exports: a file imported by one that leads to probability code is worth
+    # entering (code handed a model calls it without importing it), so `nets.py` is kept four steps away.
+    (root / "factory.py").write_text("from registry import Net\n")
+    (root / "registry.py").write_text("from layers import Net\n")
+    (root / "layers.py").write_text("from nets import Net\n")
     (root / "train.py").write_text(
-        "import torch\n\nfrom heads import nll\nfrom nets import Net\n\n\n"
+        "import torch\n\nfrom heads import nll\nfrom factory import Net\n\n\n"
         "def step(x, sigma, y):\n"
         "    net = Net()\n"
         "    with torch.autocast('cuda'):\n"

@@ -103,22 +103,26 @@ def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
 
 
 def distribution_method(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
-    """`d.log_prob(v)`, `d.cdf(v)`, `d.icdf(v)`, `d.entropy()` on a visible distribution (any receiver for log_prob)."""
+    """`d.log_prob(v)`, `d.cdf(v)`, `d.icdf(v)`, `d.entropy()`, the distribution visible or not.
+
+    A receiver whose constructor the file does not show (returned by a helper, kept on an object, handed
+    in) is reported alike for every method, its risk unknown: `log_prob` alone used to be, so the same
+    distribution's `entropy()` went unreported. A receiver known not to be a distribution is dropped
+    later (`facts.build`, `amplint.receivers`)."""
     assert isinstance(node, cst.Call)
     func = node.func
     if not (isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS):
         return None
     method = func.attr.value
     receivers = ctx.dist_refs(func.value)  # a name assigned in two `if` branches has two constructors
-    typed = [func.value] if not receivers and typed_receiver(func.value, ctx) else []
-    if not receivers and not typed and method != "log_prob":
-        return None
+    # Not visible: the receiver is the input (what its constructor was given is not known here).
+    typed = [func.value] if not receivers else []
     values = [a.value for a in node.args if not a.star] if method in VALUE_METHODS else []
     return _site(node, ctx, method, receivers, values, typed)
 
 
 def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
-    """`kl_divergence(p, q)` with at least one visible distribution or parameter typed as one."""
+    """`kl_divergence(p, q)` of torch's: its arguments are distributions, visible or not (risk unknown then)."""
     assert isinstance(node, cst.Call)
     func = node.func
     if isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS:
@@ -127,7 +131,9 @@ def kl_divergence(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:
         return None
     dists = [d for d in (ctx.dist_ref(a.value) for a in node.args[:2]) if d is not None]
     typed = [a.value for a in node.args[:2] if ctx.dist_ref(a.value) is None and typed_receiver(a.value, ctx)]
-    return _site(node, ctx, "kl_divergence", dists, [], typed) if dists or typed else None
+    if not dists and not typed:  # neither is visible: the arguments themselves are the inputs to cast
+        typed = [a.value for a in node.args[:2] if not a.star]
+    return _site(node, ctx, "kl_divergence", dists, [], typed)
 
 
 # Tried in this order for each node of their type; the first site wins.

@@ -19,6 +19,7 @@ from amplint.files import content_digest, read_bytes, read_source
 from amplint.model import FileError, Finding
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, PassCache, digest
+from amplint.project.flowquestions import FlowQuestions
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
@@ -57,9 +58,10 @@ class Stats:
     shaped: List[str] = field(default_factory=list)  # files read with `ast` only, for their shape (`Loader.shape`)
     shapes_cached: int = 0  # shapes taken from the disk cache instead
     from_ast: List[str] = field(default_factory=list)  # summaries read from CPython's tree, with no LibCST parse
+    flowed: List[str] = field(default_factory=list)  # files whose tree the value flow read (`project.flow`)
 
 
-class Loader:
+class Loader(FlowQuestions):
     def __init__(self, files: Sequence[str], config: Config, cache: DiskCache, modules: ModuleIndex,
                  fingerprint: str, parsed: Optional[CPythonTrees] = None, pool: "Optional[RunPool]" = None,
                  pass_cache: Optional[PassCache] = None) -> None:
@@ -213,7 +215,8 @@ class Loader:
         return False
 
     def _neighbours(self, path: str) -> Tuple[str, ...]:
-        """Project files `path` imports, and files with a class line naming one of its classes as a base."""
+        """Project files `path` imports or is imported by (code handed a model calls it without importing its
+        module: `self.policy.loss(x)`), and files with a class line naming one of its classes as a base."""
         if path not in self._edges:
             info = self.info.get(path)  # the text pass read it (a file it could not read has no edges)
             found: Set[str] = set()
@@ -223,6 +226,7 @@ class Loader:
                         found.update(p for p, _ in self.modules.locate(path, absolute, root))
                 for cls in info.classes:
                     found.update(self._subclass_index.get(cls, ()))
+                found.update(self.importers(path))
             found.discard(path)
             self._edges[path] = tuple(sorted(found & self.known))
         return self._edges[path]

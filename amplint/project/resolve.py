@@ -20,11 +20,13 @@ is followed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from amplint.facts import frameworks
+from amplint.project import flow
 from amplint.project.memo import Doubts, Memo
+from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Method, _Module
 from amplint.project.shape import FileShape, Shape
 from amplint.project.summary import MODULE_KEY, CallSummary, FileSummary, FunctionSummary
 
@@ -50,48 +52,6 @@ MAX_SUBCLASSES = 32
 MAX_IMPORT_HOPS = 8
 
 
-@dataclass(frozen=True, order=True)
-class ClassRef:
-    path: str
-    name: str
-
-
-@dataclass(frozen=True, order=True)
-class Target:
-    """A function to enter, with the class `self` is an instance of there (exact: not a subclass)."""
-
-    path: str
-    key: str
-    receiver: Optional[ClassRef] = None
-    exact: bool = False
-    inferred: bool = field(default=False, compare=False)  # chosen by name: the receiver's class was unknown
-
-
-@dataclass(frozen=True)
-class _Func:
-    path: str
-    key: str
-
-
-@dataclass(frozen=True)
-class _Method:
-    cls: ClassRef
-    name: str
-    exact: bool
-
-
-@dataclass(frozen=True)
-class _Instance:
-    cls: ClassRef
-    exact: bool
-
-
-@dataclass(frozen=True)
-class _Module:
-    path: str
-
-
-Symbol = Union[_Func, _Method, _Instance, ClassRef, _Module]
 
 
 class Resolver:
@@ -122,6 +82,13 @@ class Resolver:
         self._calls: Memo[Tuple[str, str, int, Optional[ClassRef], bool], Tuple[Target, ...]] = memo()
         # How chains name targets: every edge the walk follows names its target, in every pass.
         self._displays: Memo[Tuple[Target, bool], str] = memo()
+        from amplint.project.flow import Flow
+
+        self.flow = Flow(self, loader)  # what names hold across calls, asked when a summary cannot say
+
+    @property
+    def doubts(self) -> Doubts:
+        return self._doubts
 
     def new_pass(self) -> None:
         """Start another pass of the walk: keep the sure answers, forget the rest (`amplint.project.memo`)."""
@@ -356,10 +323,13 @@ class Resolver:
         return sorted(every)
 
     # --- calls -------------------------------------------------------------
-    def method(self, cls: ClassRef, name: str, exact: bool) -> List[Target]:
-        """`obj.name(...)` on an instance of `cls`: the MRO's definition, plus overrides when not exact."""
+    def method(self, cls: ClassRef, name: str, exact: bool, known: bool = False) -> List[Target]:
+        """`obj.name(...)` on an instance of `cls`: the MRO's definition, plus overrides when not exact.
+
+        `known`: the instance's class came from values (`project.flow`), not from a guess, so the method is
+        looked up even when no file worth entering defines one of its name."""
         targets: List[Target] = []
-        if not self.loader.may_define_usefully(name):
+        if not known and not self.loader.may_define_usefully(name):
             return targets  # no file worth entering defines it: do not load the MRO to find out
         defining = self._first_defining(cls, name)
         if defining is not None:
@@ -374,15 +344,16 @@ class Resolver:
         info = self.class_summary(cls)
         return info.methods if info is not None else ()
 
-    def instance_call(self, cls: ClassRef, exact: bool) -> List[Target]:
+    def instance_call(self, cls: ClassRef, exact: bool, known: bool = False) -> List[Target]:
         """`obj(...)`: `__call__` if the project defines one on the MRO, else `forward` for an nn.Module."""
-        if not (self.loader.may_define_usefully("__call__") or self.loader.may_define_usefully("forward")):
+        if not known and not (self.loader.may_define_usefully("__call__") or
+                              self.loader.may_define_usefully("forward")):
             return []
         for ref in self.mro(cls):
             info = self.class_summary(ref)
             if info is not None and "__call__" in info.methods:
-                return self.method(cls, "__call__", exact)
-        return self.method(cls, "forward", exact) if self.is_module(cls) else []
+                return self.method(cls, "__call__", exact, known)
+        return self.method(cls, "forward", exact, known) if self.is_module(cls) else []
 
     def _targets(self, symbols: Sequence[Symbol]) -> List[Target]:
         targets: List[Target] = []
@@ -440,7 +411,10 @@ class Resolver:
             if not held and len(parts) == 2:  # calling an `nn.Sequential` runs each of its modules
                 held = self._self_attr(own, parts[1] + "[]")
             if not held:
-                return self._unknown_receiver(parts[2:], call, mark)
+                flowed = self._flowed(self.flow.attr_values(own, parts[1].rstrip("[]")), parts[2:]) \
+                    if not parts[1].endswith("[]") else self._flowed(  # `self.heads[]`: an element of it
+                        flow.elements(self.flow.attr_values(own, parts[1][:-2])), parts[2:])
+                return flowed or self._unknown_receiver(parts[2:], call, mark)
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
         if call.receiver is not None:
             text, bound_exact = call.receiver
@@ -450,7 +424,10 @@ class Resolver:
                 return self._unknown_receiver(parts[1:], call, mark)
             return self._targets([s for c in classes for s in self._attribute(_Instance(c, bound_exact), parts[1:])])
         if call.root_local:
-            return self._unknown_receiver(parts[1:], call)
+            if len(parts) == 2 and not self.loader.defines(parts[1]):
+                return self._unknown_receiver(parts[1:], call)  # `x.view(...)`: no project method to find
+            flowed = self._flowed(self.flow.name_values(path, function.key, root), parts[1:])
+            return flowed or self._unknown_receiver(parts[1:], call)
         summary = self._summary(path)
         if summary is None:
             return []
@@ -460,7 +437,42 @@ class Resolver:
             if root in nested:
                 return [Target(path, nested[root], receiver, exact)] if len(parts) == 1 else []
             scope = summary.functions.get(scope.parent) if scope.parent else None
-        return self._targets(self.lookup(path, parts, for_call=True))
+        found = self._targets(self.lookup(path, parts, for_call=True))
+        if not found and function.key != MODULE_KEY and (len(parts) == 1 or self.loader.defines(parts[-1])):
+            # a name the summary does not bind (a comprehension's variable): what it holds, if known
+            found = self._flowed(self.flow.name_values(path, function.key, root), parts[1:])
+        return found
+
+    def _flowed(self, values: "flow.Values", rest: Sequence[str]) -> List[Target]:
+        """The functions a call runs on values that crossed calls (`project.flow`): `p(...)`, `p.m(...)`, `p.a.m(...)`."""
+        for attr in rest[:-1]:
+            values = frozenset(v for owner in values if isinstance(owner, flow.Instance)
+                               for v in self.flow.attr_values(owner.cls, attr))
+        targets: List[Target] = []
+        for value in sorted(values, key=repr):
+            if isinstance(value, flow.Instance):
+                found = self.instance_call(value.cls, value.exact, True) if not rest else \
+                    self.method(value.cls, rest[-1], value.exact, True)
+                found = [replace(t, flowed=True) for t in found]
+            elif isinstance(value, flow.Function):
+                found = [] if rest else [Target(value.path, value.key, flowed=True)]
+            elif isinstance(value, flow.Module) and rest:
+                found = self._targets(self.lookup(value.path, [rest[-1]], for_call=True))
+            elif isinstance(value, flow.ClassValue) and rest:
+                found = self._targets([_Method(value.cls, rest[-1], False)])
+            else:
+                found = []
+            targets.extend(t for t in found if t not in targets)
+        return targets
+
+    def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]:
+        """The targets of the call at (line, column) in function `scope` of `path`, as the summary records it."""
+        summary = self._summary(path)
+        function = summary.functions.get(scope) if summary is not None else None
+        for call in function.calls if function is not None else ():
+            if (call.line, call.column) == (line, column):
+                return self.call_targets(path, function, call, None, False)
+        return []
 
     def inferred(self, name: str) -> List[Target]:
         """`recv.name(...)` on a receiver of unknown class: each project class that defines `name` (CHA by name).

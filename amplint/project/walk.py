@@ -23,7 +23,7 @@ from typing import Deque, Dict, List, Set, Tuple
 
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver, Target
-from amplint.project.summary import EntryContext, RegionRef
+from amplint.project.summary import CallSummary, EntryContext, RegionRef
 
 
 @dataclass(frozen=True)
@@ -51,13 +51,19 @@ def call_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
         if summary is None:
             continue
         calls = [(call, function) for function in summary.functions.values() for call in function.calls
-                 if call.region is not None and call.region.float16 and not call.protected]
+                 if call.region is not None and call.region.float16]
         where = shown(path, root)
         for call, function in sorted(calls, key=lambda item: (item[0].line, item[0].column)):
-            for target in resolver.call_targets(path, function, call, None, False):
+            for target in followed(call, resolver.call_targets(path, function, call, None, False)):
                 chain = (call.text or f"{call.callee}(...)", resolver.display(target))
                 seeds.append(Seed(target, call.region, where, chain, path))
     return seeds
+
+
+def followed(call: CallSummary, targets: List[Target]) -> List[Target]:
+    """The targets a call in a float16 region runs under it. A call whose every argument is float32 runs a
+    plain function in float32; a method of an object still runs its layers (`nn.Linear`) in float16."""
+    return [t for t in targets if t.receiver is not None] if call.protected else targets
 
 
 @dataclass
@@ -81,7 +87,7 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) 
         if target in entered or depth > max_depth:
             continue
         entered.add(target)
-        if not loader.worth_entering(target.path):
+        if not loader.worth_entering(target.path) and not target.flowed:
             continue
         summary = loader.summary(target.path)
         function = summary.functions.get(target.key) if summary is not None else None
@@ -98,9 +104,10 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) 
         if depth >= max_depth:
             continue
         for call in function.calls:
-            if call.region is not None or call.protected:
+            if call.region is not None:
                 continue
-            for nxt in resolver.call_targets(target.path, function, call, target.receiver, target.exact):
+            for nxt in followed(call, resolver.call_targets(target.path, function, call, target.receiver,
+                                                            target.exact)):
                 if nxt not in entered:
                     chain = seed.chain + (resolver.display(nxt),)
                     queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))

@@ -1,0 +1,439 @@
+"""Values that cross calls: what a parameter, a local name or a `self.` attribute holds, joined over the project.
+
+A summary says what a call's callee is, not what its arguments are. So the
+class of a model passed to the function that opens the region (`train(model)`),
+a constructor argument kept on `self` (`self.policy = policy`), a model that a
+factory returns, a head picked from a dict, or a nested def handed to a helper
+that calls it (`call_loss(local_loss, ...)`), was lost at the call. Here it is
+found again, on demand, for the names the resolver cannot resolve, by reading
+CPython's tree of the files involved:
+
+- a parameter holds the join of the arguments given to it at every call site:
+  direct calls in its file and in the files that import it, and calls through a
+  parameter of a function it was handed to (callbacks);
+- a local name holds the join of its assignments (and `for` targets) in its
+  function, then in the functions around it, then at module level;
+- an expression's value: a class call is an instance; `x.to(...)`, `.cuda()`,
+  `torch.compile(x)`, `DDP(x)` and the like are `x`; a call of a project
+  function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
+  elements are the container's elements (`{...}`, `[...]`, `nn.ModuleDict`);
+  `getattr(module, "Name")` and `importlib.import_module("pkg.mod")` are read
+  when their strings are literal; `a if c else b` and `a or b` join both.
+
+Bounded by `MAX_HOPS` parameter-to-caller steps and by a guard on cycles; an
+answer is memoized as the resolver's are (`memo.Memo`: sure or for this pass).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+from amplint.project.flowtrees import FileTree, index_tree, param_names
+from amplint.project.memo import Doubts
+from amplint.project.summary import MODULE_KEY
+from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Protocol
+
+    from amplint.project.loader import Loader
+
+    class Resolver(Protocol):
+        """What the flow asks of `resolve.Resolver` (which owns one `Flow`: neither module imports the other)."""
+
+        doubts: Doubts
+        modules: Any
+
+        def lookup(self, path: str, parts: Sequence[str], hops: int = 0, for_call: bool = False) -> List[Symbol]: ...
+        def mro(self, cls: ClassRef) -> List[ClassRef]: ...
+        def subclasses(self, cls: ClassRef) -> List[ClassRef]: ...
+        def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]: ...
+
+MAX_HOPS = 6  # parameter -> call site -> parameter ... steps followed from one question
+# Calls that return the module they are given: `model.to(device)`, `torch.compile(model)`, `DDP(model)`.
+SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
+                                 "requires_grad_", "share_memory", "type"})
+WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel", "DDP", "FullyShardedDataParallel",
+                            "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper"})
+CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
+
+
+@dataclass(frozen=True)
+class Instance:
+    cls: "ClassRef"
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Function:
+    path: str
+    key: str
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    """A class object itself (a registry's value, a class passed as a parameter): calling it makes an instance."""
+
+    cls: "ClassRef"
+
+
+@dataclass(frozen=True)
+class Module:
+    path: str
+
+
+@dataclass(frozen=True)
+class Container:
+    """A dict, list, tuple, `nn.ModuleDict`: its elements, joined (keys are not told apart)."""
+
+    elements: FrozenSet["Value"]
+
+
+Value = Union[Instance, Function, ClassValue, Module, Container]
+Values = FrozenSet[Value]
+_NONE: Values = frozenset()
+
+
+def elements(values: Values) -> Values:
+    return frozenset(e for v in values if isinstance(v, Container) for e in v.elements)
+
+
+class Flow:
+    """Answers "what may this name hold?" over the project's trees, for the resolver."""
+
+    def __init__(self, resolver: "Resolver", loader: "Loader") -> None:
+        self.resolver = resolver
+        self.loader = loader
+        self._trees: Dict[str, Optional[FileTree]] = {}
+        memo = resolver.doubts.memo
+        self._names = memo()  # (path, scope, name) -> Values
+        self._params = memo()  # (path, scope, name) -> Values
+        self._attrs = memo()  # (class, attr) -> Values
+        self._returns = memo()  # (path, scope) -> Values
+        self._sites = memo()  # (path, scope) -> call sites
+        self._busy: Set[Tuple[object, ...]] = set()
+
+    # --- trees -----------------------------------------------------------------------------------------
+    def tree(self, path: str) -> Optional[FileTree]:
+        if path not in self._trees:
+            parsed = self.loader.cpython_tree(path)
+            self._trees[path] = None if parsed is None else index_tree(parsed)
+        return self._trees[path]
+
+    def _guarded(self, key: Tuple[object, ...], compute) -> Values:  # type: ignore[no-untyped-def]
+        """`compute()`, or nothing (unsure) when the same question is already being answered (a cycle)."""
+        if key in self._busy:
+            self.resolver.doubts.read_unsure()
+            return _NONE
+        self._busy.add(key)
+        try:
+            return compute()
+        finally:
+            self._busy.discard(key)
+
+    # --- names -----------------------------------------------------------------------------------------
+    def name_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
+        """What `name` may hold when read in `scope` of `path`."""
+        if hops > MAX_HOPS:
+            return _NONE
+        key = ("name", path, scope, name)
+        return self._names.get(key, lambda: self._guarded(key, lambda: self._name_values(path, scope, name, hops)))
+
+    def _name_values(self, path: str, scope: str, name: str, hops: int) -> Values:
+        tree = self.tree(path)
+        if tree is None:
+            return _NONE
+        owner = scope.rpartition(".")[0]
+        node = tree.scopes.get(scope)
+        if owner in tree.classes and node is not None and param_names(node)[:1] == [name] and name == "self":
+            return frozenset({Instance(ClassRef(path, owner), False)})
+        current: Optional[str] = scope
+        while current is not None:
+            node = tree.scopes.get(current)
+            if node is None:
+                return _NONE
+            facts = tree.scope_facts(current)
+            found = set(self._assigned(path, current, facts.bindings.get(name, ()), name, hops))
+            if current != MODULE_KEY and name in param_names(node):
+                found.update(self.param_values(path, current, name, hops + 1))
+            nested = f"{current}.<locals>.{name}" if current != MODULE_KEY else name
+            if nested in tree.scopes and tree.parents.get(nested) == current:
+                found.add(Function(path, nested))
+            if found or (current != MODULE_KEY and name in facts.bound):
+                return frozenset(found)  # a name bound in a function is that function's, known or not
+            current = tree.parents.get(current) if current != MODULE_KEY else None
+        return self._module_symbol(path, [name])
+
+    def _module_symbol(self, path: str, parts: List[str]) -> Values:
+        found: Set[Value] = set()
+        for symbol in self.resolver.lookup(path, parts):
+            if isinstance(symbol, _Func):
+                found.add(Function(symbol.path, symbol.key))
+            elif isinstance(symbol, ClassRef):
+                found.add(ClassValue(symbol))
+            elif isinstance(symbol, _Instance):
+                found.add(Instance(symbol.cls, symbol.exact))
+            elif isinstance(symbol, _Module):
+                found.add(Module(symbol.path))
+        return frozenset(found)
+
+    def _assigned(self, path: str, scope: str, bindings: Iterable[ast.AST], name: str, hops: int) -> Iterator[Value]:
+        for inner in bindings:
+            if isinstance(inner, (ast.Assign, ast.AnnAssign)) and inner.value is not None:
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                for target in targets:
+                    yield from self._bound(path, scope, target, inner.value, name, hops)
+            elif isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension)):
+                yield from self._iterated(path, scope, inner.target, inner.iter, name, hops)
+            elif isinstance(inner, ast.withitem) and inner.optional_vars is not None:
+                if isinstance(inner.optional_vars, ast.Name) and inner.optional_vars.id == name:
+                    yield from self.value(path, scope, inner.context_expr, hops)
+            elif isinstance(inner, ast.NamedExpr) and inner.target.id == name:
+                yield from self.value(path, scope, inner.value, hops)
+
+    def _bound(self, path: str, scope: str, target: ast.AST, value: ast.expr, name: str,
+               hops: int) -> Iterator[Value]:
+        if isinstance(target, ast.Name):
+            if target.id == name:
+                yield from self.value(path, scope, value, hops)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                for sub_target, sub_value in zip(target.elts, value.elts):
+                    yield from self._bound(path, scope, sub_target, sub_value, name, hops)
+            elif any(isinstance(t, ast.Name) and t.id == name for t in target.elts):
+                yield from elements(self.value(path, scope, value, hops))  # `a, b = models`
+
+    def _iterated(self, path: str, scope: str, target: ast.AST, source: ast.expr, name: str,
+                  hops: int) -> Iterator[Value]:
+        """`for name in xs`, `for k, name in d.items()`, `for i, name in enumerate(xs)`: the elements."""
+        names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+        if not any(isinstance(t, ast.Name) and t.id == name for t in names):
+            return
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "enumerate" \
+                and source.args:
+            source = source.args[0]
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and \
+                source.func.attr in ("items", "values") and not source.args:
+            source = source.func.value
+        yield from elements(self.value(path, scope, source, hops))
+
+    # --- expressions -----------------------------------------------------------------------------------
+    def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values:
+        """What an expression read in `scope` of `path` may evaluate to (empty: not known)."""
+        if isinstance(node, ast.Name):
+            return self.name_values(path, scope, node.id, hops)
+        if isinstance(node, ast.Call):
+            return self._call_value(path, scope, node, hops)
+        if isinstance(node, ast.Attribute):
+            return self._attribute_value(path, scope, node, hops)
+        if isinstance(node, ast.Subscript):
+            return elements(self.value(path, scope, node.value, hops))
+        if isinstance(node, (ast.Dict,)):
+            return frozenset({Container(frozenset(v for item in node.values if item is not None
+                                                  for v in self.value(path, scope, item, hops)))})
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return frozenset({Container(frozenset(v for item in node.elts
+                                                  for v in self.value(path, scope, item, hops)))})
+        if isinstance(node, ast.IfExp):
+            return self.value(path, scope, node.body, hops) | self.value(path, scope, node.orelse, hops)
+        if isinstance(node, ast.BoolOp):
+            return frozenset(v for item in node.values for v in self.value(path, scope, item, hops))
+        if isinstance(node, ast.NamedExpr):
+            return self.value(path, scope, node.value, hops)
+        return _NONE
+
+    def _attribute_value(self, path: str, scope: str, node: ast.Attribute, hops: int) -> Values:
+        found: Set[Value] = set()
+        for owner in self.value(path, scope, node.value, hops):
+            if isinstance(owner, Instance):
+                found.update(self.attr_values(owner.cls, node.attr, hops))
+            elif isinstance(owner, Module):
+                found.update(self._module_symbol(owner.path, [node.attr]))
+            elif isinstance(owner, ClassValue):
+                found.update(self._module_symbol(owner.cls.path, [*owner.cls.name.split("."), node.attr]))
+        return frozenset(found)
+
+    def _call_value(self, path: str, scope: str, node: ast.Call, hops: int) -> Values:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if isinstance(func, ast.Attribute) and name in SAME_MODULE_METHODS:
+            return frozenset(v for v in self.value(path, scope, func.value, hops) if isinstance(v, Instance))
+        if name in WRAPPING_CALLS and node.args:
+            return frozenset(v for v in self.value(path, scope, node.args[0], hops) if isinstance(v, Instance))
+        if name in CONTAINERS:
+            if not node.args:
+                return _NONE
+            inner = self.value(path, scope, node.args[0], hops)
+            return frozenset({Container(elements(inner) | frozenset(v for v in inner if not isinstance(v, Container)))})
+        if name == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
+                isinstance(node.args[1].value, str):
+            attribute = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load())
+            return self._attribute_value(path, scope, attribute, hops)
+        if name == "import_module" and node.args and isinstance(node.args[0], ast.Constant) and \
+                isinstance(node.args[0].value, str):
+            return frozenset(v for v in self._module_symbol(path, node.args[0].value.split("."))
+                             if isinstance(v, Module)) or self._absolute_module(path, node.args[0].value)
+        found: Set[Value] = set()
+        for callee in self.value(path, scope, func, hops):
+            if isinstance(callee, ClassValue):
+                found.add(Instance(callee.cls, True))
+            elif isinstance(callee, Function):
+                found.update(self.returns(callee.path, callee.key, hops + 1))
+        return frozenset(found)
+
+    def _absolute_module(self, path: str, dotted_name: str) -> Values:
+        return frozenset(Module(p) for p, rest in self.resolver.modules.locate(path, dotted_name, None) if not rest)
+
+    def returns(self, path: str, scope: str, hops: int = 0) -> Values:
+        """What a project function returns (a factory's instance, a helper's container)."""
+        if hops > MAX_HOPS:
+            return _NONE
+        key = ("returns", path, scope)
+        return self._returns.get(key, lambda: self._guarded(key, lambda: self._returns_of(path, scope, hops)))
+
+    def _returns_of(self, path: str, scope: str, hops: int) -> Values:
+        tree = self.tree(path)
+        node = tree.scopes.get(scope) if tree is not None else None
+        if node is None:
+            return _NONE
+        return frozenset(v for returned in tree.scope_facts(scope).returns  # type: ignore[union-attr]
+                         for v in self.value(path, scope, returned, hops))
+
+    # --- attributes ------------------------------------------------------------------------------------
+    def attr_values(self, cls: "ClassRef", attr: str, hops: int = 0) -> Values:
+        """What `self.<attr>` may hold on an instance of `cls`: every assignment on its MRO and in subclasses."""
+        if hops > MAX_HOPS:
+            return _NONE
+        key = ("attr", cls, attr)
+        return self._attrs.get(key, lambda: self._guarded(key, lambda: self._attr_values(cls, attr, hops)))
+
+    def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
+        found: Set[Value] = set()
+        for ref in [*self.resolver.mro(cls), *self.resolver.subclasses(cls)]:
+            tree = self.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            if node is None:
+                continue
+            for item in node.body:
+                if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None:
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                        found.update(self.value(ref.path, MODULE_KEY, item.value, hops))
+            for scope, value in tree.self_attrs(ref.name).get(attr, ()):  # type: ignore[union-attr]
+                found.update(self.value(ref.path, scope, value, hops))
+        return frozenset(found)
+
+    # --- parameters: the join over call sites ----------------------------------------------------------
+    def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
+        if hops > MAX_HOPS:
+            return _NONE
+        key = ("param", path, scope, name)
+        return self._params.get(key, lambda: self._guarded(key, lambda: self._param_values(path, scope, name, hops)))
+
+    def _param_values(self, path: str, scope: str, name: str, hops: int) -> Values:
+        tree = self.tree(path)
+        node = tree.scopes.get(scope) if tree is not None else None
+        if node is None:
+            return _NONE
+        params = param_names(node)
+        method = self._is_method(tree, scope)
+        found: Set[Value] = set()
+        for site in self.call_sites(path, scope, hops):
+            offset = 1 if method and site.bound else 0
+            argument = _argument(site.call, params, name, offset)
+            if argument is not None:
+                found.update(self.value(site.path, site.scope, argument, hops))
+        return frozenset(found)
+
+    @staticmethod
+    def _is_method(tree: FileTree, scope: str) -> bool:
+        owner, _, _ = scope.rpartition(".")
+        return owner in tree.classes
+
+    def call_sites(self, path: str, scope: str, hops: int = 0) -> Tuple["CallSite", ...]:
+        key = ("sites", path, scope)
+        return self._sites.get(key, lambda: tuple(self._call_sites(path, scope, hops)))
+
+    def _call_sites(self, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
+        tree = self.tree(path)
+        if tree is None:
+            return
+        owner, _, short = scope.rpartition(".")
+        constructor = short == "__init__" and owner in tree.classes
+        wanted = owner.rsplit(".", 1)[-1] if constructor else short
+        if "<locals>" in scope:
+            files = [path]
+        else:
+            files = [path, *self.loader.importers(path)]
+        for caller in files:
+            if not self.loader.mentions(caller, wanted) and not self.loader.mentions(caller, short):
+                continue  # its text never names the function: no call of it, no hand-off of it
+            caller_tree = self.tree(caller)
+            if caller_tree is None:
+                continue
+            for caller_scope, call in caller_tree.calls_named(wanted):
+                if self._calls(caller, caller_scope, call, path, scope, constructor, hops):
+                    yield CallSite(caller, caller_scope, call, constructor or isinstance(call.func, ast.Attribute))
+            for caller_scope, call in caller_tree.calls_given(short):
+                yield from self._through_parameter(caller, caller_scope, call, path, scope, short, hops)
+
+    def _calls(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str, constructor: bool,
+               hops: int) -> bool:
+        """Does `call` in `caller_scope` run the function `scope` of `path` (or construct its class)?
+
+        A method call is the resolver's question (memoized, and asked of the walk's calls anyway); a name is
+        read here, where a nested def or a class picked from a dict is seen too."""
+        if constructor or not isinstance(call.func, ast.Attribute):
+            callees = self.value(caller, caller_scope, call.func, hops + 1)
+            if constructor:
+                owner = ClassRef(path, scope.rpartition(".")[0])
+                return any(isinstance(v, ClassValue) and (v.cls == owner or owner in self.resolver.mro(v.cls))
+                           for v in callees)
+            if any(isinstance(v, Function) and (v.path, v.key) == (path, scope) for v in callees):
+                return True
+        targets = self.resolver.targets_of_call(caller, caller_scope, call.lineno, call.col_offset + 1)
+        return any((t.path, t.key) == (path, scope) for t in targets)
+
+    def _through_parameter(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str,
+                           short: str, hops: int) -> Iterator["CallSite"]:
+        """`helper(f, ...)` hands the function on: the calls of the parameter it lands in are calls of `f`."""
+        for position, argument in enumerate(call.args):
+            if not (isinstance(argument, ast.Name) and argument.id == short):
+                continue
+            given = self.name_values(caller, caller_scope, short, hops + 1)
+            if Function(path, scope) not in given:
+                continue
+            for callee in self.value(caller, caller_scope, call.func, hops + 1):
+                if not isinstance(callee, Function):
+                    continue
+                callee_tree = self.tree(callee.path)
+                node = callee_tree.scopes.get(callee.key) if callee_tree is not None else None
+                params = param_names(node) if node is not None else []
+                offset = 1 if isinstance(call.func, ast.Attribute) and self._is_method(callee_tree, callee.key) else 0
+                if position + offset >= len(params):
+                    continue
+                parameter = params[position + offset]
+                for inner in callee_tree.scope_facts(callee.key).calls:  # type: ignore[union-attr]
+                    if isinstance(inner.func, ast.Name) and inner.func.id == parameter:
+                        yield CallSite(callee.path, callee.key, inner, False)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    path: str
+    scope: str
+    call: ast.Call
+    bound: bool  # called on an instance or a class: the first parameter (`self`) is not an argument
+
+
+def _argument(call: ast.Call, params: List[str], name: str, offset: int) -> Optional[ast.expr]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    if name not in params:
+        return None
+    position = params.index(name) - offset
+    if 0 <= position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return call.args[position]
+    return None

@@ -1,0 +1,54 @@
+"""The questions the value flow (`flow.py`) asks of the project's files, answered by the loader.
+
+A mixin of `Loader`: it reads the loader's text pass (`info`, the `def` index), its file reader and its
+cache of answers about texts, and its CPython trees.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.cpython_trees import CPythonTrees
+    from amplint.project.modules import ModuleIndex
+    from amplint.project.textpass import FileInfo
+
+
+class FlowQuestions:
+    """Who imports a file, does its text name something, its CPython tree; which names a `def` defines."""
+
+    known: set
+    info: "Dict[str, FileInfo]"
+    modules: "ModuleIndex"
+    _parsed: "CPythonTrees"
+    _def_index: Dict[str, set]
+    _importers: Optional[Dict[str, Tuple[str, ...]]] = None
+
+    def defines(self, name: str) -> bool:
+        """Does any project file have a `def name` line (text index)?"""
+        return bool(self._def_index.get(name))
+
+    def importers(self, path: str) -> Tuple[str, ...]:
+        """Project files that import `path` (text index, built once on first use): where its callers may be."""
+        if self._importers is None:
+            self._importers = self.modules.importers({p: info.imported for p, info in self.info.items()})
+        return self._importers.get(path, ())
+
+    def mentions(self, path: str, name: str) -> bool:
+        """Does the file's text hold `name` as a word? Its words are read once: cheaper than parsing it."""
+        words = self._answer(path, "words", lambda text: self._words(path, text), frozenset())  # type: ignore
+        return name in words
+
+    def _words(self, path: str, text: str) -> frozenset:
+        self.stats.flowed.append(path)  # type: ignore[attr-defined]
+        return frozenset(re.findall(r"\w+", text))
+
+    def cpython_tree(self, path: str) -> "Optional[ast.Module]":
+        """CPython's tree of a project file (shared with the scan's), or None if it cannot be read or parsed."""
+        if path not in self.known:
+            return None
+        self.stats.flowed.append(path)  # type: ignore[attr-defined]
+        text = self._read(path)  # type: ignore[attr-defined]
+        parsed = None if text is None else self._parsed.parse(text)
+        return None if parsed is None or isinstance(parsed, str) else parsed[0]

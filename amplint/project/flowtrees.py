@@ -1,0 +1,194 @@
+"""A file's CPython tree indexed for the value flow (`flow.py`): scopes by key, calls by name, bindings.
+
+Each index is built once per file and run, on first use: the flow asks the same few questions of a
+file many times (who calls `f`, what `x` is bound to, what `self.attr` is assigned).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
+
+from amplint.astwalk import child_nodes
+from amplint.project.summary import MODULE_KEY
+
+
+@dataclass
+class _ScopeFacts:
+    """One function's (or the module's) own nodes, sorted by what the questions ask: read once per run."""
+
+    bindings: Dict[str, List[ast.AST]]  # name -> the Assign/AnnAssign/For/comprehension/withitem/NamedExpr binding it
+    bound: FrozenSet[str]  # every name the scope binds (parameters, stores, imports), less `global`/`nonlocal` ones
+    calls: List[ast.Call]
+    returns: List[ast.expr]
+    self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]]  # attr -> (target, value) of `self.attr = value`
+
+
+@dataclass
+class FileTree:
+    """A file's CPython tree with its scopes by the collector's keys, and its calls by the name they call."""
+
+    tree: ast.Module
+    scopes: Dict[str, ast.AST]  # scope key -> FunctionDef/AsyncFunctionDef node ("<module>": the module)
+    parents: Dict[str, str]  # scope key -> enclosing scope key
+    classes: Dict[str, ast.ClassDef]  # class key ("C", "Outer.Inner") -> node
+    facts: Dict[str, _ScopeFacts] = field(default_factory=dict)
+    class_attrs: Dict[str, Dict[str, List[Tuple[str, ast.expr]]]] = field(default_factory=dict)
+    calls_by_name: Optional[Dict[str, List[Tuple[str, ast.Call]]]] = None  # last dotted name -> (scope, call)
+    calls_by_argument: Optional[Dict[str, List[Tuple[str, ast.Call]]]] = None  # a bare name passed -> (scope, call)
+
+    def scope_facts(self, scope: str) -> _ScopeFacts:
+        found = self.facts.get(scope)
+        if found is None:
+            found = self.facts[scope] = _scope_facts(self.scopes[scope])
+        return found
+
+    def self_attrs(self, class_key: str) -> Dict[str, List[Tuple[str, ast.expr]]]:
+        """Per attribute, (method scope, value) of every `self.attr = value` in the class's own methods."""
+        found = self.class_attrs.get(class_key)
+        if found is None:
+            found = self.class_attrs[class_key] = {}
+            for item in self.classes[class_key].body:
+                scope = f"{class_key}.{getattr(item, 'name', '')}"
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope in self.scopes:
+                    for node in ast.walk(item):
+                        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                            noted: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
+                            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                                _note_self_attrs(target, node.value, noted)
+                            for attr, pairs in noted.items():
+                                found.setdefault(attr, []).extend((scope, value) for _, value in pairs)
+        return found
+
+    def calls_named(self, name: str) -> List[Tuple[str, ast.Call]]:
+        if self.calls_by_name is None:
+            self._index_calls()
+        return self.calls_by_name.get(name, [])  # type: ignore[union-attr]
+
+    def calls_given(self, name: str) -> List[Tuple[str, ast.Call]]:
+        if self.calls_by_argument is None:
+            self._index_calls()
+        return self.calls_by_argument.get(name, [])  # type: ignore[union-attr]
+
+    def _index_calls(self) -> None:
+        """One pass over the file: each call under the scope that makes it (not each scope's facts)."""
+        by_name: Dict[str, List[Tuple[str, ast.Call]]] = {}
+        by_argument: Dict[str, List[Tuple[str, ast.Call]]] = {}
+        keys = {id(node): key for key, node in self.scopes.items()}
+        pending: List[Tuple[ast.AST, str]] = [(self.tree, MODULE_KEY)]
+        while pending:
+            node, scope = pending.pop()
+            if isinstance(node, ast.Call):
+                parts = dotted(node.func)
+                if parts is not None:
+                    by_name.setdefault(parts[-1], []).append((scope, node))
+                for argument in node.args:
+                    if isinstance(argument, ast.Name):
+                        by_argument.setdefault(argument.id, []).append((scope, node))
+            for child in child_nodes(node):
+                if isinstance(child, ast.Lambda):
+                    continue
+                pending.append((child, keys.get(id(child), scope)))
+        self.calls_by_name, self.calls_by_argument = by_name, by_argument
+
+
+def _scope_facts(scope: ast.AST) -> _ScopeFacts:
+    bindings: Dict[str, List[ast.AST]] = {}
+    bound: Set[str] = set(param_names(scope))
+    declared: Set[str] = set()
+    calls: List[ast.Call] = []
+    returns: List[ast.expr] = []
+    self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
+
+    def bind(target: ast.AST, node: ast.AST) -> None:
+        for name in ast.walk(target):
+            if isinstance(name, ast.Name):
+                bindings.setdefault(name.id, []).append(node)
+
+    for node in _own_nodes(scope):
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node.value)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name.split(".")[0]) for alias in node.names)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                bind(target, node)
+                _note_self_attrs(target, node.value, self_attrs)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bind(node.target, node)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bind(node.optional_vars, node)
+        elif isinstance(node, ast.NamedExpr):
+            bind(node.target, node)
+    calls.sort(key=lambda call: (call.lineno, call.col_offset))
+    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs)
+
+
+def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        found.setdefault(target.attr, []).append((target, value))
+    elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
+            len(value.elts) == len(target.elts):
+        for sub_target, sub_value in zip(target.elts, value.elts):
+            _note_self_attrs(sub_target, sub_value, found)
+
+
+def index_tree(tree: ast.Module) -> FileTree:
+    scopes: Dict[str, ast.AST] = {MODULE_KEY: tree}
+    parents: Dict[str, str] = {}
+    classes: Dict[str, ast.ClassDef] = {}
+
+    def visit(body: Iterable[ast.AST], prefix: str, scope: str, in_function: bool) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key = f"{prefix}{node.name}"
+                scopes[key], parents[key] = node, scope
+                visit(node.body, f"{key}.<locals>.", key, True)
+            elif isinstance(node, ast.ClassDef):
+                key = f"{prefix}{node.name}"
+                classes[key] = node
+                visit(node.body, f"{key}.", scope, in_function)
+            else:
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, part, None)
+                    if isinstance(inner, list):
+                        visit(inner, prefix, scope, in_function)
+                for case in getattr(node, "cases", None) or ():
+                    visit(case.body, prefix, scope, in_function)
+
+    visit(tree.body, "", MODULE_KEY, False)
+    return FileTree(tree, scopes, parents, classes)
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope's body, without descending into nested defs, classes or lambdas."""
+    pending = list(scope.body) if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    while pending:
+        node = pending.pop()
+        yield node
+        for child in child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                pending.append(child)
+
+
+def param_names(node: ast.AST) -> List[str]:
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return []
+    args = node.args
+    return [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+
+
+def dotted(node: ast.AST) -> Optional[List[str]]:
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
