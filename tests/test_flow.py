@@ -6,6 +6,7 @@ in float16 (`check --compare` finds nothing missed), so each expectation is the 
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -169,7 +170,7 @@ def test_what_is_reported_is_what_the_run_computes_in_float16(tmp_path: Path, na
     pytest.importorskip("torch")
     project = _project(tmp_path / name, PROJECTS[name])
     trace = tmp_path / f"{name}.json"
-    traced = run_amplint(["trace", "-o", str(trace), "--", "python", "train.py"], cwd=project)
+    traced = run_amplint(["trace", "-o", str(trace), "--", sys.executable, "train.py"], cwd=project)
     assert traced.returncode == 0, traced.stderr
     compared = run_amplint(["check", "--compare", str(trace), "--format", "json", "."], cwd=project)
     report = json.loads(compared.stdout)

@@ -7,6 +7,7 @@ weights each script sets, so they are exact.
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 from typing import Dict, List
@@ -57,7 +58,7 @@ def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
 
 def _trace(project: Path, *command: str) -> "tuple[int, List[dict], str]":
     out = project.parent / f"{project.name}-trace.json"
-    result = run_amplint(["trace", "-o", str(out), "--", "python", *command], cwd=project)
+    result = run_amplint(["trace", "-o", str(out), "--", sys.executable, *command], cwd=project)
     records = json.loads(out.read_text()) if out.exists() else []
     return result.returncode, records, result.stderr
 
@@ -298,5 +299,6 @@ def test_the_readme_example_prints_what_the_readme_shows(tmp_path: Path) -> None
     assert len(steps) == 2
     for step in steps:
         command, _, expected = step.lstrip("$ ").partition("\n")
-        result = run_amplint(command.split()[1:], cwd=project)
+        argv = [sys.executable if word == "python" else word for word in command.split()[1:]]
+        result = run_amplint(argv, cwd=project)
         assert (result.stdout + result.stderr).rstrip("\n") == expected.rstrip("\n"), command

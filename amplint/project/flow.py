@@ -29,7 +29,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from amplint.project.flowtrees import FileTree, index_tree, param_names
+from amplint.project.flowtrees import FileTree, dotted, index_tree, param_names
 from amplint.project.memo import Doubts
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
@@ -299,6 +299,24 @@ class Flow:
             return _NONE
         return frozenset(v for returned in tree.scope_facts(scope).returns  # type: ignore[union-attr]
                          for v in self.value(path, scope, returned, hops))
+
+    def expression_calls(self, path: str, scope: str) -> List[Tuple[Values, List[str]]]:
+        """Calls a summary cannot name, on values: `Scorer().evaluate(x)`, `heads["pi"](x)`, `make()(x)`.
+
+        Each is (what the callee's owner may hold, the method called on it) or (the callee's values, [])."""
+        tree = self.tree(path)
+        if tree is None or scope not in tree.scopes:
+            return []
+        found: List[Tuple[Values, List[str]]] = []
+        for call in tree.scope_facts(scope).calls:
+            func = call.func
+            if dotted(func) is not None:
+                continue  # the summary has it
+            if isinstance(func, ast.Attribute):
+                found.append((self.value(path, scope, func.value), [func.attr]))
+            else:
+                found.append((self.value(path, scope, func), []))
+        return found
 
     # --- attributes ------------------------------------------------------------------------------------
     def attr_values(self, cls: "ClassRef", attr: str, hops: int = 0) -> Values:

@@ -465,6 +465,13 @@ class Resolver:
             targets.extend(t for t in found if t not in targets)
         return targets
 
+    def expression_targets(self, path: str, scope: str) -> List[Target]:
+        """What the calls of `scope` that the summary cannot name run (`Flow.expression_calls`)."""
+        found: List[Target] = []
+        for values, rest in self.flow.expression_calls(path, scope):
+            found.extend(t for t in self._flowed(values, rest) if t not in found)
+        return found
+
     def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]:
         """The targets of the call at (line, column) in function `scope` of `path`, as the summary records it."""
         summary = self._summary(path)

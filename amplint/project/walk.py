@@ -103,12 +103,13 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) 
             )
         if depth >= max_depth:
             continue
-        for call in function.calls:
-            if call.region is not None:
-                continue
-            for nxt in followed(call, resolver.call_targets(target.path, function, call, target.receiver,
-                                                            target.exact)):
-                if nxt not in entered:
-                    chain = seed.chain + (resolver.display(nxt),)
-                    queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
+        nexts = [nxt for call in function.calls if call.region is None
+                 for nxt in followed(call, resolver.call_targets(target.path, function, call, target.receiver,
+                                                                 target.exact))]
+        if not any(call.region is not None for call in function.calls):  # no region of its own to step round
+            nexts += resolver.expression_targets(target.path, target.key)
+        for nxt in nexts:
+            if nxt not in entered:
+                chain = seed.chain + (resolver.display(nxt),)
+                queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
     return Walked(entries, givers)
