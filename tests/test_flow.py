@@ -138,8 +138,27 @@ PROJECTS: Dict[str, Dict[str, str]] = {
         run(build("policy"), obs, act)
         run(importlib.import_module("model").make(), obs, act)
         """},
+    # a method called on a value the summary has no name for: a fresh object, an element of a dict
+    "expression": {"scorer.py": """\
+        class Scorer:
+            def evaluate(self, head, obs, act):
+                return head.loss(obs, act)
+        """, "train.py": """\
+        import torch
+        from model import Policy
+        from scorer import Scorer
+
+
+        def step(heads, obs, act):
+            return Scorer().evaluate(heads["pi"], obs, act)
+
+
+        with torch.autocast("cpu", dtype=torch.float16):
+            step({"pi": Policy()}, torch.randn(8, 4), torch.randn(8, 2))
+        """},
 }
 EXPECTED: Dict[str, List[Tuple[str, int, int, str]]] = {
+    "expression": [("model.py", 13, 16, "AMP001")],
     "parameter": [("model.py", 13, 16, "AMP001")],
     "constructor": [("model.py", 13, 16, "AMP001")],
     "moduledict": [("model.py", 17, 16, "AMP001")],
