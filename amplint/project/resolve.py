@@ -424,7 +424,7 @@ class Resolver:
                 return self._unknown_receiver(parts[1:], call, mark)
             return self._targets([s for c in classes for s in self._attribute(_Instance(c, bound_exact), parts[1:])])
         if call.root_local:
-            if len(parts) == 2 and not self.loader.defines(parts[1]):
+            if len(parts) == 2 and not self.loader.may_define_usefully(parts[1]):
                 return self._unknown_receiver(parts[1:], call)  # `x.view(...)`: no project method to find
             flowed = self._flowed(self.flow.name_values(path, function.key, root), parts[1:])
             return flowed or self._unknown_receiver(parts[1:], call)
@@ -438,13 +438,14 @@ class Resolver:
                 return [Target(path, nested[root], receiver, exact)] if len(parts) == 1 else []
             scope = summary.functions.get(scope.parent) if scope.parent else None
         found = self._targets(self.lookup(path, parts, for_call=True))
-        if not found and function.key != MODULE_KEY and (len(parts) == 1 or self.loader.defines(parts[-1])):
+        if not found and function.key != MODULE_KEY and (
+                len(parts) == 1 or self.loader.may_define_usefully(parts[-1])):
             # a name the summary does not bind (a comprehension's variable): what it holds, if known
             found = self._flowed(self.flow.name_values(path, function.key, root), parts[1:])
         return found
 
     def _flowed(self, values: "flow.Values", rest: Sequence[str]) -> List[Target]:
-        """The functions a call runs on values that crossed calls (`project.flow`): `p(...)`, `p.m(...)`, `p.a.m(...)`."""
+        """The functions a call runs on values that crossed calls (`project.flow`): `p()`, `p.m()`, `p.a.m()`."""
         for attr in rest[:-1]:
             values = frozenset(v for owner in values if isinstance(owner, flow.Instance)
                                for v in self.flow.attr_values(owner.cls, attr))

@@ -89,8 +89,9 @@ class Record:
             },
         }
         if self.region is not None:
-            out["region"] = {"line": self.region.line, "precision": (self.autocast or " other").split(" ")[-1], "enabled": self.autocast is not None, "device": device,
-                             "device_code": "", "path": relative(self.region.path, base)}
+            out["region"] = {"line": self.region.line, "precision": (self.autocast or " other").split(" ")[-1],
+                             "enabled": self.autocast is not None, "device": device, "device_code": "",
+                             "path": relative(self.region.path, base)}
         return out
 
 
