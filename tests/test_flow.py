@@ -156,8 +156,23 @@ PROJECTS: Dict[str, Dict[str, str]] = {
         with torch.autocast("cpu", dtype=torch.float16):
             step({"pi": Policy()}, torch.randn(8, 4), torch.randn(8, 2))
         """},
+    # a bound method kept in a name, called later
+    "bound": {"train.py": """\
+        import torch
+        from model import Policy
+
+
+        def run(policy, obs, act):
+            score = policy.loss
+            with torch.autocast("cpu", dtype=torch.float16):
+                return score(obs, act)
+
+
+        run(Policy(), torch.randn(8, 4), torch.randn(8, 2))
+        """},
 }
 EXPECTED: Dict[str, List[Tuple[str, int, int, str]]] = {
+    "bound": [("model.py", 13, 16, "AMP001")],
     "expression": [("model.py", 13, 16, "AMP001")],
     "parameter": [("model.py", 13, 16, "AMP001")],
     "constructor": [("model.py", 13, 16, "AMP001")],

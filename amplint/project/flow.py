@@ -90,7 +90,15 @@ class Container:
     elements: FrozenSet["Value"]
 
 
-Value = Union[Instance, Function, ClassValue, Module, Container]
+@dataclass(frozen=True)
+class BoundMethod:
+    """`model.loss` read, not called (`fn = model.loss; fn(x)`): calling it calls the method."""
+
+    owner: Instance
+    name: str
+
+
+Value = Union[Instance, Function, ClassValue, Module, Container, BoundMethod]
 Values = FrozenSet[Value]
 _NONE: Values = frozenset()
 
@@ -247,7 +255,8 @@ class Flow:
         found: Set[Value] = set()
         for owner in self.value(path, scope, node.value, hops):
             if isinstance(owner, Instance):
-                found.update(self.attr_values(owner.cls, node.attr, hops))
+                held = self.attr_values(owner.cls, node.attr, hops)
+                found.update(held or {BoundMethod(owner, node.attr)})
             elif isinstance(owner, Module):
                 found.update(self._module_symbol(owner.path, [node.attr]))
             elif isinstance(owner, ClassValue):

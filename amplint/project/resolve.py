@@ -457,6 +457,9 @@ class Resolver:
                 found = [replace(t, flowed=True) for t in found]
             elif isinstance(value, flow.Function):
                 found = [] if rest else [Target(value.path, value.key, flowed=True)]
+            elif isinstance(value, flow.BoundMethod) and not rest:
+                found = [replace(t, flowed=True) for t in self.method(
+                    value.owner.cls, value.name, value.owner.exact, True)]
             elif isinstance(value, flow.Module) and rest:
                 found = self._targets(self.lookup(value.path, [rest[-1]], for_call=True))
             elif isinstance(value, flow.ClassValue) and rest:
