@@ -23,7 +23,6 @@ Design:
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 import threading
@@ -36,7 +35,7 @@ from amplint import torchpatch
 
 MODES = ("raise", "warn")
 F = TypeVar("F", bound=Callable[..., Any])
-_HERE = os.path.abspath(__file__)
+_OURS = (os.path.abspath(__file__), os.path.abspath(torchpatch.HERE))  # the guard's frames and the wrapper's
 
 
 class AmpLintNonFiniteError(FloatingPointError):
@@ -148,19 +147,8 @@ def _uninstall() -> None:
 
 
 def _wrap(original: Callable[..., Any], method: str) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        local = _REGISTRY.local
-        depth = getattr(local, "depth", 0)
-        local.depth = depth + 1
-        try:
-            result = original(*args, **kwargs)
-        finally:
-            local.depth = depth
-        if depth == 0:
-            _check(result, method, args, kwargs)
-        return result
-
+    checked = torchpatch.outermost(
+        original, _REGISTRY.local, lambda result, args, kwargs, _caller: _check(result, method, args, kwargs))
     checked.__amplint_guard__ = True  # type: ignore[attr-defined]
     return checked
 
@@ -175,7 +163,7 @@ def _caller() -> Tuple[str, int]:
     frame: Optional[FrameType] = sys._getframe(2)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
-        if filename != _HERE and not filename.startswith(torch_dir) and "contextlib" not in filename:
+        if filename not in _OURS and not filename.startswith(torch_dir) and "contextlib" not in filename:
             return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return "<unknown>", 0

@@ -9,13 +9,18 @@ torch is imported inside the functions: importing this module stays torch-free.
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import sys
+import threading
+from types import FrameType
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 METHODS = ("log_prob", "entropy", "cdf", "icdf")
 KL_MODULES = ("torch.distributions", "torch.distributions.kl")
 # (owner, attribute, original): what `unpatch` puts back, last first.
 Saved = List[Tuple[Any, str, Any]]
+HERE = __file__  # frames of this module are never the user's
 Wrapper = Callable[[Callable[..., Any], str], Callable[..., Any]]
 
 
@@ -32,6 +37,30 @@ def distribution_classes() -> List[type]:
         seen.append(cls)
         pending.extend(cls.__subclasses__())
     return seen
+
+
+def outermost(original: Callable[..., Any], local: threading.local,
+              on_result: Callable[[Any, Tuple[Any, ...], Dict[str, Any], FrameType], None]) -> Callable[..., Any]:
+    """`original`, calling `on_result(result, args, kwargs, caller)` for the outermost call only.
+
+    `MixtureSameFamily.log_prob` calls `Normal.log_prob` inside torch: the computation the user called is the
+    outer one. The depth is per thread (`local.depth`); `on_result` runs before it goes back down, so what it
+    computes itself is not seen as another call.
+    """
+    @functools.wraps(original)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        try:
+            result = original(*args, **kwargs)
+            if depth == 0:
+                on_result(result, args, kwargs, sys._getframe(1))
+        finally:
+            local.depth = depth
+        return result
+
+    wrapped.__amplint_patch__ = True  # type: ignore[attr-defined]
+    return wrapped
 
 
 def patch_class(cls: type, wrap: Wrapper, saved: Saved) -> None:

@@ -130,22 +130,9 @@ class Recorder:
         return regions
 
     def _wrap(self, original: Callable[..., Any], method: str) -> Callable[..., Any]:
-        recorder = self
-
-        @functools.wraps(original)
-        def recorded(*args: Any, **kwargs: Any) -> Any:
-            local = recorder._local
-            depth = getattr(local, "depth", 0)
-            local.depth = depth + 1
-            try:
-                result = original(*args, **kwargs)
-                if depth == 0:
-                    recorder._distribution(method, result, args, kwargs, sys._getframe(1))
-            finally:
-                local.depth = depth
-            return result
-
-        return recorded
+        return torchpatch.outermost(
+            original, self._local,
+            lambda result, args, kwargs, caller: self._distribution(method, result, args, kwargs, caller))
 
     # --- noting a call ------------------------------------------------------------------------------------
 
