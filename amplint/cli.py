@@ -85,8 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument(
         "--min-risk", choices=["low", "high"], default=None,
-        help="report only findings whose measured risk on their region's device is at least this "
-        "(default: every finding, unknown risk included)",
+        help="report only findings whose measured risk on their region's device is at least this (low < high); "
+        "findings of unknown risk (nothing measured applies) are kept unless --hide-unknown is given",
+    )
+    check.add_argument(
+        "--hide-unknown", action="store_true",
+        help="drop findings of unknown risk (hand-written math, a distribution built out of sight, ...)",
     )
     check.add_argument(
         "--no-project", action="store_true",
@@ -188,14 +192,15 @@ def run_check(args: argparse.Namespace) -> int:
         if args.no_default_paths:
             return EXIT_CLEAN  # a hook run with no files: nothing to check, say nothing
         args.paths = list(DEFAULT_PATHS)
-    clash = _compare_clash(args)
+    clash = _compare_clash(args) or _code_error(args) or _option_clash(args)
     if clash:
         print(f"amplint: error: {clash}", file=sys.stderr)
         return EXIT_ERROR
     loaded = _load_config(args.paths, args.config)
     if loaded is None:
         return EXIT_ERROR
-    config = config_from_args(args, loaded.config)
+    config = _capped_jobs(config_from_args(args, loaded.config))
+    _note_lone_files(args.paths, config)
     if args.fix or args.diff:
         from amplint.fix.command import run_fix
 
@@ -203,10 +208,10 @@ def run_check(args: argparse.Namespace) -> int:
     with progress.attached(progress.wanted(args.format)):  # erased before anything below prints
         results = check_paths(args.paths, config, in_project=True)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
-    if args.min_risk:
+    if args.min_risk or args.hide_unknown:
         from amplint.risk import at_least
 
-        findings = at_least(findings, args.min_risk)
+        findings = at_least(findings, args.min_risk, args.hide_unknown)
     all_errors = [r.error for r in results if r.error is not None]
     errors = _warn_empty(all_errors)
     checked = sum(1 for r in results if r.error is None)
@@ -261,6 +266,88 @@ def _print_report(
         if report:
             print(report)
         print(output.summary(findings, errors))
+
+
+def _note_lone_files(paths: Sequence[str], config: Config) -> None:
+    """Say on stderr which named files have no project above them (`amplint.scope`) but have neighbours.
+
+    Such a file is checked with the paths given instead of in its project, so its findings may differ from a
+    run over its directory, whose other Python files would be followed: the user is told rather than left to
+    wonder. A file with no other Python file or notebook beside it gets the same findings either way: no note.
+    """
+    if not (config.project and config.project_root):
+        return
+    from amplint.scope import project_dirs
+
+    directories = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
+    for path in paths:
+        full = os.path.abspath(path)
+        if not os.path.isfile(path) or any(full.startswith(d.rstrip(os.sep) + os.sep) for d in directories):
+            continue
+        if project_dirs(path, config) is None and _has_neighbours(full, paths):
+            alone = "alone" if len(paths) == 1 else "with the other paths given"
+            print(f"amplint: note: no project found above {path} (no pyproject.toml, setup.cfg, setup.py or .git); "
+                  f"checking it {alone}", file=sys.stderr)
+
+
+def _has_neighbours(full: str, paths: Sequence[str]) -> bool:
+    """Does the directory of `full` hold a Python file or notebook that is not among `paths`?"""
+    named = {os.path.abspath(path) for path in paths}
+    directory = os.path.dirname(full)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return any(name.endswith((".py", ".pyi", ".ipynb")) and os.path.join(directory, name) not in named
+               for name in names)
+
+
+def _capped_jobs(config: Config) -> Config:
+    """`-j N` (or `jobs = N`) above the usable CPUs runs one worker per CPU, and says so on stderr.
+
+    More workers than CPUs only compete for them (and each holds its own trees): `-j 64` on 2 CPUs is 2.
+    """
+    from amplint.parallel import usable_cpus
+
+    cpus = usable_cpus()
+    if config.jobs is None or config.jobs <= cpus:
+        return config
+    print(f"amplint: warning: {config.jobs} jobs asked for, {cpus} usable CPU{'s' if cpus != 1 else ''}: "
+          f"using {cpus}", file=sys.stderr)
+    return replace(config, jobs=cpus)
+
+
+def _code_error(args: argparse.Namespace) -> Optional[str]:
+    """Why a code given to --select or --ignore is refused, if one is: the check `[tool.amplint]` makes.
+
+    An unknown code would select nothing (`--select AMP999`: "Found 0 findings", exit 0) or ignore nothing,
+    silently; the configuration file refuses the same codes, so the command line does too.
+    """
+    given = [(flag, code) for flag, codes in (("--select", args.select), ("--ignore", args.ignore))
+             for code in codes or ()]
+    if not given:
+        return None
+    from amplint.configfile import CODE
+    from amplint.rules import BY_CODE  # imports LibCST: only when there are codes to check
+
+    for flag, code in given:
+        if not CODE.match(code):
+            return f"{flag}: {code!r} is not a rule code or prefix (upper-case letters then digits, e.g. AMP001)"
+        if not any(known.startswith(code) for known in BY_CODE):
+            return f"{flag}: {code!r} matches no rule; known rules: {', '.join(BY_CODE)}"
+    return None
+
+
+def _option_clash(args: argparse.Namespace) -> Optional[str]:
+    """Why the rewriting options given cannot go together: each of --fix, --diff and --add-noqa is one action.
+
+    Before, `--fix --diff` silently did `--diff` and `--add-noqa --fix` only the fix; refused, no option is
+    ever ignored.
+    """
+    given = [flag for flag, on in (("--fix", args.fix), ("--diff", args.diff), ("--add-noqa", args.add_noqa)) if on]
+    if len(given) > 1:
+        return f"{given[0]} cannot be combined with {given[1]}: choose one"
+    return None
 
 
 def _compare_clash(args: argparse.Namespace) -> Optional[str]:
@@ -379,6 +466,10 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     from amplint.output import tolerate_unencodable
 
     tolerate_unencodable()  # a line the console cannot encode is escaped, never a crash
+    if argv is None:  # the real command line: SIGTERM stops it as Ctrl-C does (files whole, exit 143)
+        from amplint.interrupts import terminate_as_interrupt
+
+        terminate_as_interrupt()
     try:
         with batch_collection(ending=argv is None):  # no argv: the real command line, which exits next
             return int(args.handler(args))
@@ -389,9 +480,10 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the process pool's workers are already stopped (`amplint.parallel`)
         print("amplint: interrupted", file=sys.stderr)
         if argv is None:  # the real command line: exit without joining the pool's threads
+            from amplint.interrupts import exit_status
             from amplint.parallel import exit_now
 
-            exit_now(130)
+            exit_now(exit_status())
         return 130
 
 

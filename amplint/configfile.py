@@ -38,10 +38,10 @@ class ConfigError:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.path}: {_table_label(self.path)}"
-        if self.key is not None:
-            where += f" key {self.key!r}"
-        return f"{where}: {self.message}"
+        # `nope.toml: cannot read`, `pyproject.toml: [tool.amplint] key 'x': ...`: no empty label between colons.
+        label = " ".join(part for part in (_table_label(self.path), "" if self.key is None else f"key {self.key!r}")
+                         if part)
+        return f"{self.path}: {label}: {self.message}" if label else f"{self.path}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -210,14 +210,23 @@ def _resolve_directories(items: Sequence[str], source: str) -> Parsed:
     """`src` entries as absolute directories, relative ones taken from the config file's directory.
 
     A missing directory is an error rather than silently nothing: it would make every single-file run
-    fall back to the marker search without saying why.
+    fall back to the marker search without saying why. An entry outside the config file's directory (`..`,
+    `/`, `~`, or a link that leads out) is refused: a checked-out repository is untrusted input, and such an
+    entry once made `/` the project, read all of it and wrote its cache at `/.amplint_cache`.
     """
     base = os.path.dirname(os.path.abspath(source))
     resolved = tuple(os.path.normpath(os.path.join(base, os.path.expanduser(item))) for item in items)
     for item, full in zip(items, resolved):
+        if not (_inside(full, base) and _inside(os.path.realpath(full), os.path.realpath(base))):
+            return None, f"{item!r} resolves to {full}, outside {base} (the directory of this file); refused"
         if not os.path.isdir(full):
             return None, f"{item!r} is not a directory (resolved to {full})"
     return resolved, None
+
+
+def _inside(path: str, directory: str) -> bool:
+    """`path` is `directory` or below it (both absolute and normalised)."""
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _read_toml(path: str) -> Union[Dict[str, Any], ConfigError]:

@@ -23,10 +23,11 @@ over MAX_TREE_DEPTH levels with one message, whichever of the two refuses.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import threading
 import warnings
-from typing import Any, Callable, Dict, TypeVar, Union
+from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from amplint.textlines import FSTRING_POSITIONS, TextLines
 
@@ -59,15 +60,58 @@ def python_parse(text: str) -> Union[ast.Module, str]:
     except (RecursionError, MemoryError):
         return TOO_DEEP
     except SyntaxError as exc:  # IndentationError and TabError included
-        if not exc.lineno:  # e.g. "source code string cannot contain null bytes" (3.12+)
-            return f"syntax error: {exc.msg}"
-        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-        return f"syntax error at {where}: {exc.msg}"
+        return refusal(text, exc)
     except ValueError as exc:  # null bytes, before Python 3.12
         return f"syntax error: {exc}"
     if len(text) + _SLACK > MAX_TREE_DEPTH and deeper_than(tree, MAX_TREE_DEPTH, text):
         return TOO_DEEP
     return tree
+
+
+def syntax_error(text: str) -> Optional[str]:
+    """Why CPython refuses `text` (as `python_parse` says it), or None: for files no screen parses otherwise.
+
+    A file with no probability word is never analysed, but a file that cannot be parsed is reported whatever
+    it holds, as ruff and flake8 (E999) do. Nesting too deep to analyse is no error of the file: None.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<amplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return None
+    except SyntaxError as exc:
+        return refusal(text, exc)
+    except ValueError as exc:
+        return f"syntax error: {exc}"
+    return None
+
+
+# Syntax a later Python accepts, by the line CPython refuses: (version, pattern, what it is).
+_NEWER_SYNTAX = (
+    ((3, 12), re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+[A-Za-z_]\w*\s*\["), "type parameters (PEP 695)"),
+    ((3, 12), re.compile(r"^\s*type\s+[A-Za-z_]\w*\s*(?:\[.*\])?\s*="), "a `type` statement (PEP 695)"),
+    ((3, 11), re.compile(r"^\s*except\s*\*"), "`except*` (PEP 654)"),
+    ((3, 10), re.compile(r"^\s*match\s+[^=]*:\s*(?:#.*)?$"), "a `match` statement (PEP 634)"),
+)
+
+
+def refusal(text: str, exc: SyntaxError) -> str:
+    """CPython's reason in one line: a syntax error, or the newer Python a line needs (`class P[T]:` on 3.11).
+
+    Syntax of a later Python is no error of the file: the message names the Python that reads it.
+    """
+    if not exc.lineno:  # e.g. "source code string cannot contain null bytes" (3.12+)
+        return f"syntax error: {exc.msg}"
+    lines = text.splitlines()
+    line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
+    for version, pattern, what in _NEWER_SYNTAX:
+        if sys.version_info[:2] < version and pattern.match(line):
+            running = ".".join(map(str, sys.version_info[:2]))
+            return (f"line {exc.lineno} uses {what}, which needs Python {version[0]}.{version[1]} or newer; "
+                    f"amplint runs on Python {running} here: run it with a newer Python to check this file")
+    where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+    return f"syntax error at {where}: {exc.msg}"
 
 
 def deeper_than(tree: ast.AST, limit: int, text: str = "") -> bool:

@@ -8,7 +8,7 @@ import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from amplint.model import FileError
 from amplint.selection import path_matches
@@ -51,12 +51,15 @@ def too_large(path: str, size: int, limit: int) -> FileError:
 
 
 def discover(
-    paths: Sequence[str], exclude: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_BYTES
+    paths: Sequence[str], exclude: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_BYTES,
+    prefer: Sequence[str] = (),
 ) -> Tuple[List[str], List[FileError]]:
     """Source files under `paths`, sorted; a named file is always checked, even if excluded by suffix.
 
     Folders that cannot be listed and files over `max_bytes` (0: no limit) come back as errors, one each,
-    and the rest is still checked: a run never stops at them, nor skips them silently.
+    and the rest is still checked: a run never stops at them, nor skips them silently. One file under two
+    names (a symbolic or hard link) is listed once (`one_name_each`), else it was reported twice and its
+    second `--fix` failed as "changed on disk".
     """
     found: List[str] = []
     errors: List[FileError] = []
@@ -74,7 +77,7 @@ def discover(
             errors.append(FileError(root, "not a regular file or directory"))
         else:
             errors.append(FileError(root, "no such file or directory"))
-    unique = sorted(set(found))
+    unique = one_name_each(sorted(set(found)), [p for p in paths if os.path.isfile(p)] + list(prefer))
     kept = []
     for path in unique:
         if any(path_matches(path, pat) for pat in exclude):
@@ -85,6 +88,24 @@ def discover(
         else:
             kept.append(path)
     return kept, errors
+
+
+def one_name_each(paths: Sequence[str], prefer: Sequence[str] = ()) -> List[str]:
+    """`paths` (sorted) with one name kept per file (device and inode): a name in `prefer` (named by the user),
+    else one that is not a symbolic link, else the first."""
+    preferred = {os.path.normpath(p) for p in prefer}
+    best: Dict[object, Tuple[Tuple[bool, bool, str], str]] = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+            identity: object = (info.st_dev, info.st_ino)
+        except OSError:
+            identity = path  # unreadable: kept, and `read_source` reports it
+        rank = (path not in preferred, os.path.islink(path), path)
+        if identity not in best or rank < best[identity][0]:
+            best[identity] = (rank, path)
+    kept = {path for _, path in best.values()}
+    return [path for path in paths if path in kept]
 
 
 def _size(path: str) -> int:

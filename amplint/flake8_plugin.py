@@ -31,7 +31,14 @@ Report = Tuple[int, int, str, Type[Any]]
 
 
 class AmpLintConfigError(Exception):
-    """Raised so flake8 stops with the config error (it prints it and exits non-zero)."""
+    """A configuration amplint cannot use: `run` turns it into one AMP000 row, never a traceback.
+
+    Raised out of a plugin, flake8 stops the whole run (with a multiprocessing traceback when it runs jobs), and
+    since the plugin is on by default that broke flake8 for every other plugin of the repository.
+    """
+
+
+CONFIG_ERROR_CODE = "AMP000"  # the row that says amplint could not run, as flake8's own E902 does for a file
 
 
 class AmpLintChecker:
@@ -40,6 +47,8 @@ class AmpLintChecker:
     name = "amplint"
     version = __version__
     config_file: ClassVar[Optional[str]] = None
+    _said: ClassVar[set] = set()  # the configuration errors this process has reported (each once)
+    _shared_said: ClassVar[Any] = None  # a flag flake8's forked workers share: the run's config error was reported
     filenames: ClassVar[Tuple[str, ...]] = ()  # flake8's positional paths, for project mode
     _context: ClassVar[Optional["Context"]] = None  # the project walks, per process, computed on first use
 
@@ -61,6 +70,8 @@ class AmpLintChecker:
         cls.config_file = getattr(options, "amplint_config", None)
         cls.filenames = tuple(getattr(options, "filenames", None) or ())
         cls._context = None
+        cls._said = set()
+        cls._shared_said = _shared_flag()  # made before flake8 forks its workers, so that they share it
 
     def _config(self) -> Config:
         from amplint import configfile
@@ -105,14 +116,34 @@ class AmpLintChecker:
 
         # As `amplint check` runs: no cyclic collections over the many objects a walk and a parse build, which
         # hold no cycles (`amplint.collection`); flake8's own thresholds come back after.
-        with batch_collection():
-            findings = self._findings()
+        try:
+            with batch_collection():
+                findings = self._findings()
+        except AmpLintConfigError as exc:
+            # One row, once per process, on the first file it governs: flake8 exits 1 and the other plugins run.
+            if self._first_time(str(exc)):
+                yield 1, 0, f"{CONFIG_ERROR_CODE} {exc}; amplint's checks are off", type(self)
+            return
         if isinstance(findings, FileError):
             LOG.warning("amplint skipped %s", findings)
             return
         for finding in findings:
             # flake8 adds 1 to the column we yield; amplint's columns are already 1-based.
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+
+    @classmethod
+    def _first_time(cls, message: str) -> bool:
+        """Is this configuration error new to the run? Each is said once per process; the first one also once
+        across flake8's forked workers, which share `_shared_said` (so `flake8 .` prints one AMP000 line)."""
+        if message in cls._said:
+            return False
+        cls._said.add(message)
+        flag = cls._shared_said
+        if flag is None or len(cls._said) > 1:
+            return True
+        with flag.get_lock():
+            first, flag.value = not flag.value, 1
+        return first
 
     def _findings(self) -> Union[Sequence[Finding], FileError]:
         from amplint.engine import analyze_in_project, analyze_source
@@ -130,6 +161,16 @@ class AmpLintChecker:
         if not given.entries and not _may_report_alone(text, config):
             return ()  # no finding of its own can be here, and no region elsewhere calls in
         return analyze_in_project(text, self.filename, config, given.entries, noqa=False, texts=given.texts)
+
+
+def _shared_flag() -> Any:
+    """A 0/1 value in shared memory with a lock (None where the platform has none): forked workers share it."""
+    try:
+        import multiprocessing
+
+        return multiprocessing.Value("b", 0)
+    except (ImportError, OSError):  # no semaphores (some sandboxes): each process says it once
+        return None
 
 
 def _may_report_alone(text: str, config: Config) -> bool:

@@ -9,11 +9,15 @@ from amplint.model import FileError, Finding
 
 
 def text_report(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> str:
-    """`path:line:col: CODE message`, then the offending source line, like ruff's concise+source view."""
+    """`path:line:col: CODE [*] message`, then the offending source line, like ruff's concise+source view.
+
+    `[*]` marks a fixable finding, as ruff does, so the summary's "N fixable" can be told apart line by line.
+    """
     out: List[str] = []
     for finding in findings:
         where = finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
-        out.append(f"{where}:{finding.line}:{finding.column}: {finding.code} {finding.message}")
+        mark = " [*]" if finding.fixable else ""  # ruff's marker: `--fix` with the same arguments fixes this one
+        out.append(f"{where}:{finding.line}:{finding.column}: {finding.code}{mark} {finding.message}")
         lines = sources.get(where, [])
         if 0 < finding.line <= len(lines):
             source_line = lines[finding.line - 1].rstrip("\r\n")

@@ -9,6 +9,7 @@ rule's code.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
@@ -62,12 +63,17 @@ def _screened(
 ) -> "Union[None, str, Tuple[ast.Module, ImportTable]]":
     """None when single-file mode would not parse `text`; else CPython's refusal, or its tree and import table.
 
+    A text the prefilter passes over is still given to CPython's parser, tree discarded: every file that cannot
+    be parsed is reported, whatever it holds (ruff's and flake8's E999), not only those that name a computation.
+
     `alone`: the file is analysed on its own (no entries, not project mode), so both
     prefilters apply; otherwise only CPython's verdict and the import table are wanted.
     `keep`: a later reader may want CPython's tree from `trees` (`CPythonTrees.parse`).
     """
     if alone and not may_have_findings(text, config):
-        return None
+        from amplint.deep import syntax_error
+
+        return syntax_error(text)  # nothing to analyse, but a file CPython refuses is reported all the same
     from amplint import screen
     from amplint.cpython_trees import parse
 
@@ -183,7 +189,9 @@ def _analyze_retabbed(
     result = finish(retab.text, path, analysis, config, noqa=noqa)
     result.text = text  # the module no longer reproduces it: `--fix` leaves the file alone
     result.retabbed = True
-    result.pairs = [(diagnosis, retab.restore(finding)) for diagnosis, finding in result.pairs]
+    # So no finding is called fixable: `--fix` would refuse the file (`fix.apply.MIXED_INDENT_ERROR`).
+    result.pairs = [(diagnosis, replace(retab.restore(finding), fixable=False))
+                    for diagnosis, finding in result.pairs]
     return result
 
 

@@ -25,7 +25,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from amplint.model import ArgSpec, Finding, Precision, Risk, SiteSpec
 
-LEVELS = ("unknown", "low", "high")  # --min-risk order: unknown < low < high
+LEVELS = ("unknown", "low", "high")
+# --min-risk's order: low < high. `unknown` is on no rung of it (nothing measured applies, so the computation may
+# well be high): a threshold keeps unknown findings, and `--hide-unknown` drops them.
+MEASURED_ORDER = ("low", "high")
 DEVICES = ("cuda", "cpu")
 TRANSFORM_KINDS = ("exp", "softplus", "sigmoid", "softmax", "log_softmax")
 
@@ -162,7 +165,16 @@ def with_risk(finding: Finding) -> Finding:
     return replace(finding, risk=risk, message=f"{finding.message}; {risk.text()}")
 
 
-def at_least(findings: Iterable[Finding], minimum: str) -> List[Finding]:
-    """Findings whose risk is `minimum` or above (`unknown` keeps everything)."""
-    floor = LEVELS.index(minimum)
-    return [f for f in findings if LEVELS.index(f.risk.level if f.risk else "unknown") >= floor]
+def at_least(findings: Iterable[Finding], minimum: Optional[str], hide_unknown: bool = False) -> List[Finding]:
+    """Findings whose measured risk is `minimum` or above (None: any), and those of unknown risk unless hidden.
+
+    `unknown` is not below `low`: it says nothing was measured, so `--min-risk high` must not drop a finding that
+    may be high (before, `--min-risk low` dropped every unknown one).
+    """
+    floor = MEASURED_ORDER.index(minimum) if minimum else 0
+    kept = []
+    for finding in findings:
+        level = finding.risk.level if finding.risk else "unknown"
+        if level == "unknown" and not hide_unknown or level != "unknown" and MEASURED_ORDER.index(level) >= floor:
+            kept.append(finding)
+    return kept

@@ -31,11 +31,13 @@ STRATEGY_TEXT = {
 
 @dataclass(frozen=True)
 class FileFix:
-    """A file's text before and after fixing one finding (or all of a file's findings)."""
+    """The texts before and after fixing one finding: its own file's, and those of the other files its fix
+    edits (a distribution built in `model.py` for a finding in `train.py`), one `artifactChanges` entry each."""
 
     original: str
     fixed: str
     description: str
+    others: Tuple[Tuple[str, str, str], ...] = ()  # (path, original, fixed) of each other file the fix edits
 
 
 # Given a fixable finding, the edit that fixes it; None when the codemod declines.
@@ -246,12 +248,15 @@ def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Op
         ]
     if finding.fixable and fix_for is not None and finding.cell is None:
         fix = fix_for(finding)
-        if fix is not None and fix.fixed != fix.original:
+        if fix is not None and (fix.fixed != fix.original or fix.others):
+            changes = [(location, fix.original, fix.fixed)] if fix.fixed != fix.original else []
+            changes += [(artifact_location(path, root), original, fixed) for path, original, fixed in fix.others]
             result["fixes"] = [
                 {
                     "description": {"text": fix.description},
                     "artifactChanges": [
-                        {"artifactLocation": location, "replacements": replacements(fix.original, fix.fixed)}
+                        {"artifactLocation": where, "replacements": replacements(original, fixed)}
+                        for where, original, fixed in changes
                     ],
                 }
             ]
@@ -323,12 +328,37 @@ def sarif_report(
 
 
 def codemod_fixes(config: Config) -> FixProvider:
-    """The codemod (`amplint.fix`) as a FixProvider: each finding's file with only that finding fixed."""
-    from amplint.fix.apply import fix_finding
+    """The codemod (`amplint.fix`) as a FixProvider: each finding's file with only that finding fixed, or,
+    when `--fix` with the finding's file named edits other files too, every file that run edits.
+
+    A finding whose distribution is built in another file is fixed there and here (`amplint.fix.remote`);
+    before, SARIF gave such a finding no `fixes` while calling it fixable. The project runs are kept by file.
+    """
+    from amplint.fix.apply import FixRun, fix_finding, fix_paths
 
     description = STRATEGY_TEXT.get(config.strategy, config.strategy)
+    runs: Dict[str, FixRun] = {}
+
+    def across(finding: Finding) -> Optional[FileFix]:
+        """The edits of `--fix FILE --diff` for the finding's file, when they reach beyond it and fix it."""
+        if not config.project:
+            return None
+        if finding.path not in runs:
+            runs[finding.path] = fix_paths([finding.path], config, write=False, in_project=True)
+        run = runs[finding.path]
+        same = os.path.abspath(finding.path)
+        others = tuple((fix.path, fix.original, fix.fixed) for fix in run.changed if os.path.abspath(fix.path) != same)
+        left = {(os.path.abspath(f.path), f.line, f.column, f.code) for f in run.remaining}
+        if not others or (same, finding.line, finding.column, finding.code) in left:
+            return None
+        own = [fix for fix in run.changed if os.path.abspath(fix.path) == same]
+        original, fixed = (own[0].original, own[0].fixed) if own else ("", "")
+        return FileFix(original, fixed, description, others)
 
     def provider(finding: Finding) -> Optional[FileFix]:
+        spanning = across(finding)
+        if spanning is not None:
+            return spanning
         outcome = fix_finding(finding, config)
         if isinstance(outcome, FileError) or not outcome.changed:
             return None

@@ -8,6 +8,11 @@ the tabs of each line's leading whitespace to 8 columns keeps its block
 structure; the analysis runs on that copy and the findings' columns are
 mapped back to the file's own. `--fix` never writes the copy: the parsed
 module no longer reproduces the file byte for byte, which `--fix` refuses.
+
+A form feed in the leading whitespace is the other such case: CPython's tokenizer resets the column to 0
+there, so `<comment line>` / `\f    with ...:` is indented by four, while LibCST's tokenizer reported "no
+matching outer block for dedent" and the valid file was called a syntax error. The copy drops each
+line's leading whitespace up to its last form feed, which is what CPython counts.
 """
 from __future__ import annotations
 
@@ -39,19 +44,20 @@ class Retabbed:
         return column - shift
 
 
-def retabbed(text: str) -> Optional[Retabbed]:
-    """`text` with tabs in leading whitespace expanded to 8 columns; None when there are none."""
-    if "\t" not in text:
+def retabbed(text: str, form_feeds: bool = True) -> Optional[Retabbed]:
+    """`text` with tabs in leading whitespace expanded to 8 columns, and (`form_feeds`) that whitespace cut
+    after its last form feed; None when there is nothing to change."""
+    if "\t" not in text and not (form_feeds and "\f" in text):
         return None
     lines: List[str] = io.StringIO(text, newline="").readlines()
     shifts: Dict[int, int] = {}
     widths: Dict[int, int] = {}
     out: List[str] = []
     for number, line in enumerate(lines, 1):
-        body = line.lstrip(" \t")
+        body = line.lstrip(" \t\f" if form_feeds else " \t")
         indent = line[: len(line) - len(body)]
-        if "\t" in indent:
-            expanded = indent.expandtabs(8)
+        if "\t" in indent or "\f" in indent:
+            expanded = indent.rsplit("\f", 1)[-1].expandtabs(8)  # CPython counts from the last form feed
             shifts[number] = len(expanded) - len(indent)
             widths[number] = len(expanded)
             line = expanded + body

@@ -20,6 +20,7 @@ Ctrl-C the parent ends them and re-raises `KeyboardInterrupt`.
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import weakref
 from collections import deque
@@ -39,9 +40,23 @@ class _Worker:
     ahead: Optional[Tuple[Callable[..., Any], Any]] = None  # that job's (func, item)
 
 
+# Set in the parent just before a fork, read by the child it makes (`fork` copies it; other start methods
+# leave it empty): the parent's pid, and the pool's pipe ends the child must not keep.
+_FORKED: Dict[str, Any] = {}
+
+
 def _serve(conn: Connection) -> None:
-    """A worker's loop: (func, item, stateful) in, (ok, result) out, until None or the parent is gone."""
+    """A worker's loop: (func, item, stateful) in, (ok, result) out, until None or the parent is gone.
+
+    The pipe ends a fork copied from the parent (this worker's other end, its siblings') are closed first:
+    a worker holding them kept its siblings' pipes open, so that no worker read EOF when the parent was
+    killed, and all of them lived on (PPID 1) for ever. Then the worker ties its life to its parent's.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's `terminate`; not the CLI's "SIGTERM is Ctrl-C"
+    for other in _FORKED.pop("pipes", ()):
+        other.close()
+    die_with_parent(_FORKED.pop("pid", None) or os.getppid())
     from amplint import progress
 
     progress.detach()
@@ -62,6 +77,60 @@ def _serve(conn: Connection) -> None:
                 conn.send((False, None))
             except (OSError, ValueError):
                 return
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCH_SECONDS = 0.5  # how often a worker without PR_SET_PDEATHSIG looks for its parent
+
+
+def die_with_parent(parent: int) -> None:
+    """End this worker as soon as `parent` (the process that started it) is gone, however it ended.
+
+    EOF on the pipe covers a parent that exits, but not one killed while a job runs, nor a pipe end some
+    other process still holds. On Linux the kernel sends SIGKILL when the parent dies (PR_SET_PDEATHSIG,
+    through ctypes); where that is unavailable, or the parent is not our direct parent (a forkserver
+    started us), a daemon thread polls for it. A parent that died before this ran ends us at once.
+    """
+    if os.getppid() == parent and _kill_on_parent_death():
+        if os.getppid() != parent:  # it died before the kernel was told
+            os._exit(1)
+        return
+    if os.name == "nt":  # `os.kill(pid, 0)` would end the parent there; its spawned workers read EOF instead
+        return
+    import threading
+    import time
+
+    def watch() -> None:
+        while _alive(parent):
+            time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="amplint-parent-watch", daemon=True).start()
+
+
+def _kill_on_parent_death() -> bool:
+    """Ask Linux for SIGKILL on the parent's death; False where that cannot be asked."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, under another user (a reused pid): treat as alive
+        return True
+    return True
 
 
 class Workers:
@@ -93,8 +162,13 @@ class Workers:
             with deferred_interrupt():  # no child may get Ctrl-C before it ignores it
                 for _ in range(count):
                     parent, child = context.Pipe()
+                    if frozen:  # a fork copies every pipe end this process holds: the worker closes all but its own
+                        _FORKED.update(pid=os.getpid(), pipes=[parent] + [w.conn for w in self._workers.values()])
                     process = context.Process(target=_serve, args=(child,), daemon=True)
-                    process.start()
+                    try:
+                        process.start()
+                    finally:
+                        _FORKED.clear()
                     child.close()  # only the worker holds its end: its death reads as EOF here
                     self._workers[process.pid] = _Worker(process, parent)
         except BaseException:

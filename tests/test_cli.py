@@ -18,7 +18,7 @@ def test_text_output_has_location_code_message_and_source_line() -> None:
     proc = run_amplint(["check", str(SEED)])
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith(f"{SEED}:22:10: AMP001 `Normal.log_prob` runs in the float16 autocast region at line 20")
+    assert lines[0].startswith(f"{SEED}:22:10: AMP001 [*] `Normal.log_prob` runs in the float16 autocast region at line 20")
     assert lines[1] == "        lp = Normal(loc, log_scale.exp()).log_prob(x)"
     assert lines[2] == "             ^"
     assert lines[-1] == "Found 1 finding, 1 fixable with `amplint check --fix`."

@@ -108,11 +108,19 @@ def test_write_is_a_rename_from_the_same_directory(tmp_path: Path, monkeypatch: 
     renames = []
     real_replace = os.replace
 
+    real_exchange = write.exchange
+
     def spy(src, dst):
         renames.append((src, dst))
         real_replace(src, dst)
 
+    def exchange_spy(src, dst):  # Linux: the rename is an exchange, checked before the old file goes
+        swapped = real_exchange(src, dst)
+        renames.extend([(src, dst)] if swapped else [])
+        return swapped
+
     monkeypatch.setattr(write.os, "replace", spy)
+    monkeypatch.setattr(write, "exchange", exchange_spy)
     assert fix_file(str(path)).written
     [(src, dst)] = renames
     assert os.path.dirname(src) == os.path.dirname(dst) == str(tmp_path) and dst == str(path)
@@ -127,6 +135,7 @@ def test_a_failed_write_leaves_the_file_and_no_temp_file(tmp_path: Path, monkeyp
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(write.os, "replace", fail)
+    monkeypatch.setattr(write, "exchange", fail)  # Linux renames by an exchange
     outcome = fix_file(str(path))
     assert outcome.error is not None and "No space left" in outcome.error.message
     assert _untouched(path, data)
@@ -165,7 +174,7 @@ def test_diff_prints_a_patch_and_writes_nothing(tmp_path: Path, capsys) -> None:
     assert "+        return -D.Normal(mu.float(), sigma.float()).log_prob(x.float())\n" in out
     assert "Would fix 1 finding, 0 remaining." in err
     assert _untouched(path, data)
-    assert main(["check", "--diff", "--fix", str(path)]) == 1 and _untouched(path, data)
+    assert main(["check", "--diff", "--fix", str(path)]) == 2 and _untouched(path, data)  # one action at a time
 
 
 def test_diff_of_a_clean_file_is_empty_and_exits_0(tmp_path: Path, capsys) -> None:

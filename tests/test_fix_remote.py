@@ -99,7 +99,7 @@ def test_a_named_file_reports_it_from_its_project(tmp_path: Path, capsys) -> Non
     root = _project(tmp_path / "proj")
     assert main(["check", str(root / "losses.py")]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"{root / 'losses.py'}:2:13: AMP001 `Independent.log_prob` runs under float16 autocast "
+    assert out.startswith(f"{root / 'losses.py'}:2:13: AMP001 [*] `Independent.log_prob` runs under float16 autocast "
                           "with inputs not cast to float32: `params`, `target`"), out
 
 
@@ -222,7 +222,7 @@ def test_a_parameter_every_caller_gives_a_cast_distribution_needs_only_its_value
     shutil.copy(FIXTURES / "fix" / "cast" / "helpers.in.py", root / "helpers.py")
     assert main(["check", str(root)]) == 1
     out = capsys.readouterr().out
-    assert ("helpers.py:12:12: AMP001 `Normal.log_prob` runs in the float16 autocast region at line 16 with inputs "
+    assert ("helpers.py:12:12: AMP001 [*] `Normal.log_prob` runs in the float16 autocast region at line 16 with inputs "
             "not cast to float32: `x` (reached via score)") in out
     assert main(["check", "--fix", str(root)]) == 0
     assert capsys.readouterr().out.strip() == "Fixed 2 findings, 0 remaining."

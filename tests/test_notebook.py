@@ -57,7 +57,7 @@ def test_check_locates_a_finding_by_cell_and_line(project: Path) -> None:
     proc = run_amplint(["check", "nb.ipynb"], cwd=project)
     assert proc.returncode == 1, proc.stderr
     first = proc.stdout.splitlines()[0]
-    assert first.startswith("nb.ipynb:cell 3:5:17: AMP001 `Normal.log_prob` runs in the float16 autocast region at cell 3, line 2 ")
+    assert first.startswith("nb.ipynb:cell 3:5:17: AMP001 [*] `Normal.log_prob` runs in the float16 autocast region at cell 3, line 2 ")
     assert proc.stdout.splitlines()[1] == "            return -Normal(mu, log_std.exp()).log_prob(y).mean()"
     assert proc.stderr == ""
 

@@ -132,8 +132,14 @@ def test_json_sarif_and_min_risk(project: Path, capsys) -> None:
     every = _json(capsys, str(project))
     assert sorted((Path(f["path"]).name, f["risk"]["level"]) for f in every) == [
         ("a.py", "high"), ("b.py", "low"), ("c.py", "unknown")]
-    assert [Path(f["path"]).name for f in _json(capsys, "--min-risk", "low", str(project))] == ["a.py", "b.py"]
-    assert [Path(f["path"]).name for f in _json(capsys, "--min-risk", "high", str(project))] == ["a.py"]
+    # unknown is on no rung of the order: a threshold keeps it, --hide-unknown drops it
+    assert [Path(f["path"]).name for f in _json(capsys, "--min-risk", "low", str(project))] == ["a.py", "b.py",
+                                                                                              "c.py"]
+    assert [Path(f["path"]).name for f in _json(capsys, "--min-risk", "high", str(project))] == ["a.py", "c.py"]
+    assert [Path(f["path"]).name for f in _json(capsys, "--min-risk", "low", "--hide-unknown", str(project))] == [
+        "a.py", "b.py"]
+    assert [Path(f["path"]).name for f in _json(capsys, "--min-risk", "high", "--hide-unknown", str(project))] == [
+        "a.py"]
     main(["check", "--format", "sarif", str(project)])
     results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
     levels = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].rsplit("/", 1)[-1]:
@@ -143,7 +149,7 @@ def test_json_sarif_and_min_risk(project: Path, capsys) -> None:
 
 def test_min_risk_high_exits_clean_when_only_low_risk_remains(project: Path, capsys) -> None:
     (project / "a.py").unlink()
-    assert main(["check", "--min-risk", "high", str(project)]) == 0
+    assert main(["check", "--min-risk", "high", "--hide-unknown", str(project)]) == 0
     assert "Found 0 findings." in capsys.readouterr().out
 
 

@@ -85,7 +85,7 @@ def test_text_output_of_one_file_is_the_whole_runs_line(project: Path) -> None:
     alone = run_amplint(["check", "model.py"], cwd=project)
     assert alone.returncode == 1
     lines = alone.stdout.splitlines()
-    assert lines[0].startswith("model.py:14:16: AMP001 `Normal.log_prob` runs under float16 autocast")
+    assert lines[0].startswith("model.py:14:16: AMP001 [*] `Normal.log_prob` runs under float16 autocast")
     assert lines[:3] == whole[whole.index(lines[0]):whole.index(lines[0]) + 3]  # the finding, source, caret
     assert lines[-1] == "Found 1 finding, 1 fixable with `amplint check --fix`."
 

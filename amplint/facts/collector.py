@@ -300,6 +300,15 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         if self.options.project:
             for target in original_node.targets:
                 self._bind_project(target.target, original_node.value)
+        elif single is not None:
+            self._bind_own_instance(single, original_node.value)
+
+    def _bind_own_instance(self, name: str, value: cst.BaseExpression) -> None:
+        """Single-file mode: `model = Model()`, a class of this file: `model(x)` in a region enters its `forward`."""
+        self.scope.instances.pop(name, None)
+        callee = dotted_name(value.func) if isinstance(value, cst.Call) else None
+        if callee is not None and callee in self.class_defs:
+            self.scope.instances[name] = (callee, True)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:
@@ -461,6 +470,9 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         args = [a.value for a in node.args]
         protected = bool(args) and all(self._wide(a) for a in args)
         if not self.options.project:
+            instance = self._lookup(name, "instances") if kind == "name" else None
+            if instance is not None:  # `model(x)` on an instance of a class (`model = Model()` here or at top level)
+                kind, name = "instance", instance[0]  # type: ignore[index]
             self.scope.calls.append(
                 CallRecord(kind, name, self.scope.effective(), self.positions.line(node), protected)
             )

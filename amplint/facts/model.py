@@ -146,6 +146,7 @@ class Site:
 class CallRecord:
     kind: str  # "name" (`f(...)`), "self" (`self.m(...)`/`cls.m(...)`), "attr" (any other dotted callee)
     # or "method" (`name` is the scope key of a method of this file's class the receiver is known to be)
+    # or "instance" (single-file mode: `m(...)` where `m` holds an instance of class `name`)
     name: str
     state: Optional[RegionEntry]
     line: int

@@ -47,16 +47,24 @@ def resolve_call(call: CallRecord, caller: Scope, scopes: Dict[str, Scope],
         return scopes.get(call.name)
     if call.kind == "method":
         return scopes.get(call.name)
-    if call.kind != "self":
+    if call.kind == "instance":  # single-file mode: calling an instance runs `__call__`, a module's `forward`
+        return _method_of(call.name, "__call__", scopes, bases) or _method_of(call.name, "forward", scopes, bases)
+    if call.kind != "self" or not caller.class_name:
         return None
-    pending = [caller.class_name] if caller.class_name else []
+    return _method_of(caller.class_name, call.name, scopes, bases)
+
+
+def _method_of(class_name: str, method: str, scopes: Dict[str, Scope], bases: Dict[str, List[str]]
+               ) -> Optional[Scope]:
+    """`class_name.method` of this file: in the class, else in its bases of this file, in declaration order."""
+    pending = [class_name]
     seen: Set[str] = set()
-    while pending:  # the class, then its bases in this file, in declaration order
+    while pending:
         cls = pending.pop(0)
         if cls in seen:
             continue
         seen.add(cls)
-        target = scopes.get(f"{cls}.{call.name}")
+        target = scopes.get(f"{cls}.{method}")
         if target is not None:
             return target
         pending.extend(b.rsplit(".", 1)[-1] for b in bases.get(cls, []))

@@ -189,6 +189,11 @@ def fix_text(
     requested = source.analysis is not None and bool(source.analysis.facts.requested)  # for other files' findings
     if not source.pairs and not requested:  # nothing to plan: no LibCST import, no plan
         return TextFix.unchanged(path, text)
+    from amplint.fix.bounds import grows_too_large, too_large_to_rewrite
+
+    too_large = too_large_to_rewrite(text, config)  # the fixer's time and memory grow with the file
+    if too_large is not None:
+        return _left_alone(path, text, source.findings, too_large)
     extra = frozenset(config.extend_distributions)
     try:
         plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only, extra)
@@ -202,12 +207,15 @@ def fix_text(
     if not exact:
         from amplint.tabs import retabbed
 
-        mixed = retabbed(text)
+        mixed = retabbed(text, form_feeds=False)  # tabs alone: a form feed gets the round-trip message
         if mixed is not None and source.module is not None and source.module.code == mixed.text:
             return FileError(path, MIXED_INDENT_ERROR)
         return FileError(path, ROUND_TRIP_ERROR)
     if fixed is None:
         return TextFix(path, text, text, before, tuple(source.findings), tuple(plan.skipped))
+    grown = grows_too_large(fixed, config)  # never write what the next run would refuse to read
+    if grown is not None:
+        return _left_alone(path, text, source.findings, grown)
     error = verify(fixed, path, text)
     if error is not None:
         return error
@@ -215,6 +223,14 @@ def fix_text(
     if isinstance(after, FileError):  # verify() parsed it, so this is not expected
         return FileError(path, f"the fixed text could not be re-checked: {after.message}; file left unchanged")
     return TextFix(path, text, fixed, before, tuple(after.findings), tuple(plan.skipped))
+
+
+def _left_alone(path: str, text: str, findings: Sequence[Finding], reason: str) -> TextFix:
+    """`text` unchanged, its findings remaining, the fixable ones reported as not fixed for `reason`."""
+    from amplint.fix.plan import Skipped
+
+    skipped = tuple(Skipped(finding, f"in {path}, {reason}") for finding in findings if finding.fixable)
+    return TextFix(path, text, text, len(findings), tuple(findings), skipped)
 
 
 def fix_file(path: str, config: Config = Config(), write: bool = True, **analyze_options: Any) -> FileFix:
@@ -331,16 +347,21 @@ def _fix_project(paths: Sequence[str], config: Config, write: bool, in_project: 
     run = FixRun()
     for scope, project in runs:
         start = len(run.files)
-        _fix_results(run, project, config, write, paths)
+        _fix_results(run, project, config, write, paths, scope.index)
         run.files[start:] = [_renamed(fix, scope.shown(fix.path)) for fix in run.files[start:]]
     if len(runs) > 1:
         run.files.sort(key=lambda fix: fix.path)
     return run
 
 
-def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool, roots: Sequence[str]) -> None:
+def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool, roots: Sequence[str],
+                 index: Sequence[str] = ()) -> None:
     """Fix the files of one project run that have findings, with the entries and spellings of its walk, and
-    the files that build distributions those findings read (`amplint.fix.remote`)."""
+    the files that build distributions those findings read (`amplint.fix.remote`).
+
+    `index`: the paths the walk indexed. A file under them that the run does not report (`--fix losses.py`,
+    whose distribution `routine.py` builds) is fixed too, for the constructors only: `check losses.py` calls
+    that finding fixable, so `--fix losses.py` fixes it, as `--fix .` does; that file's own findings stay."""
     from amplint.project.spellings import with_spellings
 
     config = with_spellings(config, project.spellings)  # the project's own autocast spellings, as the check saw
@@ -362,10 +383,16 @@ def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool
     if not sources:  # nothing reported: no LibCST import, no plan
         return
     places = {fix.path: i for i, fix in enumerate(run.files[start:], start) if fix.error is None}
-    requests = _constructor_requests(sources, project.entries, config, set(places))  # only this run's files
+    requests = _constructor_requests(sources, project.entries, config,
+                                     lambda path: path in places or _indexed(path, index))
+    unnamed: Set[str] = set()  # files of the project the run does not report: they cast constructors only
     for path in sorted(set(requests) - set(sources)):  # a file that only builds what another file's finding reads
         source = read_source(path)
         if not isinstance(source, FileError):
+            if path not in places:
+                unnamed.add(path)
+                places[path] = len(run.files)
+                run.files.append(FileFix(path))
             slots.append(places[path])
             sources[path] = source
     from amplint.fix.remote import as_cast
@@ -373,12 +400,80 @@ def _fix_results(run: FixRun, project: "ProjectRun", config: Config, write: bool
     cast = {c for wanted in requests.values() for c in wanted}
     checked = {path: tuple(project.entries.get(path, ())) for path in sources}
     marked = {path: as_cast(checked[path], cast) for path in sources}
-    options = [{"entries": marked[path] + tuple(requests.get(path, ())), "project": True} for path in sources]
-    for slot, fix in zip(slots, _fix_sources(list(sources.values()), config, write, options, roots)):
-        if fix.fix is not None and marked[fix.path] != checked[fix.path]:
+    options = [{"entries": marked[path] + tuple(requests.get(path, ())), "project": True,
+                **({"only": _no_finding} if path in unnamed else {})} for path in sources]
+    outcomes = _fix_sources(list(sources.values()), config, False, options, roots)  # nothing written yet
+    finished: List[FileFix] = []
+    for fix in outcomes:
+        if fix.fix is not None and fix.path in unnamed:  # its own findings are not this run's to report
+            fix = replace(fix, fix=replace(fix.fix, findings_before=0, remaining=(), skipped=()))
+        elif fix.fix is not None and marked[fix.path] != checked[fix.path]:
             before = _reported_count(sources[fix.path], checked[fix.path], config)
             fix = replace(fix, fix=replace(fix.fix, findings_before=before))
+        finished.append(fix)
+    if write:
+        reported = {result.path: tuple(result.findings) for result in project.results}
+        linked = {path for path in sources if path in requests or marked[path] != checked[path]}
+        finished = _write_fixes(finished, sources, roots, reported, linked)
+    for slot, fix in zip(slots, finished):
         run.files[slot] = fix
+
+
+def _write_fixes(fixes: Sequence[FileFix], sources: Mapping[str, SourceFile], roots: Sequence[str],
+                 reported: Mapping[str, Tuple[Finding, ...]], linked: Set[str]) -> List[FileFix]:
+    """Write the changed files of a project run; a fix that spans files (`linked`) to all of its files or none.
+
+    Before, a read-only `train.py` left `model.py` rewritten, half of a two-file fix, and its finding vanished
+    from the count ("Fixed 0 findings, 0 remaining"). Now the linked files are checked before any is written:
+    when one cannot be, none is, and their findings stay, printed and counted. A file whose write fails keeps
+    its findings too (`reported`: what the check found in it).
+    """
+    from amplint.interrupts import deferred_interrupt
+
+    blocked = {fix.path: error for fix in fixes if fix.path in linked and fix.fix is not None and fix.fix.changed
+               for error in [_unwritable(fix.path)] if error is not None}
+    reason = f"not fixed: the fix spans files and {', '.join(sorted(blocked))} cannot be written"
+    finished: List[FileFix] = []
+    # Ctrl-C: the file being replaced is finished, no other is started (KeyboardInterrupt after the block).
+    with deferred_interrupt() as interrupted:
+        for fix in fixes:
+            if interrupted():
+                break
+            if fix.fix is None or not fix.fix.changed:
+                finished.append(fix)
+            elif blocked and fix.path in linked:
+                finished.append(_held(fix.fix, reported.get(fix.path, ()), blocked.get(fix.path), reason))
+            else:
+                written = _finish_fix(sources[fix.path], fix.fix, True, roots)
+                if written.error is not None:
+                    written = _held(fix.fix, reported.get(fix.path, ()), written.error, None)
+                finished.append(written)
+    return finished
+
+
+def _unwritable(path: str) -> Optional[FileError]:
+    """Why `fix.write.atomic_write` would refuse `path` for its permissions (read-only, as an editor honours
+    them), checked before a fix that spans files writes any of them; None when it may be written."""
+    import os
+    import stat
+
+    target = os.path.realpath(path)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError as exc:
+        return FileError(path, f"cannot write: {exc.strerror or exc}; file left unchanged")
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+        return FileError(path, "cannot write: the file is read-only; file left unchanged")
+    return None
+
+
+def _held(text: TextFix, findings: Tuple[Finding, ...], error: Optional[FileError], reason: Optional[str]) -> FileFix:
+    """A fix not written: the file as it is, with the findings the check reported there still to report."""
+    from amplint.fix.plan import Skipped
+
+    skipped = tuple(Skipped(finding, reason) for finding in findings if finding.fixable) if reason else ()
+    kept = replace(text, fixed=text.original, findings_before=len(findings), remaining=findings, skipped=skipped)
+    return FileFix(text.path, kept, error=error)
 
 
 def _project_analysis(source: SourceFile, entries: Sequence[object], config: Config
@@ -396,8 +491,22 @@ def _reported_count(source: SourceFile, entries: Sequence[object], config: Confi
     return 0 if isinstance(analysis, FileError) else len(analysis.pairs)
 
 
+def _no_finding(finding: Finding) -> bool:
+    """`fix_text`'s `only` for a file fixed for other files' findings: none of its own (a function, to pickle)."""
+    return False
+
+
+def _indexed(path: str, index: Sequence[str]) -> bool:
+    """Is `path` a file under one of the paths a project walk indexed?"""
+    import os
+
+    full = os.path.abspath(path)
+    return os.path.isfile(full) and any(
+        full == top or full.startswith(top.rstrip(os.sep) + os.sep) for top in map(os.path.abspath, index))
+
+
 def _constructor_requests(sources: Dict[str, SourceFile], entries: Mapping[str, Sequence[object]], config: Config,
-                          fixable: Set[str]) -> Dict[str, List["Constructor"]]:
+                          fixable: Callable[[str], bool]) -> Dict[str, List["Constructor"]]:
     """Steps 1 and 2 of `amplint.fix.remote`: per file, the constructors it casts for other files' findings."""
     from amplint.fix.remote import by_file, granted, hands_over, requests_of
 
@@ -413,7 +522,7 @@ def _constructor_requests(sources: Dict[str, SourceFile], entries: Mapping[str, 
             source = analyse(path)
             wanted.extend(requests_of(source, config.strategy) if isinstance(source, SourceAnalysis) else ())
     requests = {path: found for path, found in by_file(c for group in wanted for c in group).items()
-                if path in fixable}
+                if fixable(path)}
     allowed = granted(requests, analyse, frozenset(config.extend_distributions))
     cast = {c for group in wanted if set(group) <= allowed for c in group}  # a finding's casts: all or none
     return by_file(sorted(cast, key=lambda c: (c.file, c.line, c.ctor)))

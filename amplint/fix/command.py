@@ -79,6 +79,25 @@ def report(run: FixRun, args: argparse.Namespace) -> None:
     if text:
         print(text)
     print(summary(run, preview))
+    unnamed = _unnamed_changes(run, args.paths)
+    if unnamed:
+        print(f"Changed {_plural(len(run.changed), 'file')}: {', '.join(fix.path for fix in run.changed)} "
+              f"({', '.join(unnamed)} not named: {'it builds' if len(unnamed) == 1 else 'they build'} a distribution "
+              "a fixed finding reads).")
+
+
+def _unnamed_changes(run: FixRun, paths: List[str]) -> List[str]:
+    """The files the fix changed that are not under the paths given: a cross-file fix lands there (`--fix
+    losses.py` casts the constructor in `routine.py`), and the user is told which files changed."""
+    import os
+
+    tops = [os.path.abspath(path) for path in paths]
+
+    def named(path: str) -> bool:
+        full = os.path.abspath(path)
+        return any(full == top or full.startswith(top.rstrip(os.sep) + os.sep) for top in tops)
+
+    return [fix.path for fix in run.changed if not named(fix.path)]
 
 
 def run_fix(args: argparse.Namespace, config: Config) -> int:

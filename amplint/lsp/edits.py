@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import List
+from typing import List, Tuple
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,15 @@ def line_edit(old: str, new: str) -> LineEdit:
     ):
         tail += 1
     return LineEdit(head, len(before) - tail, "".join(after[head:len(after) - tail]))
+
+
+def edit_end(old: str, edit: LineEdit) -> Tuple[int, int]:
+    """Where `edit` ends in `old`, as an LSP position (line, UTF-16 units): the start of line `edit.end`, or the
+    end of a last line that has no line ending (no line after it to start)."""
+    lines = _lines(old)
+    if edit.end == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+        return len(lines) - 1, len(lines[-1].encode("utf-16-le")) // 2
+    return edit.end, 0
 
 
 def apply_line_edit(old: str, edit: LineEdit) -> str:

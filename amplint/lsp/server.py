@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Dict, List, Optional, Sequence
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
 from amplint import __version__
-from amplint.lsp.edits import line_edit
+from amplint.lsp.edits import edit_end, line_edit
 from amplint.lsp.workspace import CAST, DISABLE, Report, Workspace
 from amplint.config import Config
-from amplint.model import Finding
+from amplint.files import too_large
+from amplint.model import FileError, Finding
 
 DEBOUNCE_SECONDS = 0.3
 FIX_ALL_KIND = "source.fixAll.amplint"
@@ -38,6 +41,10 @@ class AmplintServer(LanguageServer):
         self.debounce = debounce
         self.amp: Optional[Workspace] = None
         self.pending: Dict[str, "asyncio.Task[None]"] = {}
+        # Analyses and code actions run here, one at a time, never on the event loop: a large buffer once
+        # kept `codeAction` (and so `shutdown`) unanswered for minutes. One thread: a stale job is dropped
+        # when its turn comes (`_analyze`), instead of competing with the current one.
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="amplint-analysis")
 
     def analysis(self) -> Workspace:
         if self.amp is None:
@@ -85,12 +92,28 @@ def diagnostics(document: TextDocument, report: Report) -> List[types.Diagnostic
     return [diagnostic(document, finding) for finding in report.findings]
 
 
-def _analyze(server: AmplintServer, uri: str) -> Optional[Report]:
+def oversized(amp: Workspace, path: str, text: str) -> Optional[FileError]:
+    """The buffer is over its project's `max-file-size`: not analysed, as `amplint check` skips such a file
+    (a 4.6 MB buffer took 3.7 GB and no answer came)."""
+    config = amp.config(path)
+    limit = config.max_file_size if isinstance(config, Config) else Config().max_file_size
+    if not limit or 4 * len(text) <= limit:  # a character is 1 to 4 bytes: encode only when it matters
+        return None
+    size = len(text) if len(text) > limit else len(text.encode("utf-8", "surrogatepass"))
+    return too_large(path, size, limit) if size > limit else None
+
+
+def _analyze(server: AmplintServer, uri: str, text: Optional[str] = None) -> Optional[Report]:
+    """The buffer's report; None when the buffer is no longer `text` (a newer version will be analysed)."""
     document = server.workspace.get_text_document(uri)
     path = _path(uri)
-    if path is None:
+    if path is None or (text is not None and document.source != text):
         return None
-    return server.analysis().check(path, document.source)
+    amp = server.analysis()
+    large = oversized(amp, path, document.source)
+    if large is not None:
+        return Report(error=large)
+    return amp.check(path, document.source)
 
 
 async def publish(server: AmplintServer, uri: str, delay: float = 0.0) -> None:
@@ -101,7 +124,7 @@ async def publish(server: AmplintServer, uri: str, delay: float = 0.0) -> None:
     version = document.version
     text = document.source
     loop = asyncio.get_running_loop()
-    report = await loop.run_in_executor(None, _analyze, server, uri)
+    report = await loop.run_in_executor(server.executor, _analyze, server, uri, text)
     if report is None or server.workspace.get_text_document(uri).source != text:
         return  # the buffer changed while we analysed: the newer request publishes
     server.text_document_publish_diagnostics(
@@ -116,8 +139,10 @@ def schedule(server: AmplintServer, uri: str, delay: float) -> None:
     server.pending[uri] = asyncio.ensure_future(publish(server, uri, delay))
 
 
-def _whole_edit(document: TextDocument, new_text: str) -> types.WorkspaceEdit:
-    """A WorkspaceEdit that turns the buffer into `new_text` by replacing the lines that differ."""
+def _whole_edit(document: TextDocument, new_text: str, others: Optional[Dict[str, Tuple[str, str]]] = None
+                ) -> types.WorkspaceEdit:
+    """A WorkspaceEdit that turns the buffer into `new_text` by replacing the lines that differ, and each file
+    of `others` (path -> (text on disk, fixed text)) likewise: one edit of several documents."""
     old = document.source
     edit = line_edit(old, new_text)
     lines = document.lines
@@ -128,7 +153,18 @@ def _whole_edit(document: TextDocument, new_text: str) -> types.WorkspaceEdit:
     else:
         end = types.Position(line=edit.end, character=0)
     text_edit = types.TextEdit(range=types.Range(start=types.Position(edit.start, 0), end=end), new_text=edit.text)
-    return types.WorkspaceEdit(changes={document.uri: [text_edit]})
+    changes = {document.uri: [text_edit]}
+    for path, (old_text, fixed_text) in (others or {}).items():
+        changes[from_fs_path(path) or path] = [_file_edit(old_text, fixed_text)]
+    return types.WorkspaceEdit(changes=changes)
+
+
+def _file_edit(old: str, new: str) -> types.TextEdit:
+    """Whole lines of a file that is not the buffer (as on disk); a last line with no newline ends past it."""
+    edit = line_edit(old, new)
+    line, character = edit_end(old, edit)
+    end = types.Position(line=line, character=character)
+    return types.TextEdit(range=types.Range(start=types.Position(edit.start, 0), end=end), new_text=edit.text)
 
 
 def _overlaps(finding: Finding, selection: types.Range) -> bool:
@@ -144,6 +180,8 @@ def code_actions(server: AmplintServer, params: types.CodeActionParams) -> List[
     document = server.workspace.get_text_document(uri)
     text = document.source
     amp = server.analysis()
+    if oversized(amp, path, text) is not None:
+        return []
     report = amp.check(path, text)
     wanted: Optional[Sequence[str]] = params.context.only
     actions: List[types.CodeAction] = []
@@ -153,19 +191,19 @@ def code_actions(server: AmplintServer, params: types.CodeActionParams) -> List[
         for strategy in (CAST, DISABLE):
             if strategy not in finding.fix_strategies:
                 continue
-            fixed = amp.fixed(path, text, strategy, finding)
+            fixed, others = amp.fixed_across(path, text, strategy, finding)  # others: a fix spanning files
             if fixed is not None:
                 actions.append(_action(f"{TITLES[strategy]}: {finding.code}", types.CodeActionKind.QuickFix,
-                                       document, fixed, finding, preferred=strategy == CAST))
+                                       document, fixed, finding, preferred=strategy == CAST, others=others))
         noqa = amp.with_noqa(text, [finding])
         if noqa is not None:
             actions.append(_action(f"amplint: add `# noqa: {finding.code}`", types.CodeActionKind.QuickFix,
                                    document, noqa, finding))
     source = wanted is None or any(FIX_ALL_KIND.startswith(kind) for kind in wanted)
     if source and report.findings:
-        fixed = amp.fixed(path, text, _strategy(amp, path))
+        fixed, others = amp.fixed_across(path, text, _strategy(amp, path))
         if fixed is not None:
-            actions.append(_action("amplint: fix all", FIX_ALL_KIND, document, fixed, None))
+            actions.append(_action("amplint: fix all", FIX_ALL_KIND, document, fixed, None, others=others))
     return actions
 
 
@@ -186,11 +224,11 @@ def _chosen(findings: Sequence[Finding], params: types.CodeActionParams) -> List
 
 
 def _action(title: str, kind: str, document: TextDocument, new_text: str, finding: Optional[Finding],
-            preferred: bool = False) -> types.CodeAction:
+            preferred: bool = False, others: Optional[Dict[str, Tuple[str, str]]] = None) -> types.CodeAction:
     return types.CodeAction(
         title=title,
         kind=kind,
-        edit=_whole_edit(document, new_text),
+        edit=_whole_edit(document, new_text, others),
         diagnostics=[diagnostic(document, finding)] if finding is not None else None,
         is_preferred=preferred or None,
     )
@@ -227,13 +265,23 @@ def build_server(debounce: float = DEBOUNCE_SECONDS) -> AmplintServer:
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]),
     )
-    def code_action(ls: AmplintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
-        return code_actions(ls, params)
+    async def code_action(ls: AmplintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+        return await asyncio.get_running_loop().run_in_executor(ls.executor, code_actions, ls, params)
 
     return server
 
 
 def serve() -> int:
-    """Run the server on stdin/stdout until the client exits."""
-    build_server().start_io()
-    return 0
+    """Run the server on stdin/stdout until the client exits, then end at once: an analysis still running
+    in the executor's thread must not hold the process (the interpreter's exit would wait for it)."""
+    code = 0
+    try:
+        build_server().start_io()
+    except SystemExit as exc:  # pygls ends on `exit` with sys.exit(0), or 1 without a `shutdown` first
+        code = exc.code if isinstance(exc.code, int) else 0
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

@@ -21,6 +21,7 @@ from amplint.config import Config
 from amplint.model import FileError, Finding
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.fix.apply import FixRun, TextFix
     from amplint.project.spellings import Spelling
     from amplint.project.summary import EntryContext
 
@@ -71,6 +72,7 @@ class Workspace:
         self._projects: Dict[Tuple[str, ...], _Project] = {}
         self._configs: Dict[str, Config] = {}
         self._reports: Dict[Tuple[str, str, int], Report] = {}
+        self._runs: Dict[Tuple[str, str, str, int], "FixRun"] = {}  # `fixed_across`'s project fix runs
         self._cache_limit = cache_limit
 
     # --- configuration and project context ----------------------------------
@@ -104,6 +106,7 @@ class Workspace:
         with self._lock:
             self._configs.clear()
             self._reports.clear()  # a config file may have changed what is reported
+            self._runs.clear()  # and files on disk, which a fix across files edits
             for top, project in self._projects.items():
                 if path is None or any(_under(path, directory) for directory in top):
                     project.stale = True
@@ -158,6 +161,12 @@ class Workspace:
 
     def fixed(self, path: str, text: str, strategy: str, finding: Optional[Finding] = None) -> Optional[str]:
         """`text` with `finding` (or every fixable finding) fixed by `strategy`; None when nothing changes."""
+        outcome = self._fixed_text(path, text, strategy, finding)
+        if outcome is None or not outcome.changed:
+            return None
+        return outcome.fixed
+
+    def _fixed_text(self, path: str, text: str, strategy: str, finding: Optional[Finding]) -> "Optional[TextFix]":
         from amplint.fix.apply import fix_text
 
         path = os.path.abspath(path)
@@ -167,16 +176,52 @@ class Workspace:
         entries, config, _ = self._context(path, config)
 
         def same(other: Finding) -> bool:
-            return finding is None or (other.line, other.column, other.code) == (
-                finding.line, finding.column, finding.code
-            )
+            return finding is None or _same(other, finding)
 
         outcome = fix_text(
             text, path, replace(config, strategy=strategy), only=same, entries=entries, project=config.project
         )
-        if isinstance(outcome, FileError) or not outcome.changed:
-            return None
-        return outcome.fixed
+        return None if isinstance(outcome, FileError) else outcome
+
+    def fixed_across(self, path: str, text: str, strategy: str, finding: Optional[Finding] = None
+                     ) -> Tuple[Optional[str], Dict[str, Tuple[str, str]]]:
+        """`fixed`, and the other files the fix edits: {path: (text on disk, fixed text)}.
+
+        A finding whose distribution is built in another file is fixed there too (`amplint.fix.remote`), as
+        `amplint check --fix FILE` fixes it: one edit of several documents. That needs the project's files
+        as they are on disk, so it is offered when the buffer is saved; the buffer's own fix is tried first,
+        and the project's only when a finding it calls fixable is left by it.
+        """
+        path = os.path.abspath(path)
+        outcome = self._fixed_text(path, text, strategy, finding)
+        own = outcome.fixed if outcome is not None and outcome.changed else None
+        if outcome is None or not any(f.fixable and (finding is None or _same(f, finding)) for f in outcome.remaining):
+            return own, {}
+        config = self.config(path)
+        from amplint.files import read_source
+
+        disk = read_source(path)
+        if isinstance(config, FileError) or not config.project or isinstance(disk, FileError) or disk.text != text:
+            return own, {}
+        _, _, generation = self._context(path, config)
+        key = (path, _key(text), strategy, generation)  # code actions are asked for often: one run per state
+        with self._lock:
+            run = self._runs.get(key)
+        if run is None:
+            from amplint.fix.apply import fix_paths
+
+            run = fix_paths([path], replace(config, strategy=strategy), write=False, in_project=True)
+            with self._lock:
+                if len(self._runs) >= 8:
+                    self._runs.pop(next(iter(self._runs)))
+                self._runs[key] = run
+        if finding is not None and any(os.path.abspath(f.path) == path and _same(f, finding) for f in run.remaining):
+            return own, {}
+        changes = {os.path.abspath(fix.path): (fix.original, fix.fixed) for fix in run.changed}
+        mine = changes.pop(path, None)
+        if not changes:
+            return own, {}
+        return (mine[1] if mine else text), changes
 
     def with_noqa(self, text: str, findings: List[Finding]) -> Optional[str]:
         """`text` with `# noqa: CODE` for each finding; None when nothing changes."""
@@ -184,3 +229,8 @@ class Workspace:
 
         out = add_noqa(text, [(finding.line, finding.code) for finding in findings])
         return None if out == text else out
+
+
+def _same(one: Finding, other: Finding) -> bool:
+    """The same finding, by where it is and what it says (a fix moves nothing before it)."""
+    return (one.line, one.column, one.code) == (other.line, other.column, other.code)
