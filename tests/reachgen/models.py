@@ -1,0 +1,105 @@
+"""How the model object is built: which class, looked up how, instantiated where, wrapped in what.
+
+The lookups (a registry dict, `getattr` on a module, `importlib`), a class
+passed as a parameter, a factory in another module and the wrappers
+(`.to("cpu")`, a project module whose forward calls the inner one) compose;
+`build` returns a function that renders the construction inside a caller.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Set, Tuple
+
+from .codegen import Module, Project
+from .sites import Support
+
+Construct = Callable[[Module], Tuple[List[str], str]]
+
+
+def wrapper_class(proj: Project) -> Tuple[Module, str]:
+    """A project module that holds a head and forwards to it (created before anything that names it)."""
+    mod = proj.place(role="wrapper", docstring="Wrappers that add bookkeeping around a model.")
+    mod.need("torch", "nn")
+    name = proj.name("Tracked", "CountingWrapper", "ModelShell", "Instrumented")
+    mod.add([f"class {name}(nn.Module):", '    """Counts calls around a model without changing what it returns."""', "",
+             "    def __init__(self, inner: nn.Module) -> None:", "        super().__init__()",
+             "        self.inner = inner", "        self.calls = 0", "",
+             "    def forward(self, h: torch.Tensor):", "        self.calls += 1", "        return self.inner(h)"])
+    return mod, name
+
+
+def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple[Module, str]],
+          d_in: str, k: str, hops: List[str]) -> Construct:
+    """The construction of the model, with the model hops in `chosen`; appends those used to `hops`."""
+    rng = proj.rng
+    head_mod, head = sup.head_module, sup.head
+    lookup = next((kind for kind in ("model_registry", "model_getattr", "model_importlib") if kind in chosen), None)
+    below: List[Module] = [head_mod]
+    registry: Optional[Tuple[Module, str, str]] = None
+    if lookup:
+        hops.append(lookup)
+    if lookup == "model_registry":
+        reg = proj.place(head_mod, role="lookup", docstring="Heads by name, so a config can pick one.")
+        table = proj.name("HEADS", "REGISTRY", "HEAD_TYPES")
+        key = rng.choice(("gaussian", "density", "stochastic"))
+        other = rng.choice(("linear", "point", "plain"))
+        entries = [(key, proj.ref(reg, head_mod, head)), (other, proj.ref(reg, head_mod, sup.other))]
+        rng.shuffle(entries)
+        reg.add([f"{table} = {{", *[f'    "{a}": {b},' for a, b in entries], "}"])
+        registry = (reg, table, key)
+        below.append(reg)
+    builder: Optional[Tuple[Module, str]] = None
+    if "model_class_param" in chosen:
+        hops.append("model_class_param")
+        bmod = proj.place(role="builder", docstring="Construction helpers.")
+        fn = proj.name("build", "instantiate", "construct")
+        bmod.add([f"def {fn}(cls, d_in: int, k: int):",
+                  '    """Instantiates any head class with the standard sizes."""', "    return cls(d_in, k)"])
+        builder = (bmod, fn)
+        below.append(bmod)
+    wrappers = [w for w in ("model_to", "model_wrapper") if w in chosen]
+    rng.shuffle(wrappers)
+    hops.extend(wrappers)
+    if wrapper:
+        below.append(wrapper[0])
+
+    def class_expr(caller: Module) -> Tuple[List[str], str]:
+        if registry:
+            reg, table, key = registry
+            ref = proj.ref(caller, reg, table)
+            if rng.random() < 0.5:
+                return [], f'{ref}["{key}"]'
+            var = proj.name("head_name", "kind", "choice")
+            return [f'{var} = "{key}"'], f"{ref}[{var}]"
+        if lookup == "model_getattr":
+            return [], f'getattr({proj.module_ref(caller, head_mod)}, "{head}")'
+        if lookup == "model_importlib":
+            caller.need("importlib")
+            found = f'importlib.import_module("{proj.package}.{head_mod.name}")'
+            return [], rng.choice((f"{found}.{head}", f'getattr({found}, "{head}")'))
+        return [], proj.ref(caller, head_mod, head)
+
+    def instance(caller: Module, d: str, kk: str) -> Tuple[List[str], str]:
+        prelude, cls = class_expr(caller)
+        if builder:
+            expr = f"{proj.ref(caller, builder[0], builder[1])}({cls}, {d}, {kk})"
+        else:
+            expr = f"{cls}({d}, {kk})"
+        for kind in wrappers:
+            if kind == "model_to":
+                expr = f'{expr}.to("cpu")'
+            else:
+                assert wrapper is not None
+                expr = f"{proj.ref(caller, wrapper[0], wrapper[1])}({expr})"
+        return prelude, expr
+
+    if "model_factory" not in chosen:
+        return lambda caller: instance(caller, d_in, k)
+    hops.append("model_factory")
+    top = proj.above(*below)
+    fmod = proj.place(top, strict=lookup == "model_getattr", role="builder",
+                      docstring="Builds the model from the configuration.")
+    fn = proj.name("make_model", "build_model", "create_head")
+    prelude, expr = instance(fmod, "d_in", "k")
+    fmod.add([f"def {fn}(d_in: int, k: int):", '    """The model the training script uses."""',
+              *["    " + line for line in prelude], f"    model = {expr}", "    return model"])
+    return lambda caller: ([], f"{proj.ref(caller, fmod, fn)}({d_in}, {k})")
