@@ -35,6 +35,30 @@ def run_amplint(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> subpr
     )
 
 
+# A module with one fixable AMP001 finding, numbered so that many can share a tree or a file.
+BROKEN_MODULE = '''\
+import torch
+import torch.distributions as D
+
+
+def nll{index}(model, h, x):
+    with torch.autocast("cuda"):
+        mu, sigma = model(h)
+        return -D.Normal(mu, sigma).log_prob(x)
+'''
+PADDING = "".join(f"\n\ndef helper{j}(a, b):\n    return a + b * {j}\n" for j in range(60))
+_UNIT = BROKEN_MODULE.split("\n\n\n", 1)[1]
+
+
+def dense_source(size: int) -> str:
+    """A file of about `size` bytes with one fixable finding every 130 bytes (a fix adds about 24 each)."""
+    parts, index = ["import torch\nimport torch.distributions as D\n"], 0
+    while sum(map(len, parts)) < size:
+        parts.append("\n" + _UNIT.format(index=index))
+        index += 1
+    return "".join(parts)
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT

@@ -19,27 +19,16 @@ import pytest
 import amplint.fix.write as write
 from amplint.config import Config
 from amplint.fix.apply import fix_paths
-from conftest import default_sigint
+from conftest import BROKEN_MODULE, PADDING, default_sigint
 
 ROOT = Path(__file__).resolve().parent.parent
-BROKEN = '''\
-import torch
-import torch.distributions as D
-
-
-def nll{index}(model, h, x):
-    with torch.autocast("cuda"):
-        mu, sigma = model(h)
-        return -D.Normal(mu, sigma).log_prob(x)
-'''
-PADDING = "".join(f"\n\ndef helper{j}(a, b):\n    return a + b * {j}\n" for j in range(60))
 
 
 def _tree(root: Path, count: int) -> dict:
     root.mkdir()
     texts = {}
     for index in range(count):
-        text = BROKEN.format(index=index) + PADDING
+        text = BROKEN_MODULE.format(index=index) + PADDING
         (root / f"m{index}.py").write_text(text)
         texts[f"m{index}.py"] = text
     return texts

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_amplint
+from conftest import ROOT, dense_source, run_amplint
 
 BROKEN = '''import torch
 import torch.distributions as D
@@ -144,28 +144,13 @@ def test_one_file_under_two_names_is_fixed_once(tmp_path: Path, kind: str, named
     assert run_amplint(["check", *paths], cwd=tmp_path).returncode == 0
 
 
-UNIT = '''
-def nll{index}(model, h, x):
-    with torch.autocast("cuda"):
-        mu, sigma = model(h)
-        return -D.Normal(mu, sigma).log_prob(x)
-'''
-
-
-def _dense(size: int) -> str:
-    """A file of about `size` bytes, one fixable finding every 130 bytes (the fix adds about 24 each)."""
-    parts, index = ["import torch\nimport torch.distributions as D\n"], 0
-    while sum(map(len, parts)) < size:
-        parts.append(UNIT.format(index=index))
-        index += 1
-    return "".join(parts)
 
 
 def test_fix_never_writes_a_file_the_next_run_refuses(tmp_path: Path) -> None:
     """N11: a file just under max-file-size that the fix would grow over it is left alone, and said so."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "pyproject.toml").write_text("[tool.amplint]\nmax-file-size = 24000\n")
-    text = _dense(23_000)
+    text = dense_source(23_000)
     (tmp_path / "big.py").write_text(text)
     (tmp_path / "small.py").write_text(BROKEN)
     fixed = run_amplint(["check", "--fix", "--format", "json", "."], cwd=tmp_path)
@@ -181,7 +166,7 @@ def test_fix_bounds_the_size_it_rewrites(tmp_path: Path) -> None:
     as not fixed with the reason, and is not written."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "pyproject.toml").write_text("[tool.amplint]\nmax-file-size = 40000\n")
-    text = _dense(12_000)
+    text = dense_source(12_000)
     (tmp_path / "big.py").write_text(text)
     fixed = run_amplint(["check", "--fix", "big.py"], cwd=tmp_path)
     assert fixed.returncode == 1, fixed.stdout + fixed.stderr

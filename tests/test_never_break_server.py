@@ -18,20 +18,8 @@ pytest.importorskip("pygls")
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
-UNIT = '''
-def nll{index}(model, h, x):
-    with torch.autocast("cuda"):
-        mu, sigma = model(h)
-        return -D.Normal(mu, sigma).log_prob(x)
-'''
+from conftest import dense_source  # noqa: E402
 
-
-def _dense(size: int) -> str:
-    parts, index = ["import torch\nimport torch.distributions as D\n"], 0
-    while sum(map(len, parts)) < size:
-        parts.append(UNIT.format(index=index))
-        index += 1
-    return "".join(parts)
 
 
 class Client:
@@ -88,7 +76,7 @@ def _project(tmp_path: Path, limit: int) -> Path:
 
 def test_a_buffer_over_max_file_size_is_not_analysed(tmp_path: Path) -> None:
     root = _project(tmp_path, 100_000)
-    (root / "big.py").write_text(_dense(400_000))
+    (root / "big.py").write_text(dense_source(400_000))
 
     async def session() -> None:
         client = Client()
@@ -107,7 +95,7 @@ def test_a_buffer_over_max_file_size_is_not_analysed(tmp_path: Path) -> None:
 
 def test_shutdown_is_answered_within_a_second_during_a_long_code_action(tmp_path: Path) -> None:
     root = _project(tmp_path, 2_000_000)
-    (root / "big.py").write_text(_dense(250_000))  # seconds of analysis, well under the limit
+    (root / "big.py").write_text(dense_source(250_000))  # seconds of analysis, well under the limit
 
     async def session() -> None:
         client = Client()

@@ -16,21 +16,10 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import ROOT, default_sigint
+from conftest import BROKEN_MODULE, PADDING, ROOT, default_sigint
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
 
-BROKEN = '''\
-import torch
-import torch.distributions as D
-
-
-def nll{index}(model, h, x):
-    with torch.autocast("cuda"):
-        mu, sigma = model(h)
-        return -D.Normal(mu, sigma).log_prob(x)
-'''
-PADDING = "".join(f"\n\ndef helper{j}(a, b):\n    return a + b * {j}\n" for j in range(60))
 
 
 def make_tree(root: Path, count: int, padding: str = PADDING) -> Dict[str, str]:
@@ -38,7 +27,7 @@ def make_tree(root: Path, count: int, padding: str = PADDING) -> Dict[str, str]:
     root.mkdir(parents=True)
     texts = {}
     for index in range(count):
-        text = BROKEN.format(index=index) + padding
+        text = BROKEN_MODULE.format(index=index) + padding
         (root / f"m{index:03d}.py").write_text(text)
         texts[f"m{index:03d}.py"] = text
     return texts

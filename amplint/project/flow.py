@@ -59,16 +59,8 @@ WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel"
 CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
 
 
-@dataclass(frozen=True)
-class Instance:
-    cls: "ClassRef"
-    exact: bool
-
-
-@dataclass(frozen=True)
-class Function:
-    path: str
-    key: str
+# The resolver's own symbols serve as values: an instance of a class, a function, a module.
+Instance, Function, Module = _Instance, _Func, _Module
 
 
 @dataclass(frozen=True)
@@ -76,11 +68,6 @@ class ClassValue:
     """A class object itself (a registry's value, a class passed as a parameter): calling it makes an instance."""
 
     cls: "ClassRef"
-
-
-@dataclass(frozen=True)
-class Module:
-    path: str
 
 
 @dataclass(frozen=True)
@@ -176,14 +163,10 @@ class Flow:
     def _module_symbol(self, path: str, parts: List[str]) -> Values:
         found: Set[Value] = set()
         for symbol in self.resolver.lookup(path, parts):
-            if isinstance(symbol, _Func):
-                found.add(Function(symbol.path, symbol.key))
-            elif isinstance(symbol, ClassRef):
+            if isinstance(symbol, ClassRef):
                 found.add(ClassValue(symbol))
-            elif isinstance(symbol, _Instance):
-                found.add(Instance(symbol.cls, symbol.exact))
-            elif isinstance(symbol, _Module):
-                found.add(Module(symbol.path))
+            elif isinstance(symbol, (_Func, _Instance, _Module)):
+                found.add(symbol)
         return frozenset(found)
 
     def _assigned(self, path: str, scope: str, bindings: Iterable[ast.AST], name: str, hops: int) -> Iterator[Value]:
