@@ -50,6 +50,22 @@ PADDING = "".join(f"\n\ndef helper{j}(a, b):\n    return a + b * {j}\n" for j in
 _UNIT = BROKEN_MODULE.split("\n\n\n", 1)[1]
 
 
+def broken_tree(root: Path, count: int, padding: str = PADDING) -> Dict[str, str]:
+    """`root/`, `count` files with one fixable finding each; returns name -> text."""
+    root.mkdir(parents=True)
+    texts = {}
+    for index in range(count):
+        text = BROKEN_MODULE.format(index=index) + padding
+        (root / f"m{index:03d}.py").write_text(text)
+        texts[f"m{index:03d}.py"] = text
+    return texts
+
+
+def fixed_module(text: str) -> str:
+    """What `--fix` (cast) makes of a `BROKEN_MODULE`."""
+    return text.replace("D.Normal(mu, sigma).log_prob(x)", "D.Normal(mu.float(), sigma.float()).log_prob(x.float())")
+
+
 def dense_source(size: int) -> str:
     """A file of about `size` bytes with one fixable finding every 130 bytes (a fix adds about 24 each)."""
     parts, index = ["import torch\nimport torch.distributions as D\n"], 0

@@ -19,23 +19,9 @@ import pytest
 import amplint.fix.write as write
 from amplint.config import Config
 from amplint.fix.apply import fix_paths
-from conftest import BROKEN_MODULE, PADDING, default_sigint
+from conftest import broken_tree, default_sigint, fixed_module
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _tree(root: Path, count: int) -> dict:
-    root.mkdir()
-    texts = {}
-    for index in range(count):
-        text = BROKEN_MODULE.format(index=index) + PADDING
-        (root / f"m{index}.py").write_text(text)
-        texts[f"m{index}.py"] = text
-    return texts
-
-
-def _fixed(text: str) -> str:
-    return text.replace("D.Normal(mu, sigma).log_prob(x)", "D.Normal(mu.float(), sigma.float()).log_prob(x.float())")
 
 
 def _wait_for_workers(pid: int, timeout: float = 60.0) -> None:
@@ -59,7 +45,7 @@ def _wait_for_workers(pid: int, timeout: float = 60.0) -> None:
 @pytest.mark.parametrize("delay", [0.0, 0.3, 0.8, 1.6])
 def test_ctrl_c_during_a_pooled_fix(tmp_path: Path, delay: float) -> None:
     tree = tmp_path / "tree"
-    texts = _tree(tree, 24)
+    texts = broken_tree(tree, 24)
     env = dict(os.environ, PYTHONWARNINGS="ignore", AMPLINT_FORCE_POOL="1", AMPLINT_NO_CACHE="1")
     process = subprocess.Popen(
         [sys.executable, "-m", "amplint", "check", "--fix", "-j", "2", str(tree)],
@@ -80,7 +66,7 @@ def test_ctrl_c_during_a_pooled_fix(tmp_path: Path, delay: float) -> None:
         pytest.fail("amplint --fix hung after Ctrl-C")
     assert sorted(p.name for p in tree.iterdir() if not p.name.endswith(".py")) == []  # no temporary files
     for name, text in texts.items():
-        assert (tree / name).read_text() in (text, _fixed(text)), name  # whole: old or new
+        assert (tree / name).read_text() in (text, fixed_module(text)), name  # whole: old or new
     # Finished before the signal: an exit code of its own, or killed by it while the interpreter shut down
     # (Python gives SIGINT its default action back then; a shell reports 130 for that too), after the last line.
     if process.returncode in (0, 1) or (
@@ -94,7 +80,7 @@ def test_ctrl_c_in_the_write_phase_finishes_the_current_file_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ctrl_c: None
 ) -> None:
     tree = tmp_path / "tree"
-    texts = _tree(tree, 4)
+    texts = broken_tree(tree, 4)
     real = write.atomic_write
     calls = []
 
@@ -110,5 +96,5 @@ def test_ctrl_c_in_the_write_phase_finishes_the_current_file_only(
     assert len(calls) == 1
     first = Path(calls[0]).name
     for name, text in texts.items():
-        assert (tree / name).read_text() == (_fixed(text) if name == first else text), name
+        assert (tree / name).read_text() == (fixed_module(text) if name == first else text), name
     assert sorted(p.name for p in tree.iterdir() if p.is_file()) == sorted(texts)  # no temporary file

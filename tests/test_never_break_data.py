@@ -110,15 +110,20 @@ def test_an_edit_saved_while_fix_writes_is_never_lost(tmp_path: Path, style: str
     assert "changed on disk" in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
-def test_one_file_under_two_names_is_checked_once(tmp_path: Path, kind: str) -> None:
-    tree = tmp_path / "tree"
+def _two_names(tree: Path, kind: str) -> Path:
+    """`tree/a.py` with a finding, and `tree/b.py` the same file (a symbolic or a hard link)."""
     tree.mkdir()
     (tree / "a.py").write_text(BROKEN)
     if kind == "symlink":
         (tree / "b.py").symlink_to("a.py")
     else:
         os.link(tree / "a.py", tree / "b.py")
+    return tree
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_one_file_under_two_names_is_checked_once(tmp_path: Path, kind: str) -> None:
+    _two_names(tmp_path / "tree", kind)
     for args in (["check", "--format", "json", "tree"], ["check", "--format", "json", "tree/a.py", "tree/b.py"]):
         proc = run_amplint(args, cwd=tmp_path)
         assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -128,13 +133,7 @@ def test_one_file_under_two_names_is_checked_once(tmp_path: Path, kind: str) -> 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
 @pytest.mark.parametrize("named", [False, True])
 def test_one_file_under_two_names_is_fixed_once(tmp_path: Path, kind: str, named: bool) -> None:
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    (tree / "a.py").write_text(BROKEN)
-    if kind == "symlink":
-        (tree / "b.py").symlink_to("a.py")
-    else:
-        os.link(tree / "a.py", tree / "b.py")
+    tree = _two_names(tmp_path / "tree", kind)
     paths = ["tree/a.py", "tree/b.py"] if named else ["tree"]
     proc = run_amplint(["check", "--fix", *paths], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

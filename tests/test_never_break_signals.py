@@ -12,29 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import pytest
 
-from conftest import BROKEN_MODULE, PADDING, ROOT, default_sigint
+from conftest import ROOT, broken_tree, default_sigint, fixed_module
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
 
-
-
-def make_tree(root: Path, count: int, padding: str = PADDING) -> Dict[str, str]:
-    """`count` files with one fixable finding each; returns name -> text."""
-    root.mkdir(parents=True)
-    texts = {}
-    for index in range(count):
-        text = BROKEN_MODULE.format(index=index) + padding
-        (root / f"m{index:03d}.py").write_text(text)
-        texts[f"m{index:03d}.py"] = text
-    return texts
-
-
-def fixed(text: str) -> str:
-    return text.replace("D.Normal(mu, sigma).log_prob(x)", "D.Normal(mu.float(), sigma.float()).log_prob(x.float())")
 
 
 def start(args: List[str], pool: bool = True) -> subprocess.Popen:
@@ -115,7 +100,7 @@ def temporary_files(tree: Path) -> List[str]:
 def test_workers_die_with_the_main_process(tmp_path: Path, signum: int) -> None:
     """N2: `kill -TERM` / `kill -KILL` of the main pid alone: no worker lives on."""
     tree = tmp_path / "tree"
-    make_tree(tree, 60)
+    broken_tree(tree, 60)
     process = start(["check", "-j", "2", str(tree)])
     try:
         workers = wait_for_children(process.pid)
@@ -132,7 +117,7 @@ def test_workers_die_with_the_main_process(tmp_path: Path, signum: int) -> None:
 def test_sigterm_in_the_write_phase(tmp_path: Path) -> None:
     """N3: SIGTERM while `--fix` writes: exit 143, one line, no temporary file, each file old or fixed."""
     tree = tmp_path / "tree"
-    texts = make_tree(tree, 150, padding="")
+    texts = broken_tree(tree, 150, padding="")
     first = tree / "m000.py"
     process = start(["check", "--fix", "-j", "1", str(tree)], pool=False)
     try:
@@ -144,7 +129,7 @@ def test_sigterm_in_the_write_phase(tmp_path: Path) -> None:
         kill_group(process.pid)
     assert temporary_files(tree) == []
     contents = {name: (tree / name).read_text() for name in texts}
-    assert all(contents[name] in (text, fixed(text)) for name, text in texts.items())
+    assert all(contents[name] in (text, fixed_module(text)) for name, text in texts.items())
     if process.returncode in (0, 1):
         pytest.skip("the run wrote every file before the signal")
     assert process.returncode == 143, (process.returncode, out, err)
@@ -157,7 +142,7 @@ def test_sigterm_in_the_write_phase(tmp_path: Path) -> None:
 def test_sigterm_during_a_pooled_fix(tmp_path: Path, delay: float, whole_group: bool) -> None:
     """N3 with a pool: SIGTERM to the main pid (as `kill` sends) or to the group (as `timeout`, CI runners)."""
     tree = tmp_path / "tree"
-    texts = make_tree(tree, 24)
+    texts = broken_tree(tree, 24)
     process = start(["check", "--fix", "-j", "2", str(tree)])
     try:
         wait_for_children(process.pid)
@@ -172,7 +157,7 @@ def test_sigterm_during_a_pooled_fix(tmp_path: Path, delay: float, whole_group: 
         kill_group(process.pid)
     assert temporary_files(tree) == []
     for name, text in texts.items():
-        assert (tree / name).read_text() in (text, fixed(text)), name
+        assert (tree / name).read_text() in (text, fixed_module(text)), name
     if process.returncode in (0, 1) or (process.returncode == -signal.SIGTERM and out.startswith("Fixed ")):
         pytest.skip(f"the run finished within {delay} s of starting its pool")
     assert process.returncode == 143, (process.returncode, out, err)
