@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set,
+                    Tuple, Union)
 
 from amplint.project.flowtrees import FileTree, dotted, index_tree, param_names
 from amplint.project.memo import Doubts
@@ -101,12 +102,8 @@ class Flow:
         self.resolver = resolver
         self.loader = loader
         self._trees: Dict[str, Optional[FileTree]] = {}
-        memo = resolver.doubts.memo
-        self._names = memo()  # (path, scope, name) -> Values
-        self._params = memo()  # (path, scope, name) -> Values
-        self._attrs = memo()  # (class, attr) -> Values
-        self._returns = memo()  # (path, scope) -> Values
-        self._sites = memo()  # (path, scope) -> call sites
+        self._answers = resolver.doubts.memo()  # (what is asked, its subject...) -> Values
+        self._sites = resolver.doubts.memo()  # (path, scope) -> call sites
         self._busy: Set[Tuple[object, ...]] = set()
 
     # --- trees -----------------------------------------------------------------------------------------
@@ -116,7 +113,15 @@ class Flow:
             self._trees[path] = None if parsed is None else index_tree(parsed)
         return self._trees[path]
 
-    def _guarded(self, key: Tuple[object, ...], compute) -> Values:  # type: ignore[no-untyped-def]
+    def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values:
+        """One question, memoized. Past `MAX_HOPS`, or inside its own answer (a cycle), it answers nothing, and
+        unsure: a cut answer serves this pass only, and is never kept for the run."""
+        if hops > MAX_HOPS:
+            self.resolver.doubts.read_unsure()
+            return _NONE
+        return self._answers.get(key, lambda: self._guarded(key, compute))
+
+    def _guarded(self, key: Tuple[object, ...], compute: Callable[[], Values]) -> Values:
         """`compute()`, or nothing (unsure) when the same question is already being answered (a cycle)."""
         if key in self._busy:
             self.resolver.doubts.read_unsure()
@@ -130,10 +135,7 @@ class Flow:
     # --- names -----------------------------------------------------------------------------------------
     def name_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
         """What `name` may hold when read in `scope` of `path`."""
-        if hops > MAX_HOPS:
-            return _NONE
-        key = ("name", path, scope, name)
-        return self._names.get(key, lambda: self._guarded(key, lambda: self._name_values(path, scope, name, hops)))
+        return self._ask(("name", path, scope, name), hops, lambda: self._name_values(path, scope, name, hops))
 
     def _name_values(self, path: str, scope: str, name: str, hops: int) -> Values:
         tree = self.tree(path)
@@ -279,10 +281,7 @@ class Flow:
 
     def returns(self, path: str, scope: str, hops: int = 0) -> Values:
         """What a project function returns (a factory's instance, a helper's container)."""
-        if hops > MAX_HOPS:
-            return _NONE
-        key = ("returns", path, scope)
-        return self._returns.get(key, lambda: self._guarded(key, lambda: self._returns_of(path, scope, hops)))
+        return self._ask(("returns", path, scope), hops, lambda: self._returns_of(path, scope, hops))
 
     def _returns_of(self, path: str, scope: str, hops: int) -> Values:
         tree = self.tree(path)
@@ -313,10 +312,7 @@ class Flow:
     # --- attributes ------------------------------------------------------------------------------------
     def attr_values(self, cls: "ClassRef", attr: str, hops: int = 0) -> Values:
         """What `self.<attr>` may hold on an instance of `cls`: every assignment on its MRO and in subclasses."""
-        if hops > MAX_HOPS:
-            return _NONE
-        key = ("attr", cls, attr)
-        return self._attrs.get(key, lambda: self._guarded(key, lambda: self._attr_values(cls, attr, hops)))
+        return self._ask(("attr", cls, attr), hops, lambda: self._attr_values(cls, attr, hops))
 
     def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
         found: Set[Value] = set()
@@ -336,10 +332,7 @@ class Flow:
 
     # --- parameters: the join over call sites ----------------------------------------------------------
     def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
-        if hops > MAX_HOPS:
-            return _NONE
-        key = ("param", path, scope, name)
-        return self._params.get(key, lambda: self._guarded(key, lambda: self._param_values(path, scope, name, hops)))
+        return self._ask(("param", path, scope, name), hops, lambda: self._param_values(path, scope, name, hops))
 
     def _param_values(self, path: str, scope: str, name: str, hops: int) -> Values:
         tree = self.tree(path)
