@@ -411,10 +411,10 @@ class Resolver:
             if not held and len(parts) == 2:  # calling an `nn.Sequential` runs each of its modules
                 held = self._self_attr(own, parts[1] + "[]")
             if not held:
-                flowed = self._flowed(self.flow.attr_values(own, parts[1].rstrip("[]")), parts[2:]) \
-                    if not parts[1].endswith("[]") else self._flowed(  # `self.heads[]`: an element of it
-                        flow.elements(self.flow.attr_values(own, parts[1][:-2])), parts[2:])
-                return flowed or self._unknown_receiver(parts[2:], call, mark)
+                attr = parts[1]
+                values = flow.elements(self.flow.attr_values(own, attr[:-2])) if attr.endswith("[]") else \
+                    self.flow.attr_values(own, attr)  # `self.heads[]`: an element of what `self.heads` holds
+                return self._flowed(values, parts[2:]) or self._unknown_receiver(parts[2:], call, mark)
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
         if call.receiver is not None:
             text, bound_exact = call.receiver
