@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.cpython_trees import CPythonTrees
@@ -24,15 +24,29 @@ class FlowQuestions:
     _parsed: "CPythonTrees"
     _def_index: Dict[str, set]
     _importers: Optional[Dict[str, Tuple[str, ...]]] = None
+    _imports: Dict[str, Tuple[str, ...]]
 
     def defines(self, name: str) -> bool:
         """Does any project file have a `def name` line (text index)?"""
         return bool(self._def_index.get(name))
 
+    def imports(self, path: str) -> Tuple[str, ...]:
+        """Project files `path` imports (text pass; each file's answered once)."""
+        found = self._imports.get(path)
+        if found is None:
+            info = self.info.get(path)
+            found = self._imports[path] = tuple(
+                p for p in self.modules.imported_files(path, info.imported) if p != path) if info else ()
+        return found
+
     def importers(self, path: str) -> Tuple[str, ...]:
-        """Project files that import `path` (text index, built once on first use): where its callers may be."""
+        """Project files that import `path` (built once, from every file's `imports`): where its callers may be."""
         if self._importers is None:
-            self._importers = self.modules.importers({p: info.imported for p, info in self.info.items()})
+            index: Dict[str, List[str]] = {}
+            for other in sorted(self.info):
+                for imported in dict.fromkeys(self.imports(other)):
+                    index.setdefault(imported, []).append(other)
+            self._importers = {p: tuple(files) for p, files in index.items()}
         return self._importers.get(path, ())
 
     def mentions(self, path: str, name: str) -> bool:

@@ -95,6 +95,7 @@ class Loader(FlowQuestions):
         self._pool = pool or RunPool(config.jobs)
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
         self._edges: Dict[str, Tuple[str, ...]] = {}
+        self._imports: Dict[str, Tuple[str, ...]] = {}  # `FlowQuestions.imports`, by path
         self._worth: Dict[str, bool] = {}
         self._useful: Dict[str, bool] = {}  # `may_define_usefully`, by name: asked for each method resolved
         self._defining: Dict[str, Tuple[str, ...]] = {}  # `defining_files`, by name
@@ -221,9 +222,7 @@ class Loader(FlowQuestions):
             info = self.info.get(path)  # the text pass read it (a file it could not read has no edges)
             found: Set[str] = set()
             if info is not None:
-                for name in info.imported:
-                    for absolute, root in self.modules.absolute(path, name):
-                        found.update(p for p, _ in self.modules.locate(path, absolute, root))
+                found.update(self.imports(path))
                 for cls in info.classes:
                     found.update(self._subclass_index.get(cls, ()))
                 found.update(self.importers(path))

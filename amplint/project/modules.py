@@ -151,16 +151,10 @@ class ModuleIndex:
                 out.append((full, module.root))
         return out
 
-    def importers(self, imported: Dict[str, Sequence[str]]) -> Dict[str, Tuple[str, ...]]:
-        """Per project file, the files that import it, from each file's imported names (`prefilter`)."""
-        found: Dict[str, List[str]] = {}
-        for other in sorted(imported):
-            for name in imported[other]:
-                for absolute, root in self.absolute(other, name):
-                    for path, _ in self.locate(other, absolute, root):
-                        if path != other and other not in found.setdefault(path, []):
-                            found[path].append(other)
-        return {path: tuple(files) for path, files in found.items()}
+    def imported_files(self, importer: str, names: Sequence[str]) -> List[str]:
+        """The project files `importer` imports, from its imported names (`prefilter.imported_names`)."""
+        return [path for name in names for absolute, root in self.absolute(importer, name)
+                for path, _ in self.locate(importer, absolute, root)]
 
     def locate(self, importer: str, dotted: str, root: Optional[str] = None) -> List[Tuple[str, Tuple[str, ...]]]:
         """(file, remaining attribute parts) for the longest module prefix of `dotted`; preferred files only."""
