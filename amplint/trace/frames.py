@@ -58,6 +58,7 @@ class ProjectFiles:
         self.root = os.path.realpath(root)
         self._libraries = _library_dirs()
         self._answers: Dict[str, bool] = {}
+        self._libraries_seen: Dict[str, bool] = {}
         self._positions: Dict[CodeType, List[Tuple[Optional[int], ...]]] = {}
 
     def holds(self, filename: str) -> bool:
@@ -67,24 +68,20 @@ class ProjectFiles:
         return answer
 
     def _decide(self, filename: str) -> bool:
-        if filename.startswith("<"):
-            return False
-        path = os.path.realpath(filename)
-        if not path.startswith(self.root + os.sep):
-            return False
-        parts = path.split(os.sep)
-        if any(part in _INSTALLED for part in parts):
-            return False
-        return not any(path.startswith(library + os.sep) for library in self._libraries)
+        """Under the project's root, and no library's (a `.venv` inside the project is a library)."""
+        return os.path.realpath(filename).startswith(self.root + os.sep) and not self.is_library(filename)
 
     def is_library(self, filename: str) -> bool:
-        """torch's, amplint's, the standard library's or an installed package's: frames a walk passes through."""
-        if filename.startswith("<"):
-            return True
-        path = os.path.realpath(filename)
-        return any(path.startswith(library + os.sep) for library in self._libraries) or any(
-            part in _INSTALLED for part in path.split(os.sep)
-        )
+        """torch's, amplint's, the standard library's or an installed package's: frames a walk passes through.
+
+        Asked for every frame above every recorded call: answered once per file name, as `holds` is."""
+        answer = self._libraries_seen.get(filename)
+        if answer is None:
+            path = os.path.realpath(filename)
+            answer = self._libraries_seen[filename] = filename.startswith("<") or any(
+                path.startswith(library + os.sep) for library in self._libraries) or any(
+                part in _INSTALLED for part in path.split(os.sep))
+        return answer
 
     def place(self, frame: FrameType) -> Place:
         code = frame.f_code
