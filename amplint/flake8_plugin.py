@@ -182,9 +182,10 @@ def _may_report_alone(text: str, config: Config) -> bool:
     text flags find. Anything else is spared a LibCST parse, as `amplint check` spares it.
     """
     from amplint.engine import will_parse
+    from amplint.identifiers import analysis_text
     from amplint.project import prefilter
 
     if will_parse(text, config):
         return True
-    flags = prefilter.flags(text, config.extend_autocast, config.extend_distributions)
+    flags = prefilter.flags(analysis_text(text), config.extend_autocast, config.extend_distributions)
     return flags.lightning or flags.hf or flags.accelerate

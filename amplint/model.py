@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 
 class Precision(str, enum.Enum):
@@ -76,6 +76,7 @@ class Risk:
     params: Optional[str] = None  # how the worst regime made the parameters
     max_abs_error: Optional[float] = None  # low: the largest error over the measured regimes
     disabled: bool = False  # autocast disabled around the computation (AMP002)
+    max_rel_error: Optional[float] = None  # low: the same, relative to the float64 value (`risk._judge`)
 
     def text(self) -> str:
         """`risk high on CUDA: 532 of 4,096 -inf measured (...)`, as the message quotes it."""
@@ -89,6 +90,63 @@ class Risk:
 
 
 UNKNOWN_RISK = Risk("unknown", None, "not assessed")
+
+
+@dataclass(frozen=True, order=True)
+class Hop:
+    """One step of a finding's call chain, with where it happened, so a reader can follow it file by file.
+
+    A chain is the call made in the region (`name` as written, `model(x)`), then each function entered, each
+    located at the call that entered it (`AutoEncoder.forward` at that same call, `utils.loss` at the call in
+    `AutoEncoder.forward`). A last hop of role "built" is where the distribution was built, when it is built
+    in another function. 0 for a line or a column not known (a framework hook: only the region's line).
+    """
+
+    name: str
+    path: str = ""  # the file as discovered (like `Finding.path`); "" in the facts: the analysed file itself
+    line: int = 0  # 1-based
+    column: int = 0  # 1-based, in characters
+    where: str = ""  # the file as messages show it (relative to the checked directory); "": the finding's own file
+    role: str = "call"  # "call", or "built" for where the distribution was built
+    cell: int = 0  # notebooks: the 1-based cell `line` counts within (0: not a notebook)
+
+    def place(self) -> str:
+        """`train.py:12:5`, `12:5` in the finding's own file, `train.py:12` without a column; "" when unknown."""
+        if not self.line:
+            return self.where
+        where = self.where
+        if self.cell:
+            where = f"{where}:cell {self.cell}" if where else f"cell {self.cell}"
+        spot = f"{self.line}:{self.column}" if self.column else str(self.line)
+        return f"{where}:{spot}" if where else spot
+
+    def describe(self, first: bool) -> str:
+        """What happens at the hop's place, in words (SARIF's related locations, the language server's)."""
+        if self.role != "call":
+            return f"the distribution is built here: `{self.name}`"
+        return f"call in the autocast region: `{self.name}`" if first else f"enters `{self.name}`"
+
+    def to_json(self) -> dict:
+        out = {"name": self.name, "path": self.path, "line": self.line or None, "column": self.column or None,
+               "role": self.role}
+        if self.cell:
+            out["cell"] = self.cell
+        return out
+
+
+def chain_text(chain: Tuple[Hop, ...]) -> str:
+    """`model(x) (train.py:16:9) → AutoEncoder.forward → utils.loss (model.py:22:16)`: each call's place once,
+    after the first hop it took (a function entered names no place of its own when the call before it is it)."""
+    parts: List[str] = []
+    shown = None
+    for hop in chain:
+        if hop.role != "call":
+            continue
+        place = hop.place()
+        at = (hop.where, hop.line, hop.column)
+        parts.append(f"{hop.name} ({place})" if place and at != shown else hop.name)
+        shown = at
+    return " → ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -105,7 +163,7 @@ class Finding:
     fixable: bool = False
     fix_strategies: Tuple[str, ...] = ()
     region: Optional[RegionInfo] = None
-    chain: Tuple[str, ...] = ()
+    chain: Tuple[Hop, ...] = ()  # the calls from the region to the site, then where the distribution was built
     site: Optional[SiteSpec] = None
     region_path: Optional[str] = None  # project mode: the region's file when the chain starts in another file
     risk: Optional[Risk] = None  # set by amplint.risk.with_risk where findings are built
@@ -126,7 +184,7 @@ class Finding:
             "message": self.message,
             "fixable": self.fixable,
             "fix_strategies": list(self.fix_strategies),
-            "chain": list(self.chain),
+            "chain": [hop.to_json() for hop in self.chain],
             "risk": (self.risk or UNKNOWN_RISK).to_json(),
         }
         if self.region is not None:

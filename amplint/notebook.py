@@ -268,16 +268,38 @@ def locate(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> Tuple[
     return out, lines_out
 
 
+def _masked_lines(path: str, sources: Dict[str, List[str]]) -> List[str]:
+    """A notebook's masked text's lines: from `sources`, else read (and kept there)."""
+    lines = sources.get(path)
+    if lines is None:
+        data = _read(path)
+        loaded = data if isinstance(data, FileError) else load(path, data)
+        lines = [] if isinstance(loaded, FileError) else [line.rstrip("\r\n") for line in _lines(mask(loaded[1]).text)]
+    return lines
+
+
+def _hops_in_cells(finding: Finding, sources: Dict[str, List[str]]) -> Finding:
+    """The chain's hops in a notebook counted within their cell, in the chain and where the message shows them."""
+    chain, message = [], finding.message
+    read: Dict[str, List[str]] = {}
+    for hop in finding.chain:
+        if hop.line and not hop.cell and is_notebook(hop.path) and hop.path not in read:
+            read[hop.path] = _masked_lines(hop.path, sources)
+        start = _cell_start(read[hop.path], hop.line) if hop.path in read and not hop.cell else None
+        if start is not None:
+            moved = replace(hop, line=hop.line - start[1], cell=start[0])
+            message = message.replace(f"({hop.place()})", f"({moved.place()})")
+            hop = moved
+        chain.append(hop)
+    return replace(finding, chain=tuple(chain), message=message) if tuple(chain) != finding.chain else finding
+
+
 def _region_in_cell(finding: Finding, sources: Dict[str, List[str]]) -> Finding:
+    finding = _hops_in_cells(finding, sources)
     region_file = finding.region_path or finding.path
     if finding.region is None or finding.cell is not None or not is_notebook(region_file):
         return finding
-    lines = sources.get(region_file)
-    if lines is None:
-        data = _read(region_file)
-        loaded = data if isinstance(data, FileError) else load(region_file, data)
-        lines = [] if isinstance(loaded, FileError) else [line.rstrip("\r\n") for line in _lines(mask(loaded[1]).text)]
-    start = _cell_start(lines, finding.region.line)
+    start = _cell_start(_masked_lines(region_file, sources), finding.region.line)
     if start is None:
         return finding
     number, first = start

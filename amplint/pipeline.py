@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
 
+from amplint import identifiers
 from amplint.config import Config
 from amplint.files import source_lines
-from amplint.model import FileError, Finding
+from amplint.model import FileError, Finding, Hop
 from amplint.noqa import noqa_texts, suppressed
 from amplint.risk import with_risk
 from amplint.screen import mentions_probability, region_words
@@ -43,6 +44,7 @@ def may_have_findings(text: str, config: Config) -> bool:
     tree of those, so words in comments, strings or names such as
     `cross_entropy` cost no LibCST parse.
     """
+    text = identifiers.screen_text(text)  # `torch.ａｕｔｏｃａｓｔ` is `torch.autocast`
     regions = region_words(config.extend_autocast)
     return any(word in text for word in regions) and mentions_probability(text)
 
@@ -113,7 +115,14 @@ def analyze_source(
     `summarize.read_summary`): CPython accepted the file, and it is not read again.
     `trees`: the project run's CPython trees, when `imports` is not at hand.
     `tree`: CPython's tree of `text`, when the caller has it with `imports`: the positions are read from it.
+    `imports` and `tree` are of `identifiers.analysis_text(text)`, which is `text` unless an identifier is not
+    as Python reads it; then that copy is analysed, and the findings are given the columns of `text`.
     """
+    respelled = identifiers.respelled(text)
+    if respelled is not None:  # an identifier Python reads as another (`ｌｏｇ_prob`): the copy is analysed
+        outcome = analyze_source(respelled.text, path, config, noqa=noqa, entries=entries, project=project,
+                                 parse=parse, imports=imports, trees=trees, tree=tree)
+        return outcome if isinstance(outcome, FileError) else outcome.as_written(respelled)
     parse = parse or _parse_and_analyze
     alone = not entries and not project
     if imports is None or alone:
@@ -243,6 +252,7 @@ def _rule(code: str) -> "Rule":
 
 
 def to_finding(diagnosis: "Diagnosis", path: str, analysis: "ModuleAnalysis", config: Config) -> Finding:
+    from amplint.facts.built import built_hops
     from amplint.facts.sitespec import site_spec
 
     position = diagnosis.site.position
@@ -259,7 +269,13 @@ def to_finding(diagnosis: "Diagnosis", path: str, analysis: "ModuleAnalysis", co
         fixable=config.strategy in strategies,
         fix_strategies=strategies,
         region=diagnosis.region.info,
-        chain=diagnosis.chain,
+        chain=placed(diagnosis.chain + built_hops(diagnosis.site, analysis.module, analysis.facts.positions), path),
         site=site_spec(diagnosis.site, analysis.module, analysis.imports),
         region_path=diagnosis.origin_file or None,
     )
+
+
+def placed(chain: Tuple[Hop, ...], path: str) -> Tuple[Hop, ...]:
+    """The chain with the hops of the analysed file (the facts know no path) in `path`, as JSON, SARIF and the
+    language server locate them; messages still show those as `line:column` of the finding's own file."""
+    return tuple(hop if hop.path else replace(hop, path=path) for hop in chain)

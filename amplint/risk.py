@@ -10,7 +10,7 @@ stored in amplint/data/hazards.json, so the linter reads it without torch.
 Levels: `high` — some measured regime of this computation (class, method,
 parameter transforms) has non-finite values or raises under this device's
 policy; `low` — every measured regime is finite under it (the message gives
-the largest error); `unknown` — the device or dtype is not a literal, or the
+the largest error relative to the float64 value, then the absolute one); `unknown` — the device or dtype is not a literal, or the
 class/method is not in the table, or the distribution is built out of sight.
 A region with autocast disabled (AMP002) computes on float16 inputs with no
 op promoted, which is what the CPU policy measures, whatever the device.
@@ -150,13 +150,30 @@ def _judge(rows: List[dict], column: str, device: str, disabled: bool) -> Risk:
             what = f"{_nonfinite(cell):,} of {worst['rows']:,} {'/'.join(kinds)} measured"
         return Risk("high", device, f"{what} ({worst['regime']})", nonfinite=_nonfinite(cell), rows=worst["rows"],
                     measured_as=column, params=worst["params"], disabled=disabled)
-    errors = [row[column]["max_abs_error"] for row in rows if row[column]["max_abs_error"] is not None]
-    error = max(errors) if errors else None
-    detail = f"finite in {len(rows)} measured regime{'s' if len(rows) != 1 else ''}"
-    if error is not None:
-        detail += f", max error {error:.2g}"
-    return Risk("low", device, detail, nonfinite=0, rows=rows[0]["rows"], measured_as=column,
-                max_abs_error=error, disabled=disabled)
+    error = _largest(rows, column, "max_abs_error")
+    relative = _largest(rows, column, "max_rel_error")
+    return Risk("low", device, low_detail(len(rows), error, relative), nonfinite=0, rows=rows[0]["rows"],
+                measured_as=column, max_abs_error=error, disabled=disabled, max_rel_error=relative)
+
+
+def _largest(rows: List[dict], column: str, key: str) -> Optional[float]:
+    found = [row[column][key] for row in rows if row[column].get(key) is not None]
+    return max(found) if found else None
+
+
+def low_detail(regimes: int, error: Optional[float], relative: Optional[float]) -> str:
+    """What `low` means, said in the message: every measured regime finite in float16, and how far off it is.
+
+    An absolute error alone read as a contradiction (`low` next to `max error 1.6e+02`): on log-densities of
+    -1e5 that is 1e-3 of the value, float16's rounding. So the relative error leads (`hazard_script
+    .relative_error`: the error over the float64 value, a value under 1 counting as 1), the absolute follows.
+    """
+    which = f"all {regimes} measured regimes" if regimes != 1 else "the 1 measured regime"
+    detail = f"{which} finite in float16"
+    if relative is not None:
+        detail += f", max relative error {relative:.1e} vs float64"
+        return detail + (f" (absolute {error:.2g})" if error is not None else "")
+    return detail + (f", max error {error:.2g}" if error is not None else "")
 
 
 def with_risk(finding: Finding) -> Finding:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Set, Tuple
 
+from amplint.model import Hop, chain_text
+
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
@@ -47,7 +49,7 @@ class Diagnosis:
     code: str
     site: "Site"
     region: "RegionEntry"
-    chain: Tuple[str, ...] = ()
+    chain: Tuple[Hop, ...] = ()  # the calls from the region to the site's function (`amplint.model.Hop`)
     origin: str = ""  # the region's file (display path) when it is not this file's own analysis that found it
     origin_file: str = ""  # the same file as discovered (like `Finding.path`)
 
@@ -120,13 +122,19 @@ def uncast_under_float16(site: "Site", kind: str) -> bool:
 
 
 def region_phrase(diagnosis: Diagnosis) -> str:
-    """How a message names the region: `autocast region at line 12 (reached via f → g)`, or, when the
-    project walk found it in another file, `autocast region at train.py:12 via model(x) → Net.forward`."""
+    """How a message names the region: `autocast region at line 12 (reached via f (13:9) → g (20:5))`, or,
+    when the project walk found it in another file, `autocast region at train.py:12 via model(x) (train.py:12:9)
+    → Net.forward → helper (model.py:30:9)`: each call of the chain with its place, so the finding in a
+    helper's body names the call that reached it."""
     region = diagnosis.region
     if diagnosis.origin:
-        return f"{region.label} at {diagnosis.origin}:{region.line} via {' → '.join(diagnosis.chain)}"
-    via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
-    return f"{region.label} at line {region.line}{via}"
+        return f"{region.label} at {diagnosis.origin}:{region.line} via {chain_text(diagnosis.chain)}"
+    return f"{region.label} at line {region.line}{reached_via(diagnosis)}"
+
+
+def reached_via(diagnosis: Diagnosis) -> str:
+    """` (reached via f (13:9) → g (20:5))` for a site reached through calls of its own file; "" otherwise."""
+    return f" (reached via {chain_text(diagnosis.chain)})" if diagnosis.chain else ""
 
 
 def short(code: str, limit: int = 40) -> str:
@@ -136,6 +144,7 @@ def short(code: str, limit: int = 40) -> str:
 
 
 def listing(nodes: Sequence["cst.BaseExpression"], module: "cst.Module") -> str:
-    """Up to four expressions, quoted, then how many more."""
-    text = ", ".join(f"`{short(module.code_for_node(node))}`" for node in nodes[:4])
-    return text + (f" and {len(nodes) - 4} more" if len(nodes) > 4 else "")
+    """Up to four expressions, quoted, each once (two constructors may share an input), then how many more."""
+    texts = list(dict.fromkeys(short(module.code_for_node(node)) for node in nodes))
+    text = ", ".join(f"`{each}`" for each in texts[:4])
+    return text + (f" and {len(texts) - 4} more" if len(texts) > 4 else "")

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from amplint import __version__
 from amplint.config import Config
-from amplint.model import FileError, Finding
+from amplint.model import FileError, Finding, Hop, chain_text
 from amplint.rulebase import Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -223,7 +223,7 @@ def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Op
         "properties": {
             "fixable": finding.fixable,
             "fixStrategies": list(finding.fix_strategies),
-            "callChain": list(finding.chain),
+            "callChain": [hop.to_json() for hop in finding.chain],
             "risk": finding.to_json()["risk"],
         },
     }
@@ -246,6 +246,10 @@ def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Op
                 },
             }
         ]
+    if finding.chain:
+        result.setdefault("relatedLocations", []).extend(
+            _hop_location(hop, root, index == 2, index) for index, hop in enumerate(finding.chain, start=2))
+        result["codeFlows"] = [code_flow(finding, root)]
     if finding.fixable and fix_for is not None and finding.cell is None:
         fix = fix_for(finding)
         if fix is not None and (fix.fixed != fix.original or fix.others):
@@ -261,6 +265,33 @@ def _result(finding: Finding, rule_index: Dict[str, int], root: str, fix_for: Op
                 }
             ]
     return result
+
+
+def _hop_location(hop: Hop, root: str, first: bool, index: Optional[int] = None) -> Dict[str, Any]:
+    """A SARIF `location` for one hop of the chain: its file, and its line and column where known."""
+    physical: Dict[str, Any] = {"artifactLocation": artifact_location(hop.path, root)}
+    if hop.line:
+        physical["region"] = {"startLine": hop.line, **({"startColumn": hop.column} if hop.column else {})}
+    location: Dict[str, Any] = {"physicalLocation": physical, "message": {"text": hop.describe(first)}}
+    if index is not None:
+        location["id"] = index
+    if hop.cell:  # a notebook: the line counts within this cell
+        location["properties"] = {"cell": hop.cell}
+    return location
+
+
+def code_flow(finding: Finding, root: str) -> Dict[str, Any]:
+    """The chain as CodeQL shows a path: one thread flow from the call in the region, through each call on the
+    way (and where the distribution was built), to the computation itself."""
+    steps = [_hop_location(hop, root, index == 0) for index, hop in enumerate(finding.chain)]
+    site = {"physicalLocation": {"artifactLocation": artifact_location(finding.path, root),
+                                 "region": _region(finding)},
+            "message": {"text": "the probability computation"}}
+    if finding.cell is not None:
+        site["properties"] = {"cell": finding.cell}
+    steps.append(site)
+    flow = [{"location": step, "executionOrder": order} for order, step in enumerate(steps, start=1)]
+    return {"message": {"text": f"reached via {chain_text(finding.chain)}"}, "threadFlows": [{"locations": flow}]}
 
 
 def _notification(error: FileError, root: str) -> Dict[str, Any]:

@@ -30,11 +30,21 @@ class Retabbed:
     widths: Dict[int, int]  # line -> length of the expanded indentation
 
     def restore(self, finding: Finding) -> Finding:
-        """`finding` with columns of the original text (lines do not move)."""
+        """`finding` with columns of the original text (lines do not move), its chain's hops in the file
+        included, where the message shows them too (`f (12:9)`)."""
+        chain, message = [], finding.message
+        for hop in finding.chain:
+            if hop.path == finding.path and hop.column:
+                moved = dataclasses.replace(hop, column=self._column(hop.line, hop.column))
+                message = message.replace(f"({hop.place()})", f"({moved.place()})")
+                hop = moved
+            chain.append(hop)
         return dataclasses.replace(
             finding,
             column=self._column(finding.line, finding.column),
             end_column=self._column(finding.end_line, finding.end_column),
+            chain=tuple(chain),
+            message=message,
         )
 
     def _column(self, line: int, column: int) -> int:

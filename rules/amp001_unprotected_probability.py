@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Tuple
 from amplint.facts.sites import DISTRIBUTION
 from amplint.model import Precision
 from amplint.rulebase import (
-    CAST, DISABLE, ENABLED_REGION, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16,
+    CAST, DISABLE, ENABLED_REGION, Diagnosis, Invalid, Rule, listing, reached_via, region_phrase,
+    uncast_under_float16,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,10 +47,9 @@ def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     if diagnosis.origin:  # entered from a region the project walk found (usually in another file)
         return (f"`{site.label}` runs under {kind} autocast with inputs not cast to float32: {inputs}; reached from "
                 + region_phrase(diagnosis))
-    via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
     return (
         f"`{site.label}` runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} with inputs not "
-        f"cast to float32: {inputs}{via}"
+        f"cast to float32: {inputs}{reached_via(diagnosis)}"
     )
 
 

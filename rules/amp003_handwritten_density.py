@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING, Tuple
 from amplint.facts.densitycalls import DENSITY
 from amplint.facts.mathsites import INLINE
 from amplint.model import Precision
-from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16
+from amplint.rulebase import (
+    CAST, Diagnosis, Invalid, Rule, listing, reached_via, region_phrase, uncast_under_float16,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -57,9 +59,8 @@ def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     if diagnosis.origin:
         return f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from " + (
             region_phrase(diagnosis))
-    via = f" (reached via {' → '.join(diagnosis.chain)})" if diagnosis.chain else ""
     return (f"{shape} runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} on tensors not "
-            f"cast to float32: {inputs}{via}")
+            f"cast to float32: {inputs}{reached_via(diagnosis)}")
 
 
 def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:

@@ -132,3 +132,10 @@ def forced(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv(parallel.FORCE_ENV, "1")
     monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
+
+
+def chain_names(chain) -> List[str]:
+    """The calls of a finding's chain by name (`Hop`s, or their JSON): what `.expected` files list after `via`;
+    the places are checked in tests/test_chain_locations.py."""
+    hops = [hop if isinstance(hop, dict) else hop.to_json() for hop in chain]
+    return [hop["name"] for hop in hops if hop["role"] == "call"]

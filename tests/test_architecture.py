@@ -25,7 +25,7 @@ LAYERS = [
               "amplint.deep", "amplint.cpython_trees", "amplint.textlines", "amplint.treepositions",
               "amplint.progress", "amplint.parallel", "amplint.toml", "amplint.guard", "amplint.torchpatch", "amplint.autocast_names", "amplint.densitynames",
               "amplint.workers", "amplint.collection", "amplint.cstimport", "amplint.cstparse", "amplint.interrupts", "amplint.policies", "amplint.transforms", "amplint.notebook",
-              "amplint.fix", "amplint.fix.safety")),
+              "amplint.fix", "amplint.fix.safety", "amplint.identifiers", "amplint.respell")),
     ("facts", ("amplint.facts", "amplint.receivers", "amplint.regions", "amplint.dtypes",
                "amplint.torchnames")),
     ("rules", ("amplint.rulebase", "amplint.rules", "amplint.analysis", "amplint.fix.fixability",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from conftest import write_package
+from conftest import chain_names, write_package
 from hypothesis import given
 
 from amplint.config import Config
@@ -367,6 +367,47 @@ def test_match_statements_read_the_same_from_either_tree() -> None:
                          (14, "head.run", "head.run(x, d)"), (16, "first", "first(x)")]
 
 
+PATHS = '''\
+import torch
+from .losses import blend
+
+
+def step(head, x, flag, items):
+    with torch.autocast("cpu", dtype=torch.float16):
+        out = head(x)
+        if flag:
+            out = out.float()
+        blend(out)
+        try:
+            a = out.float()
+        except ValueError:
+            a = out
+        blend(a)
+        b = out.float()
+        for item in items:
+            blend(b)
+            b = item
+        match flag:
+            case 1:
+                c = out.float()
+            case _:
+                c = out.double()
+        blend(c)
+        d = out.float()
+        if flag:
+            d = out
+            return None
+        blend(d)
+'''
+
+
+def test_paths_read_the_same_from_either_tree() -> None:
+    """A call's arguments are float32 only when every path that reaches it casts them (`facts.flowstate`)."""
+    quick = _read_alike(PATHS)
+    assert [(c.line, c.protected) for c in quick.functions["step"].calls if c.callee == "blend"] == [
+        (10, False), (15, False), (18, False), (25, True), (30, True)]
+
+
 DENSITIES = '''\
 import torch
 import torch.nn.functional as F
@@ -691,7 +732,7 @@ def test_a_project_run_reads_the_routing_file_without_libcst(tmp_path: Path, job
     findings = [(r.path, f.line, f.column, f.code) for r in run.results for f in r.findings]
     assert findings == [(str(package / "losses.py"), 6, 12, "AMP001")]
     chain = next(f.chain for r in run.results for f in r.findings)
-    assert "step" in " ".join(chain)
+    assert "step" in " ".join(chain_names(chain))
 
 
 # A file whose sites the reader can count has findings of its own when a site may run in one of its regions:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from amplint.config import Config
-from amplint.model import Finding, Precision, RegionInfo
+from amplint.model import Finding, Hop, Precision, RegionInfo
 from amplint.project.cache import DiskCache
 from amplint.project.cachecodec import SCHEMA
 from amplint.project.run import run_project
@@ -132,7 +132,9 @@ def test_a_malformed_entry_is_a_miss(tmp_path: Path, document) -> None:
 def test_findings_round_trip_exactly(tmp_path: Path) -> None:
     cache = DiskCache(str(tmp_path))
     region = RegionInfo(3, Precision.FLOAT16, True, "cuda", '"cuda"')
-    finding = Finding("a.py", 4, 5, 4, 9, "AMP001", "msg", True, ("cast",), region, ("f", "g"), None, "b.py")
+    chain = (Hop("f(x)", "b.py", 3, 9, "b.py"), Hop("g", "b.py", 3, 9, "b.py"), Hop("Normal(mu, s)", "a.py", 2, 0,
+                                                                                 role="built", cell=2))
+    finding = Finding("a.py", 4, 5, 4, 9, "AMP001", "msg", True, ("cast",), region, chain, None, "b.py")
     cache.put("findings", "ef" * 32, (finding,))
     assert cache.get("findings", "ef" * 32) == (finding,)
 

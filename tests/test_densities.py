@@ -34,7 +34,7 @@ def test_findings_are_exact_and_reached_from_train_py(tmp_path: Path) -> None:
     results = check_paths([str(PROJECT)], Config())
     flow = next(f for r in results for f in r.findings if f.path.endswith("flow.py"))
     assert flow.message.startswith("a Gaussian log-density written out runs under float16 autocast")
-    chain = "reached from autocast region at train.py:12 via flow_nll(head(z), logdet) → flow.flow_nll"
+    chain = "reached from autocast region at train.py:12 via flow_nll(head(z), logdet) (train.py:17:27) → flow.flow_nll"
     assert flow.message.split("; risk")[0].endswith(chain)
     assert not flow.fixable  # its terms may be Python numbers: left to the user, with the reason
 

@@ -223,7 +223,7 @@ def test_a_parameter_every_caller_gives_a_cast_distribution_needs_only_its_value
     assert main(["check", str(root)]) == 1
     out = capsys.readouterr().out
     assert ("helpers.py:12:12: AMP001 [*] `Normal.log_prob` runs in the float16 autocast region at line 16 with inputs "
-            "not cast to float32: `x` (reached via score)") in out
+            "not cast to float32: `x` (reached via score (19:13))") in out
     assert main(["check", "--fix", str(root)]) == 0
     assert capsys.readouterr().out.strip() == "Fixed 2 findings, 0 remaining."
     assert (root / "helpers.py").read_text(encoding="utf-8").splitlines()[11] == "    return dist.log_prob(x.float())"

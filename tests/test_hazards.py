@@ -34,8 +34,11 @@ def _error_close(got: Optional[float], want: Optional[float]) -> bool:
     return high == low or high <= 2 * low
 
 
+ERRORS = ("max_abs_error", "max_rel_error")  # measured errors: compared within a factor of 2 (`_error_close`)
+
+
 def _without_errors(row: dict) -> dict:
-    return {key: {k: v for k, v in cell.items() if k != "max_abs_error"} if isinstance(cell, dict) else cell
+    return {key: {k: v for k, v in cell.items() if k not in ERRORS} if isinstance(cell, dict) else cell
             for key, cell in row.items()}
 
 
@@ -49,7 +52,8 @@ def test_stored_table_matches_a_fresh_run(fresh: dict) -> None:
         assert _without_errors(got) == _without_errors(want)
         for device in fresh["devices"]:
             if isinstance(got.get(device), dict):
-                assert _error_close(got[device]["max_abs_error"], want[device]["max_abs_error"]), (got, device)
+                for error in ERRORS:
+                    assert _error_close(got[device][error], want[device][error]), (got, device, error)
     assert len(fresh["rows"]) == len(stored["rows"])
 
 

@@ -151,7 +151,9 @@ def test_a_cell_reaches_a_project_module(project: Path) -> None:
     nbformat.write(notebook, str(project / "nb.ipynb"))
     proc = run_amplint(["check", "."], cwd=project)
     assert "losses.py:5:13: AMP001 " in proc.stdout
-    assert "reached from autocast region at nb.ipynb:cell 5:4 via gaussian_nll(mu, sigma, y) → losses.gaussian_nll" in proc.stdout
+    # The call's place counts within its cell too: cell 5, line 6, column 16.
+    assert ("reached from autocast region at nb.ipynb:cell 5:4 via gaussian_nll(mu, sigma, y) (nb.ipynb:cell 5:6:16) "
+            "→ losses.gaussian_nll;") in proc.stdout
     assert run_amplint(["check", "--fix", "."], cwd=project).returncode == 0
     assert "Normal(mu.float(), sigma.float()).log_prob(x.float())" in (project / "losses.py").read_text()
     nbformat.validate(nbformat.read(str(project / "nb.ipynb"), as_version=4))

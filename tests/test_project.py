@@ -17,7 +17,7 @@ from amplint.project.cache import DiskCache
 from amplint.project.resolve import MAX_OVERRIDES
 from amplint.project.frameworks import LiteralArg
 from amplint.project.run import run_project
-from conftest import FIXTURES, expected_lines, run_amplint
+from conftest import FIXTURES, chain_names, expected_lines, run_amplint
 
 PROJECT = FIXTURES / "project"
 CHECK = FIXTURES / "check"
@@ -30,7 +30,7 @@ def _render(results: List[FileResult], root: Path) -> List[str]:
         for f in result.findings:
             where = os.path.relpath(f.path, root).replace(os.sep, "/")
             region = os.path.relpath(f.region_path or f.path, root).replace(os.sep, "/")
-            via = f" via {' → '.join(f.chain)}" if f.chain else ""
+            via = f" via {' → '.join(chain_names(f.chain))}" if f.chain else ""
             lines.append(f"{where}:{f.line}:{f.column} {f.code}{via} from {region}:{f.region.line}")
     return lines
 
@@ -51,8 +51,8 @@ def test_message_names_the_region_file_and_the_chain() -> None:
     results = check_paths([str(PROJECT)], Config())
     [finding] = [f for r in results for f in r.findings if r.path.endswith("utils.py")]
     assert finding.message.endswith(
-        "reached from autocast region at train.py:16 via model(x) → AutoEncoder.forward → utils.reconstruction_loss"
-        f"; {finding.risk.text()}"  # amplint.risk quotes the measurement last
+        "reached from autocast region at train.py:16 via model(x) (train.py:17:20) → AutoEncoder.forward → "
+        f"utils.reconstruction_loss (vaepkg/model.py:15:16); {finding.risk.text()}"  # amplint.risk quotes the measurement last
     )
     assert finding.region_path == os.path.join(str(PROJECT), "train.py")
     assert finding.to_json()["region"]["path"] == finding.region_path
@@ -87,7 +87,7 @@ def test_no_project_gives_the_single_file_results_on_the_check_fixtures() -> Non
         for case in sorted(CHECK.glob("*.py")) for line in expected_lines(case.with_suffix(".expected"))
     )
     got = sorted(
-        (f.path, f"{f.line}:{f.column} {f.code}" + (f" via {' → '.join(f.chain)}" if f.chain else ""))
+        (f.path, f"{f.line}:{f.column} {f.code}" + (f" via {' → '.join(chain_names(f.chain))}" if f.chain else ""))
         for r in single for f in r.findings
     )
     assert got == expected
@@ -158,7 +158,7 @@ def test_entries_give_the_fixer_a_diagnosis_in_the_callee_file() -> None:
     assert not analyze_source(text, path, Config()).pairs  # on its own the file has no region
     source = analyze_source(text, path, Config(), entries=entries[path])
     [(diagnosis, finding)] = source.pairs
-    assert diagnosis.chain == ("model(x)", "AutoEncoder.forward", "utils.reconstruction_loss")
+    assert chain_names(diagnosis.chain) == ["model(x)", "AutoEncoder.forward", "utils.reconstruction_loss"]
     assert source.module is not None and source.module.code_for_node(diagnosis.site.call) == "likelihood.log_prob(x)"
     assert "cast" in fix_strategies(diagnosis) and finding.fixable
 
@@ -224,7 +224,7 @@ def test_dispatch_reaches_overrides_up_to_the_bound(tmp_path: Path, count: int, 
     })
     found = [f for r in run_project([str(tmp_path)], Config(), use_cache=False).results for f in r.findings]
     assert len(found) == reported
-    assert all(f.chain[0] == "self.nll(x)" and f.chain[1].endswith(".nll") for f in found)
+    assert all(f.chain[0].name == "self.nll(x)" and f.chain[1].name.endswith(".nll") for f in found)
 
 
 @pytest.mark.parametrize(

@@ -33,11 +33,14 @@ def test_project_findings_are_exact() -> None:
 
 
 @pytest.mark.parametrize("where, chain", [
-    ("reachpkg/scorer.py:11:16 AMP001", "via net.score_frames(frames) → Scorer.score_frames (inferred)"),
-    ("reachpkg/losses.py:7:17 AMP001", "via self.loss(dist, y) → DistributionNLLLoss.forward (inferred)"),
+    ("reachpkg/scorer.py:11:16 AMP001",
+     "via net.score_frames(frames) (train.py:15:16) → Scorer.score_frames (inferred)"),
+    ("reachpkg/losses.py:7:17 AMP001",
+     "via self.loss(dist, y) (train.py:34:19) → DistributionNLLLoss.forward (inferred)"),
     ("reachpkg/encoders.py:6:19 AMP003",
-     "via self.encoder.encode(x) → VAEEncoder.encode (inferred) → encoders.kl_term"),
-    ("reachpkg/regularizers.py:14:32 AMP003", "via self.reg(z) → GaussianRegularizer.forward"),
+     "via self.encoder.encode(x) (train.py:35:17) → VAEEncoder.encode (inferred) → encoders.kl_term "
+     "(reachpkg/encoders.py:16:22)"),
+    ("reachpkg/regularizers.py:14:32 AMP003", "via self.reg(z) (train.py:36:21) → GaussianRegularizer.forward"),
 ])
 def test_chains_say_which_targets_were_inferred(where: str, chain: str) -> None:
     message = _findings(PROJECT)[where]
@@ -58,7 +61,7 @@ def test_parameters_given_a_distribution_by_their_callers_are_joined() -> None:
         assert message.startswith(f"`{method}` runs under float16 autocast with inputs not cast to float32: `h`, "
                                   "`h.exp()`"), message
         assert "(the distribution is built in `regularize` at train.py:51)" in message
-        assert message.split("; risk")[0].endswith("via policy_terms(...) → terms.policy_terms")
+        assert message.split("; risk")[0].endswith("via policy_terms(...) (train.py:51:16) → terms.policy_terms")
     # Alone, the helper has no region and its parameters hold nothing known.
     assert _findings(PROJECT / "reachpkg" / "terms.py", Config(project=False)) == {}
 
@@ -289,9 +292,10 @@ def test_modules_in_containers_are_followed(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text, encoding="utf-8")
     found = _findings(tmp_path)
     assert list(found) == ["pkg/heads.py:7:16 AMP001", "pkg/heads.py:12:16 AMP001", "pkg/heads.py:17:16 AMP001"]
-    assert found["pkg/heads.py:7:16 AMP001"].split("; risk")[0].endswith("via model.loss(h, y) → Model.loss → "
-                                                                         "GaussHead.forward")
-    assert found["pkg/heads.py:17:16 AMP001"].split("; risk")[0].endswith("→ Model.loss → Block.forward")
+    assert found["pkg/heads.py:7:16 AMP001"].split("; risk")[0].endswith(
+        "via model.loss(h, y) (train.py:25:16) → Model.loss → GaussHead.forward (train.py:16:29)")
+    assert found["pkg/heads.py:17:16 AMP001"].split("; risk")[0].endswith(
+        "→ Model.loss → Block.forward (train.py:17:24)")
 
 
 def test_single_file_runs_and_flake8_see_what_the_walk_joins(tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def test_check_one_file_gives_its_cross_file_finding_as_the_whole_run_does(proje
     alone = check_json(["model.py"], project)
     assert positions(alone) == [MODEL]
     assert alone == of(whole, "model.py")
-    assert "reached from autocast region at train.py:9 via policy(x, y) → Policy.forward" in alone[0][4]
+    assert "reached from autocast region at train.py:9 via policy(x, y) (train.py:10:14) → Policy.forward" in alone[0][4]
 
 
 def test_text_output_of_one_file_is_the_whole_runs_line(project: Path) -> None:

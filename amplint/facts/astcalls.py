@@ -39,6 +39,8 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 from amplint.astwalk import child_nodes, walk
 from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
+from amplint.facts import astflow
+from amplint.facts.flowstate import Branches
 from amplint.facts.astscreen import is_density
 from amplint.facts.astsites import DENSITY, MATH, MathSeen, SiteJudge, Unread
 from amplint.facts.astsource import SourceText
@@ -122,6 +124,7 @@ class _Reader(ParallelMarks):
         self.sites = SiteJudge(tree, self.source, imports, math)
         self._handlers = _MATH_HANDLERS if math else _HANDLERS  # with the math recognizers, or without
         self.in_regions = False  # some code of the file runs in a region it opens (a `with` or a decorator)
+        self.flow = Branches()  # the compound statements around the current one (`facts.flowstate`)
 
     # --- the walk ----------------------------------------------------------------------------------
     def module(self) -> None:
@@ -205,6 +208,7 @@ class _Reader(ParallelMarks):
         scope = parent.child(node.name, container, self.class_stack[-1] if container == "class" else None)
         key = scope.key
         self._record_params(scope, node.args, container == "class")
+        scope.bound.update(param.arg for param in nodes.every_param(node.args))
         for decorator in node.decorator_list:
             spec = self._decorator_region(decorator)
             if spec is not None:
@@ -291,8 +295,7 @@ class _Reader(ParallelMarks):
         self.scope.elements.update(nodes.loop_elements(node))
         self.visit(node.target)
         self.visit(node.iter)
-        self.visit_all(node.body)
-        self.visit_all(node.orelse)
+        astflow.loop_body(self, node.body, node.orelse)
 
     def with_(self, node: "ast.With | ast.AsyncWith") -> None:
         for item in node.items:
@@ -318,6 +321,7 @@ class _Reader(ParallelMarks):
         scope = self.scope
         wide = keep_wide or (single is not None and self._wide(value))
         autocast = self._autocast_value(value) if single is not None else None
+        scope.bound.update(names)
         for name in names:
             scope.wide_names.discard(name)
             scope.factories.pop(name, None)
@@ -531,6 +535,7 @@ _HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {
     ast.AnnAssign: _Reader.ann_assign, ast.AugAssign: _Reader.aug_assign, ast.For: _Reader.for_,
     ast.AsyncFor: _Reader.for_, ast.With: _Reader.with_, ast.AsyncWith: _Reader.with_, ast.IfExp: _Reader.if_exp,
     ast.Dict: _Reader.dict_, ast.Constant: _Reader.constant, ast.JoinedStr: _Reader.f_string,
+    **dict(astflow.HANDLERS),
 }
 # Reading hand-written math: binary operations are judged, and a literal is part of the site it is in.
 _MATH_HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {

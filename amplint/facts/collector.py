@@ -26,14 +26,17 @@ from amplint import dtypes
 from amplint.facts import frameworks
 from amplint.facts.containers import element_callee, element_classes, loop_elements
 from amplint.facts.densitycalls import DENSITY
+from amplint.facts.cstflow import CstFlow, is_none
 from amplint.facts.distrefs import requested_at, split_components
+from amplint.facts.flowstate import Branches
 from amplint.facts.signatures import distribution_arguments
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Requested, Scope, Site,
 )
 from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
-from amplint.facts.nodes import accelerator_binding, call_text, framework_call, record_params, trainer_model
+from amplint.facts.nodes import accelerator_binding, call_text, framework_call, param_names, record_params
+from amplint.facts.nodes import trainer_model
 from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
 from amplint.facts.returns import ReturnIndex, given_ref, unpacked
 from amplint.facts.modulecalls import ELEMENT, without_module_hop
@@ -52,7 +55,7 @@ POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 SELF_NAMES = ("self", "cls")  # a method's own receiver
 
 
-class Collector(CstParallelMarks, cst.CSTVisitor):
+class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
     """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
 
     def __init__(
@@ -86,7 +89,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         self.math_envs: Dict[int, Env] = {}  # id(scope node) -> bindings the math recognizers follow
         self.bodies = Statements()  # the bindings of function bodies and classes, read once for every reader
         self.site_nodes: List[cst.CSTNode] = []  # recorded sites' nodes, for `inside_site`
-        self.branches: List[Tuple[int, int]] = []  # the `if` branches around the current statement
+        self.flow = Branches()  # the compound statements around the current one (`facts.flowstate`)
         self.claimed_sums: Set[int] = set()  # inner nodes of sums a recognizer judged whole
         # The qualified class a callee names, if a distribution's.
         self.dist_class = partial(dtypes.distribution_class, table=imports, extra=options.extend_distributions)
@@ -219,6 +222,7 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         scope = self.scope.child(node.name.value, container, self.class_stack[-1] if container == "class" else None,
                                  node)
         key = scope.key
+        scope.bound.update(param_names(node.params))
         if self.options.project:
             record_params(scope, node.params, container == "class")
         for decorator in node.decorators:
@@ -264,17 +268,6 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
             self.scope.regions.pop()
 
     # --- statements and bindings ---------------------------------------------
-    def visit_If_body(self, node: cst.If) -> None:
-        self.branches.append((id(node), 0))
-
-    def visit_If_orelse(self, node: cst.If) -> None:
-        self.branches.append((id(node), 1))
-
-    def leave_If_body(self, node: cst.If) -> None:
-        self.branches.pop()
-
-    leave_If_orelse = leave_If_body
-
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.statements.append(node)
 
@@ -347,14 +340,13 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
     ) -> None:
         scope = self.scope
         wide = keep_wide or (single is not None and self._wide(value))
-        dist = self._dist_ref(value) if single is not None else None
+        dists = self.dist_refs_of(value) if single is not None else []
         autocast = self._autocast_value(value) if single is not None else None
-        path = tuple(self.branches)
-        kept = scope.reaching(single, path) if single is not None else []  # earlier constructors still reaching
         state = scope.effective()
         made_in = state.line if state is not None and state.is_float16 else None
         if made_in is None and not wide and scope.tainted:
             made_in = next((scope.tainted[n] for n in sorted(set(names_in(value))) if n in scope.tainted), None)
+        scope.bound.update(names)
         for name in names:
             scope.wide_names.discard(name)
             scope.dist_bindings.pop(name, None)
@@ -365,12 +357,9 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
                 scope.wide_names.add(name)
             elif made_in is not None:
                 scope.tainted[name] = made_in
-        if single is not None and dist is not None:
-            ref = replace(dist, binding=single)
-            scope.dist_bindings[single], scope.dist_alternatives[single] = ref, kept
-            scope.binding_paths[single] = path
-        elif single is not None and kept:  # not a distribution here, but one may still reach from elsewhere
-            scope.dist_bindings[single], scope.dist_alternatives[single] = kept[0], kept[1:]
+        if single is not None and dists:
+            refs = [replace(each, binding=single) for each in dists]
+            scope.dist_bindings[single], scope.dist_alternatives[single] = refs[0], refs[1:]
         if single is not None and autocast is not None:
             scope.factories[single] = autocast
 
@@ -473,8 +462,9 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
             instance = self._lookup(name, "instances") if kind == "name" else None
             if instance is not None:  # `model(x)` on an instance of a class (`model = Model()` here or at top level)
                 kind, name = "instance", instance[0]  # type: ignore[index]
+            start = self.positions.start(node)  # a chain names the call's line and column (`Hop`)
             self.scope.calls.append(
-                CallRecord(kind, name, self.scope.effective(), self.positions.line(node), protected)
+                CallRecord(kind, name, self.scope.effective(), start.line, protected, start.column + 1)
             )
             return
         callee = element_callee(func, self.scope.elements) or dotted_name(func)
@@ -518,7 +508,16 @@ class Collector(CstParallelMarks, cst.CSTVisitor):
         return self._dist_ref(node)
 
     def dist_refs(self, node: cst.BaseExpression) -> List[DistRef]:
-        """Every constructor that may reach `node`: a name assigned in two `if` branches has two."""
+        """Every constructor that may reach `node`: a name assigned on two paths has two (`facts.flowstate`)."""
+        return self.dist_refs_of(node)
+
+    def dist_refs_of(self, node: cst.BaseExpression) -> List[DistRef]:
+        """`dist_refs` of a value: both arms of `a if c else b`, each constructor a name may hold. An arm out of
+        sight (a parameter, a call) leaves the whole out of sight; a `None` arm adds nothing."""
+        if isinstance(node, cst.IfExp):
+            arms = [[] if is_none(arm) else self.dist_refs_of(arm) for arm in (node.body, node.orelse)]
+            known = all(refs or is_none(arm) for refs, arm in zip(arms, (node.body, node.orelse)))
+            return arms[0] + arms[1] if known else []
         ref = self._dist_ref(node)
         extra = self.scope.dist_alternatives.get(node.value, []) if isinstance(node, cst.Name) and ref else []
         return ([ref] if ref is not None else []) + extra

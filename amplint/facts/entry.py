@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from amplint.model import RegionInfo
+from amplint.model import Hop, RegionInfo
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class EntryContext:
     region: RegionInfo
     label: str  # "autocast region", 'Trainer(precision="16-mixed") region', ...
     region_path: str  # the region's file, as shown in messages (relative to the checked directory)
-    chain: Tuple[str, ...]
+    chain: Tuple[Hop, ...]  # the call in the region, then each function entered at the call that entered it
     region_file: str = ""  # the region's file as discovered (like `Finding.path`)
 
 

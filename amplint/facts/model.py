@@ -182,11 +182,10 @@ class Scope:
     regions: List[RegionEntry] = field(default_factory=list)
     factories: Dict[str, Union[AutocastFactory, RegionSpec]] = field(default_factory=dict)
     dist_bindings: Dict[str, DistRef] = field(default_factory=dict)
-    # Constructors of earlier assignments that may still reach (another `if` branch), and where each
-    # binding was made: the `if` branches around it, as (id(If), 0 for the body / 1 for the orelse).
+    # Constructors of other assignments that may reach too (another path; `facts.flowstate`).
     dist_alternatives: Dict[str, List[DistRef]] = field(default_factory=dict)
-    binding_paths: Dict[str, Tuple[Tuple[int, int], ...]] = field(default_factory=dict)
     wide_names: Set[str] = field(default_factory=set)
+    bound: Set[str] = field(default_factory=set)  # names some path to here binds (parameters included)
     tainted: Dict[str, int] = field(default_factory=dict)
     nested: Dict[str, str] = field(default_factory=dict)
     sites: List[Site] = field(default_factory=list)
@@ -239,17 +238,6 @@ class Scope:
                 return True
             each = each.parent
         return False
-
-    def reaching(self, name: str, path: Tuple[Tuple[int, int], ...]) -> List[DistRef]:
-        """The constructors bound to `name` that an assignment at `path` does not replace on every path.
-
-        An assignment in the same block as the last one, or in a block around it, replaces it; one in
-        an `if` branch (or the other branch of the same `if`) leaves the earlier ones reaching too.
-        """
-        old = self.dist_bindings.get(name)
-        if old is None or self.binding_paths.get(name, ())[:len(path)] == path:
-            return []
-        return [old] + self.dist_alternatives.get(name, [])
 
     def effective(self) -> Optional[RegionEntry]:
         """The region that decides autocast here; a disabled region for another device is transparent."""

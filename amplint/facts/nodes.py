@@ -161,11 +161,19 @@ def accelerator_binding(value: cst.Call, line: int, module: cst.Module) -> Accel
     return AccelBinding(spec, line, value, frameworks.describe("Accelerator", "mixed_precision", arg, double_star))
 
 
+def every_param(params: cst.Parameters) -> List[cst.Param]:
+    """Positional-only, positional, keyword-only, then `*args` and `**kwargs` (`astnodes.every_param`)."""
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return every + [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+
+
+def param_names(params: cst.Parameters) -> List[str]:
+    return [param.name.value for param in every_param(params)]
+
+
 def record_params(scope: Scope, params: cst.Parameters, method: bool) -> None:
     """Parameter names, and the project class a parameter's annotation names (not exact: a subclass fits)."""
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    for index, param in enumerate(every):
+    for index, param in enumerate(every_param(params)):
         name = param.name.value
         scope.params.add(name)
         if method and index == 0:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amplint.facts.model import CallRecord, FileFacts, RegionEntry, Scope
+from amplint.model import Hop
 from amplint.regions import RegionSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,11 +24,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class Reach:
-    """A function entered from `region` through `chain` (function names, outermost first)."""
+    """A function entered from `region` through `chain` (outermost first: each function at the call that
+    entered it; hops of this file have no path, `pipeline.to_finding` names it)."""
 
     scope: Scope
     region: RegionEntry
-    chain: Tuple[str, ...]
+    chain: Tuple[Hop, ...]
     origin: str = ""  # the region's file (display path) when the project walk found it elsewhere
     origin_file: str = ""  # the same file as discovered (like `Finding.path`)
 
@@ -78,13 +80,13 @@ def reached(facts: FileFacts) -> Iterator[Reach]:
 
 def reached_in(scopes: Dict[str, Scope], class_bases: Dict[str, List[str]]) -> Iterator[Reach]:
     """`reached` over a file's scopes and class bases, as either tree's reader records them."""
-    queue: Deque[Tuple[Scope, RegionEntry, Tuple[str, ...]]] = deque()
+    queue: Deque[Tuple[Scope, RegionEntry, Tuple[Hop, ...]]] = deque()
     for scope in scopes.values():
         for call in scope.calls:
             if call.state is not None and call.state.is_float16 and not call.protected:
                 target = resolve_call(call, scope, scopes, class_bases)
                 if target is not None:
-                    queue.append((target, call.state, (target.display,)))
+                    queue.append((target, call.state, (_hop(target, call),)))
     visited: Set[str] = set()
     while queue:
         scope, region, chain = queue.popleft()
@@ -96,7 +98,12 @@ def reached_in(scopes: Dict[str, Scope], class_bases: Dict[str, List[str]]) -> I
             if call.state is None and not call.protected:
                 target = resolve_call(call, scope, scopes, class_bases)
                 if target is not None and target.key not in visited:
-                    queue.append((target, region, chain + (target.display,)))
+                    queue.append((target, region, chain + (_hop(target, call),)))
+
+
+def _hop(target: Scope, call: CallRecord) -> Hop:
+    """`target` entered at `call`, in this file (its path is the finding's: `pipeline.to_finding`)."""
+    return Hop(target.display, line=call.line, column=call.column)
 
 
 def entered(facts: FileFacts, entries: Sequence["EntryContext"]) -> Iterator[Reach]:

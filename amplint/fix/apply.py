@@ -165,9 +165,14 @@ def _plan_and_rewrite(
     if plan.empty:
         return plan, None, True
     assert source.module is not None
-    if source.module.code != source.text:  # e.g. `    \fy = 2` comes back unindented, out of its block
+    if source.module.code != source.parsed_text:  # e.g. `    \fy = 2` comes back unindented, out of its block
         return plan, None, False
-    return plan, rewrite(source, plan, strategy).code, True
+    fixed = rewrite(source, plan, strategy).code
+    if source.identifiers is not None:  # the module is the copy's: the file's spellings go back in
+        from amplint.respell import written_back
+
+        fixed = written_back(source.identifiers, fixed)
+    return plan, fixed, True
 
 
 def fix_text(
@@ -207,7 +212,7 @@ def fix_text(
     if not exact:
         from amplint.tabs import retabbed
 
-        mixed = retabbed(text, form_feeds=False)  # tabs alone: a form feed gets the round-trip message
+        mixed = retabbed(source.parsed_text, form_feeds=False)  # tabs alone: a form feed gets the round-trip message
         if mixed is not None and source.module is not None and source.module.code == mixed.text:
             return FileError(path, MIXED_INDENT_ERROR)
         return FileError(path, ROUND_TRIP_ERROR)

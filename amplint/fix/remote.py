@@ -68,7 +68,7 @@ def constructor_casts(source: "SourceAnalysis", extra: FrozenSet[str]) -> Tuple[
     """The casts that make the requested constructors of `source` float32, and the requests they grant."""
     from amplint.fix.plan import CastTarget
 
-    if source.analysis is None or source.module is None or source.module.code != source.text:
+    if source.analysis is None or source.module is None or source.module.code != source.parsed_text:
         return [], set()
     table = source.analysis.imports
     guard = NoqaGuard(source)

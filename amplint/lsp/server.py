@@ -76,7 +76,31 @@ def diagnostic(document: TextDocument, finding: Finding) -> types.Diagnostic:
         code=finding.code,
         source="amplint",
         data={"line": finding.line, "column": finding.column, "code": finding.code},
+        related_information=related(document, finding) or None,
     )
+
+
+def related(document: TextDocument, finding: Finding) -> List[types.DiagnosticRelatedInformation]:
+    """The region, then each hop of the chain with a known line: an editor lists them under the diagnostic, so
+    a `log_prob` reached from another file links to the call that reached it, and to each call on the way."""
+    found: List[types.DiagnosticRelatedInformation] = []
+    if finding.region is not None:
+        where = finding.region_path or finding.path
+        found.append(_related(document, where, finding.region.line, 1, "float16 autocast region"))
+    for index, hop in enumerate(finding.chain):
+        if hop.line and not hop.cell:  # a notebook's cell lines are not the file's
+            found.append(_related(document, hop.path, hop.line, hop.column or 1, hop.describe(index == 0)))
+    return found
+
+
+def _related(document: TextDocument, path: str, line: int, column: int, message: str
+             ) -> types.DiagnosticRelatedInformation:
+    uri = from_fs_path(os.path.abspath(path)) or document.uri
+    if uri == document.uri:  # the buffer's own text: columns in the client's units
+        start = _position(document, line, column)
+    else:
+        start = types.Position(line=max(line - 1, 0), character=max(column - 1, 0))
+    return types.DiagnosticRelatedInformation(types.Location(uri, types.Range(start, start)), message)
 
 
 def diagnostics(document: TextDocument, report: Report) -> List[types.Diagnostic]:

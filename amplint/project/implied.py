@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from amplint.model import Precision, RegionInfo
+from amplint.model import Hop, Precision, RegionInfo
 from amplint.facts import frameworks
 from amplint.project import configfiles
 from amplint.project.configfiles import ConfigPrecision
@@ -47,7 +47,9 @@ def _hook_seeds(resolver: Resolver, classes: List[ClassRef], hooks: Tuple[str, .
     for cls in classes:
         for hook in hooks:
             for target in resolver.method(cls, hook, exact=True):
-                seeds.append(Seed(target, region, region_path, (resolver.display(target),), where))
+                # The framework calls the hook: the chain's place is the construction (or setting) that implies it.
+                hop = Hop(resolver.display(target), where, region.info.line, 0, region_path)
+                seeds.append(Seed(target, region, region_path, (hop,), where))
     return seeds
 
 
@@ -92,7 +94,8 @@ def hf_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
             text, exact = call.model
             for cls in resolver.class_of(where, text):
                 for target in resolver.instance_call(cls, exact):
-                    seeds.append(Seed(target, region, region_path, (resolver.display(target),), path))
+                    hop = Hop(resolver.display(target), where, call.line, call.column, shown(where, root))
+                    seeds.append(Seed(target, region, region_path, (hop,), path))
     return seeds
 
 

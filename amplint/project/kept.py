@@ -55,8 +55,8 @@ class KeptTrees:
 
     def keep(self, path: str, outcome: "SourceAnalysis", likely: bool) -> bool:
         """Keep its analysis unless its source alone is above the budget (then nothing is evicted for it)."""
-        text = outcome.text
-        if outcome.analysis is None or outcome.retabbed or len(text) > self._budget:
+        text = outcome.parsed_text  # what the tree was parsed from: its findings are in its columns
+        if outcome.analysis is None or outcome.moves_columns or len(text) > self._budget:
             return False
         self._forget(path)
         self._trees[path] = _Kept(outcome.analysis, text, likely)

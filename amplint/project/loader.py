@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, kept_trees
 from amplint.files import content_digest, read_bytes, read_source
+from amplint.identifiers import analysis_text
 from amplint.model import FileError, Finding
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, PassCache, digest
@@ -118,11 +119,12 @@ class Loader(FlowQuestions):
         self._subclass_index, self._def_index, self._attr_index = found.subclasses, found.defines, found.attributes
 
     def _read(self, path: str) -> Optional[str]:
+        """The file's text as the analysis reads it (`identifiers.analysis_text`), for its questions and trees."""
         source = read_source(path)
         if isinstance(source, FileError):
             self.errors[path] = source
             return None
-        return source.text
+        return analysis_text(source.text)
 
     def _content(self, path: str, info: FileInfo) -> Optional[str]:
         """The file's content digest (read again: texts are not kept between the passes)."""

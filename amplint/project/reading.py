@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.files import read_source
+from amplint.identifiers import analysis_text
 from amplint.model import FileError
 from amplint.project.summary import EntryContext, FileSummary
 
@@ -40,7 +41,8 @@ def analyze_file(
     source = read_source(path)
     if isinstance(source, FileError):
         return NOT_READ, source
-    quick, read = read_summary(source.text, config, trees) if not entries else (None, None)
+    # The text as the text pass read it (`ｌｏｇ_prob` is `log_prob`), and the tree it kept: `analyze_source` reads it.
+    quick, read = read_summary(analysis_text(source.text), config, trees) if not entries else (None, None)
     if quick is not None:
         return CPYTHON, quick
     tree, imports = read if read is not None else (None, None)

@@ -16,7 +16,7 @@ from amplint.facts.entry import CallReturn, DistArgument
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
 from amplint.project.summary import CallSummary, EntryContext, FunctionSummary
-from amplint.project.walk import shown
+from amplint.project.walk import call_hop, shown
 
 
 def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
@@ -58,7 +58,7 @@ def dist_arguments(loader: Loader, resolver: Resolver, files: Sequence[str], ent
                             DistArgument(target.key, name, dist, shown(path, root), path))
                 if not any(dist.uncast for _, dist in call.given):
                     continue  # a float32 distribution: nothing to report in the callee
-                chain = how.chain + (resolver.display(target),)
+                chain = how.chain + (call_hop(resolver.display(target), call, path, shown(path, root)),)
                 extra.setdefault(target.path, []).append(EntryContext(
                     target.key, how.region, how.label, how.region_path, chain, how.region_file))
     return extra, {p: sorted(set(found), key=repr) for p, found in given.items()}
@@ -73,7 +73,7 @@ def _given_calls(loader: Loader, path: str, entered: Sequence[EntryContext],
         if not call.given:
             continue
         if call.region is not None:  # a float16 region of this file: the chain starts at the call
-            start = (call.text or f"{call.callee}(...)",)
+            start = (call_hop(call.text or f"{call.callee}(...)", call, path, shown(path, root)),)
             yield function, call, EntryContext(function.key, call.region.info, call.region.label,
                                                shown(path, root), start, path)
         else:

@@ -91,7 +91,7 @@ def _walk_and_report(
         seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
             loader, resolver, root
         )
-        return walk(seeds, loader, resolver, config.max_depth)
+        return walk(seeds, loader, resolver, config.max_depth, root)
 
     walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
     entries = walked.entries

@@ -27,6 +27,7 @@ from amplint.astwalk import statements
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_stamped, source_from
+from amplint.identifiers import analysis_text
 from amplint.project.cache import pass_work, recall, shares
 from amplint.model import FileError
 from amplint.screen import mentions_probability
@@ -188,8 +189,9 @@ def _spellings_job(
             source = source_from(path, data, content)
             if isinstance(source, FileError):
                 continue
-            if "autocast" in source.text:
-                spellings = _text_spellings(source.text, parsed)
+            text = analysis_text(source.text)  # `ａｕｔｏｃａｓｔ` is `autocast`
+            if "autocast" in text:
+                spellings = _text_spellings(text, parsed)
             elif content is not None:
                 spellings = ()  # kept in the cache too, so that a warm run need not decode it to see that
         if spellings is not None:

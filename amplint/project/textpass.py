@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Un
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_bytes, source_from
+from amplint.identifiers import analysis_text
 from amplint.model import FileError
 from amplint.pipeline import will_parse
 from amplint.project.cache import held, pass_work, recall, shares
@@ -140,7 +141,12 @@ def _scan_job(
 
 
 def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
-    """One file's result, from its text (and CPython's tree, for `will_parse`, when the text may have findings)."""
+    """One file's result, from its text (and CPython's tree, for `will_parse`, when the text may have findings).
+
+    The text as the analysis reads it (`identifiers.analysis_text`): `class Ｍｏｄｅｌ` defines `Model`, and the
+    tree kept for the summary is the one the summary reads.
+    """
+    text = analysis_text(text)
     classes = prefilter.class_bases(text) if "class" in text else []
     return (
         prefilter.flags(text, config.extend_autocast, config.extend_distributions),

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Deque, Dict, List, Set, Tuple
 
+from amplint.model import Hop
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver, Target
 from amplint.project.summary import CallSummary, EntryContext, RegionRef
@@ -33,7 +34,7 @@ class Seed:
     target: Target
     region: RegionRef
     region_path: str  # as messages show it
-    chain: Tuple[str, ...]
+    chain: Tuple[Hop, ...]  # the call in the region, then each function entered, at the call that entered it
     region_file: str = ""  # as discovered
 
 
@@ -55,9 +56,15 @@ def call_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
         where = shown(path, root)
         for call, function in sorted(calls, key=lambda item: (item[0].line, item[0].column)):
             for target in followed(call, resolver.call_targets(path, function, call, None, False)):
-                chain = (call.text or f"{call.callee}(...)", resolver.display(target))
-                seeds.append(Seed(target, call.region, where, chain, path))
+                start = call_hop(call.text or f"{call.callee}(...)", call, path, where)
+                seeds.append(Seed(target, call.region, where, (start, replace(start, name=resolver.display(target))),
+                                  path))
     return seeds
+
+
+def call_hop(name: str, call: CallSummary, path: str, where: str) -> Hop:
+    """`name` reached at `call` of file `path` (`where`: as messages show it)."""
+    return Hop(name, path, call.line, call.column, where)
 
 
 def followed(call: CallSummary, targets: List[Target]) -> List[Target]:
@@ -74,8 +81,8 @@ class Walked:
     givers: Dict[str, List[EntryContext]]
 
 
-def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) -> Walked:
-    """Each function reached, once, with its shortest chain."""
+def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, root: str = "") -> Walked:
+    """Each function reached, once, with its shortest chain (its places shown relative to `root`)."""
     queue: Deque[Tuple[Seed, int]] = deque((seed, 1) for seed in sorted(seeds, key=lambda s: len(s.chain)))
     entered: Set[Target] = set()
     reported: Set[Tuple[str, str]] = set()
@@ -103,13 +110,15 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int) 
             )
         if depth >= max_depth:
             continue
-        nexts = [nxt for call in function.calls if call.region is None
+        where = shown(target.path, root) if root else target.path
+        nexts = [(call_hop("", call, target.path, where), nxt) for call in function.calls if call.region is None
                  for nxt in followed(call, resolver.call_targets(target.path, function, call, target.receiver,
                                                                  target.exact))]
         if not any(call.region is not None for call in function.calls):  # no region of its own to step round
-            nexts += resolver.expression_targets(target.path, target.key)
-        for nxt in nexts:
+            unplaced = Hop("", target.path, where=where)  # the flow names no call's place
+            nexts += [(unplaced, nxt) for nxt in resolver.expression_targets(target.path, target.key)]
+        for at, nxt in nexts:
             if nxt not in entered:
-                chain = seed.chain + (resolver.display(nxt),)
+                chain = seed.chain + (replace(at, name=resolver.display(nxt)),)
                 queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
     return Walked(entries, givers)

@@ -16,7 +16,8 @@ probabilities) runs inside the region too; regimes are verify's recipes
 (amplint/verify/recipes.py). Each row runs under CPU float16 autocast and
 under CUDA's policy (real CUDA when present, else the emulation), and
 records the non-finite counts where the float64 reference is finite, the
-max error elsewhere, and which arithmetic ops ran in float16.
+max error elsewhere (absolute, and relative to the reference: `relative_error`),
+and which arithmetic ops ran in float16.
 
 Deterministic: fixed seeds, one thread; the bad fraction does not depend on
 the batch size (verify's measurement), so CI uses a small batch.
@@ -31,7 +32,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
@@ -39,11 +40,11 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from amplint.model import ArgSpec, DistSpec, SiteSpec  # noqa: E402
-from amplint.verify.devices import CPU, CUDA, CUDA_EMULATED, Device, emulation_limit  # noqa: E402
-from amplint.verify.inputs import synthesize  # noqa: E402
+from amplint.verify.devices import CPU, CUDA, CUDA_EMULATED, Device, emulation_limit, to_host  # noqa: E402
+from amplint.verify.inputs import Synthesis, synthesize  # noqa: E402
 from amplint.verify.recipes import GENERIC, Recipe, constraint_kind, generic_sampler, recipes_for  # noqa: E402
 from amplint.verify.resolve import SitePlan, arg_constraints_of, plan_site  # noqa: E402
-from amplint.verify.runner import ORIGINAL, capped_rows, make_heads, run_version  # noqa: E402
+from amplint.verify.runner import ORIGINAL, capped_rows, compute, make_heads, run_version  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "hazards.json"
 BATCH, SEED = 4096, 0
@@ -278,14 +279,43 @@ def measure(case: Case, batch: int, seed: int) -> List[dict]:
                 tracer = Float16Ops()
                 with tracer:
                     result = run_version(plan, synthesis, heads, device, ORIGINAL, low, False)
+                relative = None if result.error else relative_error(plan, synthesis, heads, device, low)
             row[device.name] = {
                 "dtype": result.dtype, "neg_inf": result.neg_inf, "pos_inf": result.pos_inf, "nan": result.nan,
-                "max_abs_error": _round(result.max_abs_error), "error": result.error,
+                "max_abs_error": _round(result.max_abs_error), "max_rel_error": _round(relative),
+                "error": result.error,
                 "emulation_limit": emulation_limit(device, result.error),
                 "float16_ops": sorted(tracer.ops),
             }
         rows.append(row)
     return rows
+
+
+def relative_error(plan: SitePlan, synthesis: Synthesis, heads: Dict[str, torch.Tensor], device: Device,
+                   low: torch.dtype) -> Optional[float]:
+    """The largest |result - float64 reference| / max(|reference|, 1) over the entries finite in both.
+
+    Why: a `low` risk's absolute error reads as a contradiction next to its level (1.6e+02 on a log-density
+    of -1e5 is 1.6e-3 of it); relative to the value it is float16's rounding, or more. Values under 1 in
+    magnitude count their error as is, so a log-density near 0 does not divide by almost nothing. The
+    computation runs again, as `run_version` ran it, outside the op tracer: the same kernels, the same output.
+    """
+    reference = synthesis.reference
+    if not isinstance(reference, torch.Tensor):
+        return None
+    try:
+        with torch.no_grad(), device.autocast(True, low):
+            out = compute(plan, heads, synthesis.heads, ORIGINAL.casts)
+    except Exception:  # run_version ran it without raising: not expected, and no error to quote then
+        return None
+    values = to_host(out).double()
+    if values.shape != reference.shape:
+        return None
+    both = torch.isfinite(reference) & torch.isfinite(values)
+    if not bool(both.any()):
+        return None
+    wanted = reference[both]
+    return float(((values[both] - wanted).abs() / wanted.abs().clamp(min=1.0)).max())
 
 
 def _skip_row(case: Case, reason: str, regime: Optional[str] = None) -> dict:

@@ -1,0 +1,194 @@
+"""The collector's hooks on LibCST's compound statements, driving `flowstate.Branches`.
+
+LibCST calls `visit_X_field` and `leave_X_field` around each field of a
+node, so an arm's start and end are hooks: the `if` body and its `orelse`,
+each `except` handler, a `try`'s `else` and `finally`, each `match` case, a
+loop's body.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterator, List, Sequence, Tuple, Union
+
+import libcst as cst
+
+from amplint.cstwalk import walk
+from amplint.facts.flowstate import Branches, loop_carried
+from amplint.facts.model import DistRef, Scope
+
+Block = Union[cst.BaseSuite, cst.Else, cst.If, cst.Finally, None]
+ENDS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def falls_through(block: Block) -> bool:
+    """Control may leave `block` at its end: its last statement is not a `return`, `raise`, `break` or
+    `continue`, nor an `if` every arm of which ends so."""
+    if block is None:
+        return True
+    if isinstance(block, cst.If):
+        return falls_through(block.body) or falls_through(block.orelse)
+    if isinstance(block, (cst.Else, cst.Finally)):
+        return falls_through(block.body)
+    body: Sequence[cst.CSTNode] = block.body
+    if not body:
+        return True
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return not isinstance(last.body[-1], ENDS)
+    if isinstance(last, ENDS):  # a suite's small statement: `if x: return`
+        return False
+    if isinstance(last, cst.If):
+        return falls_through(last.body) or last.orelse is None or falls_through(last.orelse)
+    return True
+
+
+def is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _exhaustive(node: cst.Match) -> bool:
+    """The last case catches everything: `case _:` or `case name:` with no guard."""
+    last = node.cases[-1] if node.cases else None
+    return (last is not None and last.guard is None and isinstance(last.pattern, cst.MatchAs)
+            and last.pattern.pattern is None)
+
+
+class _Assignments(cst.CSTVisitor):
+    """The single-name assignments of a loop body, in source order; nested functions and classes bind their
+    own names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: List[Tuple[str, cst.BaseExpression, bool]] = []  # (name, value, augmented)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.found.append((target.target.value, node.value, False))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.found.append((node.target.value, node.value, False))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self.found.append((node.target.value, node.value, True))
+
+
+class CstFlow:
+    """Hooks for `Collector`: it provides `scope`, `flow`, `_wide` and `dist_refs_of`."""
+
+    scope: Scope
+    flow: Branches
+
+    def _wide(self, node: cst.BaseExpression) -> bool:
+        raise NotImplementedError
+
+    def dist_refs_of(self, value: cst.BaseExpression) -> List[DistRef]:
+        raise NotImplementedError
+
+    # --- `if` / `elif` / `else` ----------------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        self.flow.fork(self.scope)
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.flow.end(falls_through(node.body))
+        self.flow.start()
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        if node.orelse is not None:
+            self.flow.end(falls_through(node.orelse))
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.flow.close(with_entry=original_node.orelse is None)
+
+    # --- `try` ---------------------------------------------------------------------------------------
+    def visit_Try(self, node: Union[cst.Try, cst.TryStar]) -> None:
+        self.flow.fork(self.scope)
+
+    def leave_Try_body(self, node: Union[cst.Try, cst.TryStar]) -> None:
+        self.flow.tried()
+
+    def visit_ExceptHandler(self, node: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> None:
+        self.flow.handler()
+
+    def leave_ExceptHandler(self, original_node: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> None:
+        self.flow.end(falls_through(original_node.body))
+
+    def visit_Try_orelse(self, node: Union[cst.Try, cst.TryStar]) -> None:
+        if node.orelse is not None:
+            self.flow.orelse()
+
+    def leave_Try_orelse(self, node: Union[cst.Try, cst.TryStar]) -> None:
+        if node.orelse is not None:
+            self.flow.end(falls_through(node.orelse))
+
+    def visit_Try_finalbody(self, node: Union[cst.Try, cst.TryStar]) -> None:
+        if node.finalbody is not None:
+            self._finish_try(node)
+
+    def leave_Try(self, original_node: Union[cst.Try, cst.TryStar]) -> None:
+        if original_node.finalbody is None:
+            self._finish_try(original_node)
+
+    def _finish_try(self, node: Union[cst.Try, cst.TryStar]) -> None:
+        self.flow.finish_try(has_else=node.orelse is not None, body_falls=falls_through(node.body))
+
+    visit_TryStar = visit_Try
+    leave_TryStar_body = leave_Try_body
+    visit_ExceptStarHandler = visit_ExceptHandler
+    leave_ExceptStarHandler = leave_ExceptHandler
+    visit_TryStar_orelse = visit_Try_orelse
+    leave_TryStar_orelse = leave_Try_orelse
+    visit_TryStar_finalbody = visit_Try_finalbody
+    leave_TryStar = leave_Try
+
+    # --- `match` -------------------------------------------------------------------------------------
+    def visit_Match(self, node: cst.Match) -> None:
+        self.flow.fork(self.scope)
+
+    def visit_MatchCase(self, node: cst.MatchCase) -> None:
+        self.flow.start()
+
+    def leave_MatchCase(self, original_node: cst.MatchCase) -> None:
+        self.flow.end(falls_through(original_node.body))
+
+    def leave_Match(self, original_node: cst.Match) -> None:
+        self.flow.close(with_entry=not _exhaustive(original_node))
+
+    # --- loops ---------------------------------------------------------------------------------------
+    def _enter_loop(self, body: cst.BaseSuite) -> None:
+        self.flow.loop(self.scope, loop_carried(self.scope, self._carried(body)))
+
+    def _carried(self, body: cst.BaseSuite) -> Iterator[Tuple[str, bool, Tuple[DistRef, ...]]]:
+        found = _Assignments()
+        walk(body, found)
+        wide = self.scope.wide_names
+        for name, value, augmented in found.found:
+            is_wide = self._wide(value) and (name in wide or not augmented)
+            yield name, is_wide, () if augmented else tuple(replace(r, binding=name) for r in self.dist_refs_of(value))
+
+    def _leave_loop(self) -> None:
+        self.flow.end()
+        self.flow.close(with_entry=True)
+
+    def visit_For_body(self, node: cst.For) -> None:
+        self._enter_loop(node.body)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self._leave_loop()
+
+    def visit_While_body(self, node: cst.While) -> None:
+        self._enter_loop(node.body)
+
+    def leave_While_body(self, node: cst.While) -> None:
+        self._leave_loop()
