@@ -42,6 +42,17 @@ class Invalid:
     column: int
 
 
+@dataclass(frozen=True)
+class Project:
+    """Files checked together (`amplint check DIR`), for what one file cannot show: a helper defined in another.
+
+    `flagged`: the (path, line, column) the rule must report, and no other; none for a VALID project.
+    """
+
+    files: Tuple[Tuple[str, str], ...]  # (path, code)
+    flagged: Tuple[Tuple[str, int, int], ...] = ()
+
+
 @dataclass
 class Diagnosis:
     """A finding before it becomes plain data: the site, its rule and its region."""
@@ -93,6 +104,7 @@ class Rule:
     fix: str
     valid: Tuple[str, ...]
     invalid: Tuple[Invalid, ...]
+    projects: Tuple[Project, ...] = ()  # VALID and INVALID examples across files
     # Detection. A site gets at most one diagnosis: rules run in registry order and the first that flags it wins.
     at_site: Optional[Callable[["Site"], bool]] = None  # flag a site under its own region (`site.state`, not None)
     when_reached: Optional[Callable[["Site", "Reach"], bool]] = None  # flag a site entered through a call chain

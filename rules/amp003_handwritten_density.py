@@ -7,7 +7,7 @@ from amplint.facts.densitycalls import DENSITY
 from amplint.facts.mathsites import INLINE
 from amplint.model import Precision
 from amplint.rulebase import (
-    CAST, Diagnosis, Invalid, Rule, listing, reached_via, region_phrase, uncast_under_float16,
+    CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, uncast_under_float16,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -216,6 +216,56 @@ with torch.autocast("cuda"):
             5,
             18,
         ),
+    ),
+    projects=(
+        # Helpers named like densities, imported: the body decides, not the name. A KL-annealing schedule on
+        # step counts, a weighted sum of terms already computed, a fused `log_softmax`: VALID.
+        Project((("train.py", """\
+import torch
+from losses import kl_balance, kl_fused, kl_weight
+def step(model, x, target, it):
+    with torch.autocast("cuda"):
+        mu, log_std, logits = model(x)
+        return kl_weight(it) * kl_balance([mu.sum(), log_std.sum()], [0.5, 0.5]) + kl_fused(logits, target)
+"""), ("losses.py", """\
+import torch
+def kl_weight(step, warmup=1000):
+    return max(0.0, min(1.0, step / warmup))
+def kl_balance(terms, weights):
+    return sum(t * w for t, w in zip(terms, weights))
+def kl_fused(logits, target):
+    return torch.nn.functional.kl_div(torch.log_softmax(logits, -1), target, reduction="batchmean")
+"""))),
+        # An imported helper whose body is a Gaussian written out: INVALID, where the math is.
+        Project((("train.py", """\
+import torch
+from losses import gaussian_nll
+def step(model, x, y):
+    with torch.autocast("cuda"):
+        mu, log_std = model(x)
+        return gaussian_nll(mu, log_std, y).mean()
+"""), ("losses.py", """\
+import math
+def gaussian_nll(mu, log_std, y):
+    z = (y - mu) / log_std.exp()
+    return 0.5 * z.pow(2) + log_std + 0.5 * math.log(2 * math.pi)
+""")), (("losses.py", 4, 12),)),
+        # A CDF difference whose `erfc` is in a helper of the helper: INVALID, at the call.
+        Project((("train.py", """\
+import torch
+from likelihoods import gaussian_likelihood
+def step(head, x, y):
+    with torch.autocast("cuda"):
+        mu, scale = head(x).chunk(2, dim=-1)
+        return -torch.log(gaussian_likelihood(y, mu, scale.exp())).mean()
+"""), ("likelihoods.py", """\
+import torch
+def _cumulative(z):
+    return 0.5 * torch.erfc(-(2 ** -0.5) * z)
+def gaussian_likelihood(values, means, scales):
+    centred = torch.abs(values - means)
+    return _cumulative((0.5 - centred) / scales) - _cumulative((-0.5 - centred) / scales)
+""")), (("train.py", 6, 27),)),
     ),
     at_site=in_float16_region,
     when_reached=reached_from_float16,

@@ -451,7 +451,7 @@ def test_density_calls_read_the_same_from_either_tree() -> None:
                        (27, "self.loss_nll"), (28, "losses.marginal_entropy")]
     assert (27, "kl_term") in [(c.line, c.callee) for c in forward.calls]  # inside a site: no site of its own
     assert (forward.sites, forward.exposed) == (6, 4)  # `a`, `c`, `e` (its argument) and `f`: not cast
-    assert quick.functions["kl_term"].density and quick.functions["Head.loss_nll"].density
+    assert quick.functions["kl_term"].loses_range and quick.functions["Head.loss_nll"].loses_range
     in_region = DENSITIES.replace("if torch.is_autocast_enabled():", 'with torch.autocast("cuda"):')
     assert summary_from_ast(in_region, Config()) is None  # `a` and `b` may be reported: LibCST reads the file
 
@@ -697,7 +697,7 @@ def test_what_only_libcst_reads_sends_the_file_there(text: str) -> None:
 def test_what_cannot_make_a_site_reads_the_same_from_either_tree(text: str) -> None:
     quick = _read_alike(text)
     if "gaussian_nll" in text:
-        assert quick.functions["gaussian_nll"].density  # the spot check: a density read from CPython's tree
+        assert quick.functions["gaussian_nll"].loses_range  # the spot check: read from CPython's tree
     if "def loss" in text:
         assert quick.functions["loss"].dist_params == ("1", "d", "q", "r")
 

@@ -41,7 +41,7 @@ from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
 from amplint.facts import astflow
 from amplint.facts.flowstate import Branches
-from amplint.facts.astscreen import is_density
+from amplint.facts.astscreen import loses_range
 from amplint.facts.astsites import DENSITY, MATH, MathSeen, SiteJudge, Unread
 from amplint.facts.astsource import SourceText
 from amplint.facts.frameworks import PRECISION_KEYWORDS, RECORDED_SUFFIXES, FrameworkCall
@@ -65,7 +65,7 @@ class AstFacts:
     scopes: Dict[str, Scope]
     params: Dict[str, Tuple[str, ...]]  # scope key -> `signatures.parameter_names` of its def
     dist_params: Dict[str, Tuple[str, ...]]  # scope key -> `signatures.distribution_params` of its def
-    densities: FrozenSet[str] = frozenset()  # scope keys of the defs that are densities (`densitycalls.is_density`)
+    losing: FrozenSet[str] = frozenset()  # scope keys of the defs that lose range (`densitycalls.loses_range`)
     class_bases: Dict[str, List[str]] = field(default_factory=dict)
     class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = field(default_factory=dict)
     class_items: Dict[str, Dict[str, Tuple[str, ...]]] = field(default_factory=dict)
@@ -91,7 +91,7 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
             lambda: {each.scope.key for each in reached_in(reader.scopes, reader.class_bases)}):
         return None  # the file may have findings of its own: LibCST reads it for them
     sites = reader.sites.counts(reader.scopes)
-    return AstFacts(reader.scopes, reader.params, reader.dist_params, frozenset(reader.densities),
+    return AstFacts(reader.scopes, reader.params, reader.dist_params, frozenset(reader.losing),
                     reader.class_bases, reader.class_attrs, reader.class_items, reader.framework_calls, sites)
 
 
@@ -112,7 +112,7 @@ class _Reader(ParallelMarks):
         self.scopes: Dict[str, Scope] = {MODULE_KEY: self.scope}
         self.params: Dict[str, Tuple[str, ...]] = {}
         self.dist_params: Dict[str, Tuple[str, ...]] = {}
-        self.densities: List[str] = []
+        self.losing: List[str] = []
         self.class_stack: List[str] = []
         self.containers: List[str] = []
         self.class_bases: Dict[str, List[str]] = {}
@@ -221,8 +221,8 @@ class _Reader(ParallelMarks):
             if dist_params is None:
                 raise Unread
             self.dist_params[key] = dist_params
-            if is_density(node, self.imports):
-                self.densities.append(key)
+            if loses_range(node, self.imports):
+                self.losing.append(key)
         self.scope = scope
         self.containers.append("function")
         self.functions.append(node)

@@ -96,9 +96,13 @@ def is_number(node: ast.expr) -> bool:
 
 
 def tensorish(node: ast.expr) -> bool:
-    """`densitycalls._tensorish`: not a number, a string, True, False or None."""
+    """`densitycalls._tensorish`: not a number, a string, True, False, None, `self` or a literal of those."""
     if is_number(node) or isinstance(node, ast.JoinedStr):
         return False
+    if isinstance(node, ast.Name) and node.id in ("self", "cls"):
+        return False
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return any(tensorish(element) for element in node.elts)
     return not (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))
 
 

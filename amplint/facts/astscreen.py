@@ -258,11 +258,6 @@ def loses_range(function: Function, imports: ImportTable) -> bool:
     return False
 
 
-def is_density(function: Function, imports: ImportTable) -> bool:
-    """`densitycalls.is_density`: named like a density, and its body loses range."""
-    return is_density_name(function.name) and loses_range(function, imports)
-
-
 def density_site(node: ast.Call, imports: ImportTable, definitions: Definitions, class_name: Optional[str],
                  owner: Optional[ast.ClassDef] = None) -> Optional[bool]:
     """Does `densitycalls.density_call` make a site of a call the screen counts for its density name?

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.model import AnalysisOptions, DistRef, Scope, Site
 
 DENSITY = DENSITY_KIND
-_CONSTANTS = frozenset({"True", "False", "None"})
+_CONSTANTS = frozenset({"True", "False", "None", "self", "cls"})
 
 
 class SiteContext(Protocol):
@@ -82,8 +82,11 @@ def _is_self(node: cst.BaseExpression) -> bool:
 
 
 def _tensorish(node: cst.BaseExpression) -> bool:
+    """May be a tensor: not a number, a string, True, False, None, `self` or a literal of those."""
     if dtypes.is_number(node) or isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
         return False
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return any(_tensorish(element.value) for element in node.elements)
     return not (isinstance(node, cst.Name) and node.value in _CONSTANTS)
 
 
@@ -153,17 +156,13 @@ def _class_def(module: cst.Module, dotted: str) -> Optional[cst.ClassDef]:
     return found
 
 
-def is_density(function: Optional[cst.CSTNode], imports: ImportTable) -> bool:
-    """A function or method named like a density whose body float16 can push out of range."""
-    return isinstance(function, cst.FunctionDef) and is_density_name(function.name.value) and loses_range(
-        function, imports)
-
-
-def loses_range(function: cst.FunctionDef, imports: ImportTable) -> bool:
+def loses_range(function: Optional[cst.CSTNode], imports: ImportTable) -> bool:
     """Does the body use a tensor op that float16 can push out of range (`UNSTABLE_OPS`, or `t ** k`)?
 
-    `math.log(n)` and `np.log(n)` are Python or NumPy math: not tensors.
+    `math.log(n)` and `np.log(n)` are Python or NumPy math: not tensors. The module's scope has no body.
     """
+    if not isinstance(function, cst.FunctionDef):
+        return False
     for node in descendants(function.body):  # without LibCST's rebuild of each node; operators are read below
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
                 node.func.attr.value in UNSTABLE_OPS):

@@ -1,41 +1,78 @@
-"""Density calls whose callee reports for itself: one hazard, one finding, where the math is.
+"""Density calls judged by the bodies they run: one hazard, one finding, where the math is.
 
-A call of the project's own density (`posterior.kl()`, `losses.gaussian_nll(mu, s, x)`)
-is a site, because single-file mode cannot see the body. When the call
-resolves to a body that holds sites, those sites say more (they point at the
-math, and `--fix` can change it; cast ones are safe), so the call's own
-finding is dropped: the file is analysed with a `CoveredCall` for it. A body
-with no sites of its own (a CDF written with `sigmoid` or `erf`) leaves the
-call as the only place to report.
+A call named like a density (`posterior.kl()`, `losses.gaussian_nll(mu, s, x)`)
+is a site in single-file mode, which cannot see the body: the name is all it
+has. The walk can, so there the body decides, wherever it is defined:
+
+- a body that holds sites reports the hazard itself, and better (they point
+  at the math, and `--fix` can change it; cast ones are safe);
+- a body with no tensor op float16 can push out of range (a KL-annealing
+  schedule on step counts, a weighted sum of terms already computed, a fused
+  `log_softmax`) has no hazard to report.
+
+Either way the call's own finding is dropped: the file is analysed with a
+`CoveredCall` for it. A body that loses range with no site of its own (a CDF
+written with `sigmoid` or `erf`) leaves the call as the one place to report,
+and so does a call the walk cannot resolve.
 """
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Set, Tuple
 
 from amplint.densitynames import is_density_name
 from amplint.facts.entry import CoveredCall, DensityCall
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
-from amplint.project.summary import EntryContext
+from amplint.project.summary import EntryContext, FunctionSummary
+from amplint.project.symbols import Target
 from amplint.project.walk import shown
 
 
+MAX_CALLEE_DEPTH = 4  # calls followed from a density's body to find the op that loses range; past it, assume one
+
+
 def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tuple[CoveredCall, ...]:
-    """The density calls of `path` that resolve to a body holding sites, in line order."""
+    """The density calls of `path` whose bodies speak for them (module doc), in line order."""
     summary = loader.summary(path) if path in loader.info else None
     covered = []
     for function in summary.functions.values() if summary is not None else ():
         for call in function.calls:
-            if call.density and any(_has_sites(loader, t.path, t.key)
-                                    for t in resolver.call_targets(path, function, call, None, False)):
+            if call.density and _spoken_for(loader, resolver, resolver.call_targets(path, function, call, None,
+                                                                                   False)):
                 covered.append(CoveredCall(call.line, call.column))
     return tuple(sorted(set(covered), key=lambda c: (c.line, c.column)))
 
 
-def _has_sites(loader: Loader, path: str, key: str) -> bool:
+def _spoken_for(loader: Loader, resolver: Resolver, targets: Sequence[Target]) -> bool:
+    """Some body holds sites, or every body is known and none loses range, itself or through its calls."""
+    bodies = [_body(loader, t.path, t.key) for t in targets]
+    if any(body is not None and body.sites > 0 for body in bodies):
+        return True
+    return bool(bodies) and all(
+        body is not None and not _loses_range(loader, resolver, t.path, body, MAX_CALLEE_DEPTH, set())
+        for t, body in zip(targets, bodies))
+
+
+def _loses_range(loader: Loader, resolver: Resolver, path: str, body: FunctionSummary, depth: int,
+                 seen: Set[Tuple[str, str]]) -> bool:
+    """Does `body`, or a project function it calls, use a tensor op float16 can push out of range? A CDF
+    difference often computes its `erfc` in a helper (`self._standardized_cumulative(...)`)."""
+    if body.loses_range or depth == 0:
+        return True
+    seen.add((path, body.key))
+    for call in body.calls:
+        for target in resolver.call_targets(path, body, call, None, False):
+            callee = _body(loader, target.path, target.key)
+            if (target.path, target.key) in seen or callee is None:
+                continue
+            if _loses_range(loader, resolver, target.path, callee, depth - 1, seen):
+                return True
+    return False
+
+
+def _body(loader: Loader, path: str, key: str) -> Optional[FunctionSummary]:
     summary = loader.summary(path)
-    function = summary.functions.get(key) if summary is not None else None
-    return function is not None and function.sites > 0
+    return summary.functions.get(key) if summary is not None else None
 
 
 def resolved_density_calls(loader: Loader, resolver: Resolver, path: str, root: str,
@@ -50,7 +87,7 @@ def resolved_density_calls(loader: Loader, resolver: Resolver, path: str, root: 
         for target in resolver.call_targets(path, function, call, None, False):
             callee = loader.summary(target.path)
             built = callee.functions.get(target.key) if callee is not None else None
-            if built is not None and built.density and built.sites == 0:
+            if built is not None and built.loses_range and built.sites == 0:
                 found.append(DensityCall(call.line, call.column, resolver.display(target), shown(target.path, root)))
                 break
     return tuple(found)

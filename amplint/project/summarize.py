@@ -53,16 +53,17 @@ def _call(call: "CallRecord") -> CallSummary:
 
 def _function(scope: "Scope", imports: "ImportTable",
               returns: Dict[str, Tuple["ReturnedDist", ...]]) -> FunctionSummary:
-    from amplint.facts.densitycalls import is_density
+    from amplint.facts.densitycalls import loses_range
     from amplint.facts.signatures import distribution_params, parameter_names  # the parser is loaded
 
     exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
     return _function_summary(scope, returns.get(scope.key, ()), distribution_params(scope.node, imports),
-                             parameter_names(scope.node), is_density(scope.node, imports), (len(scope.sites), exposed))
+                             parameter_names(scope.node), loses_range(scope.node, imports),
+                             (len(scope.sites), exposed))
 
 
 def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_params: Tuple[str, ...],
-                      params: Tuple[str, ...], density: bool, sites: Tuple[int, int]) -> FunctionSummary:
+                      params: Tuple[str, ...], losing: bool, sites: Tuple[int, int]) -> FunctionSummary:
     """`sites`: how many sites the function holds, and how many of them are exposed (no region of their own,
     some input not cast to float32)."""
     count, exposed = sites
@@ -78,7 +79,7 @@ def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_
         dist_params=dist_params,
         returns=returns,
         params=params,
-        density=density,
+        loses_range=losing,
     )
 
 
@@ -95,7 +96,7 @@ def summarize_ast(facts: "AstFacts", imports: "ImportTable") -> FileSummary:
     """The summary of a file read from CPython's tree (`facts.astcalls`): no distribution, and no site but the
     project's density calls and hand-written math."""
     functions = {key: _function_summary(scope, (), facts.dist_params.get(key, ()), facts.params.get(key, ()),
-                                        key in facts.densities, facts.sites.get(key, (0, 0)))
+                                        key in facts.losing, facts.sites.get(key, (0, 0)))
                  for key, scope in facts.scopes.items()}
     return _file_summary(imports, functions, facts.scopes, facts.class_bases, facts.class_attrs, facts.class_items,
                          tuple(facts.framework_calls))

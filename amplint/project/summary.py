@@ -84,7 +84,7 @@ class FunctionSummary:
     dist_params: Tuple[str, ...] = ()  # parameters annotated as distributions: their position and their name
     returns: Tuple[ReturnedDist, ...] = ()  # distributions it returns (`project.returnflow`)
     params: Tuple[str, ...] = ()  # positional parameters, `self`/`cls` left out, then keyword-only ones
-    density: bool = False  # named like a density and computing with ops float16 can push out of range
+    loses_range: bool = False  # computes with tensor ops float16 can push out of range (`densitycalls.loses_range`)
 
 
 @dataclass(frozen=True)
