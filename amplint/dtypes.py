@@ -15,7 +15,7 @@ from amplint.names import ImportTable, dotted_name as dotted_name_of
 from amplint.screen import KL_NAMES  # noqa: F401 - the analysis reads it here
 from amplint.torchnames import (
     ARITHMETIC_METHODS, CAST_METHODS, DISTRIBUTION_PACKAGES, DTYPE_CAST_METHODS, ELEMENTWISE_METHODS,
-    FACTORY_FUNCTIONS, NOT_DISTRIBUTION_MODULES, TRANSFORM_FUNCTIONS, WIDE_DTYPES,
+    FACTORY_FUNCTIONS, NOT_DISTRIBUTION_MODULES, SELECT_FUNCTIONS, TRANSFORM_FUNCTIONS, WIDE_DTYPES,
 )
 
 # Constructor parameters that are counts or shapes, never tensors to cast.
@@ -263,6 +263,8 @@ def transform_operands(node: cst.Call, table: ImportTable) -> list:
     take their first argument, which must be wide too.
     """
     args = [arg.value for arg in node.args if not arg.star]
+    if table.matches(node.func, SELECT_FUNCTIONS) and len(args) == 3 and not any(a.keyword for a in node.args):
+        return [a for a in args[1:] if not is_number(a)] or args[1:2]
     if table.matches(node.func, TRANSFORM_FUNCTIONS):
         if any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in node.args):
             return []  # `zeros_like(x, dtype=...)`: the dtype decides (a wide one is a cast)

@@ -10,8 +10,9 @@ stored in amplint/data/hazards.json, so the linter reads it without torch.
 Levels: `high` — some measured regime of this computation (class, method,
 parameter transforms) has non-finite values or raises under this device's
 policy; `low` — every measured regime is finite under it (the message gives
-the largest error relative to the float64 value, then the absolute one); `unknown` — the device or dtype is not a literal, or the
-class/method is not in the table, or the distribution is built out of sight.
+the largest error relative to the float64 value, then the absolute one);
+`unknown` — the device or dtype is not a literal, or the class/method is not
+in the table, or the distribution is built out of sight.
 A region with autocast disabled (AMP002) computes on float16 inputs with no
 op promoted, which is what the CPU policy measures, whatever the device.
 """

@@ -34,6 +34,8 @@ ELEMENTWISE_FUNCTIONS = frozenset(
     }
 )
 ARITHMETIC_METHODS = frozenset({"add", "mul", "sub", "div"})
+# `torch.where(cond, a, b)`: its dtype is `a`'s and `b`'s promoted, whatever the condition.
+SELECT_FUNCTIONS = frozenset({"torch.where"})
 # Factories make float32 tensors (torch's default dtype) even inside an autocast region: autocast casts the
 # inputs of the ops on its lists, it does not change what a factory makes. `*_like` factories copy their
 # argument's dtype instead, so they are elementwise transforms here.

@@ -408,6 +408,32 @@ def test_paths_read_the_same_from_either_tree() -> None:
         (10, False), (15, False), (18, False), (25, True), (30, True)]
 
 
+UPDATES = '''\
+import torch
+from .losses import blend
+
+
+def step(head, x, t, c):
+    with torch.autocast("cpu", dtype=torch.float16):
+        out = head(x)
+        a = out.float()
+        a /= t
+        blend(a)
+        b = 0.0
+        b += out
+        blend(b)
+        blend(torch.where(c, out.float(), 1.0))
+        blend(torch.where(c, out, 1.0))
+'''
+
+
+def test_updates_and_selects_read_the_same_from_either_tree() -> None:
+    """In place, a tensor keeps its dtype and a number takes the tensor's; `where` is as wide as its values."""
+    quick = _read_alike(UPDATES)
+    assert [(c.line, c.protected) for c in quick.functions["step"].calls if c.callee == "blend"] == [
+        (10, True), (13, False), (14, True), (15, False)]
+
+
 DENSITIES = '''\
 import torch
 import torch.nn.functional as F

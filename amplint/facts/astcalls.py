@@ -40,7 +40,7 @@ from amplint.astwalk import child_nodes, walk
 from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
 from amplint.facts import astflow
-from amplint.facts.flowstate import Branches
+from amplint.facts.flowstate import Branches, augmented
 from amplint.facts.astscreen import loses_range
 from amplint.facts.astsites import DENSITY, MATH, MathSeen, SiteJudge, Unread
 from amplint.facts.astsource import SourceText
@@ -287,8 +287,9 @@ class _Reader(ParallelMarks):
         self.visit(node.target)
         self.visit(node.value)
         names = nodes.target_names(node.target)
-        wide = all(n in self.scope.wide_names for n in names) and self._wide(node.value)
+        wide, number = augmented(self.scope, names, self._wide(node.value), nodes.is_number(node.value))
         self._bind(names, None, node.value, keep_wide=wide)
+        self.scope.numbers.update(names if number else ())
 
     def for_(self, node: "ast.For | ast.AsyncFor") -> None:
         self._forget(node.target)
@@ -322,6 +323,9 @@ class _Reader(ParallelMarks):
         wide = keep_wide or (single is not None and self._wide(value))
         autocast = self._autocast_value(value) if single is not None else None
         scope.bound.update(names)
+        scope.numbers.difference_update(names)
+        if single is not None and nodes.is_number(value):
+            scope.numbers.add(single)
         for name in names:
             scope.wide_names.discard(name)
             scope.factories.pop(name, None)

@@ -102,9 +102,12 @@ def while_(reader: Reader, node: ast.While) -> None:
 
 
 def _carried(reader: Reader, body: List[ast.stmt]) -> Iterator[Tuple[str, bool, Tuple[DistRef, ...]]]:
-    wide = reader.scope.wide_names
+    scope = reader.scope
     for name, value, augmented in _assignments(body):
-        yield name, reader._wide(value) and (name in wide or not augmented), ()
+        if augmented:
+            yield name, name in scope.wide_names and (name not in scope.numbers or reader._wide(value)), ()
+        else:
+            yield name, reader._wide(value), ()
 
 
 def _assignments(body: List[ast.stmt]) -> Iterator[Tuple[str, ast.expr, bool]]:

@@ -15,7 +15,7 @@ from typing import AbstractSet, Callable, Dict, List, NamedTuple, Optional, Sequ
 
 from amplint.torchnames import (
     ARITHMETIC_METHODS, CAST_METHODS, DTYPE_CAST_METHODS, ELEMENTWISE_METHODS, FACTORY_FUNCTIONS,
-    TRANSFORM_FUNCTIONS, WIDE_DTYPES,
+    SELECT_FUNCTIONS, TRANSFORM_FUNCTIONS, WIDE_DTYPES,
 )
 from amplint.facts.modulecalls import CONTAINERS, ELEMENT, constructed_classes
 from amplint.facts.frameworks import LiteralArg
@@ -167,6 +167,9 @@ def is_cast_call(node: ast.expr, table: ImportTable) -> bool:
 
 def _transform_operands(node: ast.Call, qualnames: AbstractSet[str]) -> List[ast.expr]:
     """`dtypes.transform_operands`, given the names the callee may refer to."""
+    values = _positional(node)
+    if not qualnames.isdisjoint(SELECT_FUNCTIONS) and len(values) == 3 and not node.keywords:
+        return [a for a in values[1:] if not is_number(a)] or values[1:2]
     if not qualnames.isdisjoint(TRANSFORM_FUNCTIONS):
         if any(k.arg == "dtype" for k in node.keywords):
             return []

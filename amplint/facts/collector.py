@@ -28,7 +28,7 @@ from amplint.facts.containers import element_callee, element_classes, loop_eleme
 from amplint.facts.densitycalls import DENSITY
 from amplint.facts.cstflow import CstFlow, is_none
 from amplint.facts.distrefs import requested_at, split_components
-from amplint.facts.flowstate import Branches
+from amplint.facts.flowstate import Branches, augmented
 from amplint.facts.signatures import distribution_arguments
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
@@ -331,9 +331,10 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
             self.scope.prepared.pop(name, None)
 
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
-        names = target_names(original_node.target)
-        wide = all(n in self.scope.wide_names for n in names) and self._wide(original_node.value)
-        self._bind(names, None, original_node.value, keep_wide=wide)
+        names, value = target_names(original_node.target), original_node.value
+        wide, number = augmented(self.scope, names, self._wide(value), dtypes.is_number(value))
+        self._bind(names, None, value, keep_wide=wide)
+        self.scope.numbers.update(names if number else ())
 
     def _bind(
         self, names: Sequence[str], single: Optional[str], value: cst.BaseExpression, keep_wide: bool = False
@@ -347,6 +348,9 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         if made_in is None and not wide and scope.tainted:
             made_in = next((scope.tainted[n] for n in sorted(set(names_in(value))) if n in scope.tainted), None)
         scope.bound.update(names)
+        scope.numbers.difference_update(names)
+        if single is not None and dtypes.is_number(value):
+            scope.numbers.add(single)
         for name in names:
             scope.wide_names.discard(name)
             scope.dist_bindings.pop(name, None)

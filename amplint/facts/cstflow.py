@@ -172,10 +172,12 @@ class CstFlow:
     def _carried(self, body: cst.BaseSuite) -> Iterator[Tuple[str, bool, Tuple[DistRef, ...]]]:
         found = _Assignments()
         walk(body, found)
-        wide = self.scope.wide_names
+        scope = self.scope
         for name, value, augmented in found.found:
-            is_wide = self._wide(value) and (name in wide or not augmented)
-            yield name, is_wide, () if augmented else tuple(replace(r, binding=name) for r in self.dist_refs_of(value))
+            if augmented:
+                yield name, name in scope.wide_names and (name not in scope.numbers or self._wide(value)), ()
+            else:
+                yield name, self._wide(value), tuple(replace(r, binding=name) for r in self.dist_refs_of(value))
 
     def _leave_loop(self) -> None:
         self.flow.end()

@@ -32,6 +32,7 @@ class State:
 
     wide: FrozenSet[str]
     bound: FrozenSet[str]
+    numbers: FrozenSet[str]
     tainted: Mapping[str, int]
     dists: Mapping[str, Tuple[DistRef, ...]]
     factories: Mapping[str, object]
@@ -39,13 +40,14 @@ class State:
 
 def snapshot(scope: Scope) -> State:
     dists = {name: (ref, *scope.dist_alternatives.get(name, ())) for name, ref in scope.dist_bindings.items()}
-    return State(frozenset(scope.wide_names), frozenset(scope.bound), dict(scope.tainted), dists,
-                 dict(scope.factories))
+    return State(frozenset(scope.wide_names), frozenset(scope.bound), frozenset(scope.numbers), dict(scope.tainted),
+                 dists, dict(scope.factories))
 
 
 def restore(scope: Scope, state: State) -> None:
     scope.wide_names = set(state.wide)
     scope.bound = set(state.bound)
+    scope.numbers = set(state.numbers)
     scope.tainted = dict(state.tainted)
     scope.dist_bindings = {name: refs[0] for name, refs in state.dists.items()}
     scope.dist_alternatives = {name: list(refs[1:]) for name, refs in state.dists.items() if len(refs) > 1}
@@ -59,6 +61,7 @@ def join(states: Sequence[State]) -> State:
     bound = frozenset().union(*(s.bound for s in states))
     wide = frozenset(name for name in frozenset().union(*(s.wide for s in states))
                      if all(name in s.wide or name not in s.bound for s in states))
+    numbers = frozenset().union(*(s.numbers for s in states))
     tainted: Dict[str, int] = {}
     dists: Dict[str, Tuple[DistRef, ...]] = {}
     factories: Dict[str, object] = {}
@@ -69,7 +72,7 @@ def join(states: Sequence[State]) -> State:
             dists[name] = _union(dists.get(name, ()), refs)
         for name, factory in state.factories.items():
             factories.setdefault(name, factory)
-    return State(wide, bound, tainted, dists, factories)
+    return State(wide, bound, numbers, tainted, dists, factories)
 
 
 def _union(old: Tuple[DistRef, ...], new: Iterable[DistRef]) -> Tuple[DistRef, ...]:
@@ -172,4 +175,14 @@ def loop_carried(scope: Scope, assignments: Iterable[Tuple[str, bool, Tuple[Dist
         (wide.add if is_wide else wide.discard)(name)
         if refs:
             dists[name] = _union(dists.get(name, ()), refs)
-    return State(frozenset(wide), frozenset(bound), state.tainted, dists, state.factories)
+    return State(frozenset(wide), frozenset(bound), state.numbers, state.tainted, dists, state.factories)
+
+
+def augmented(scope: Scope, names: Sequence[str], value_wide: bool, value_number: bool) -> Tuple[bool, bool]:
+    """`x op= v`: (x stays float32, x stays a Python number).
+
+    In place, a tensor keeps its dtype whatever `v` is: `logits = raw.float(); logits /= t` is float32. A
+    Python number takes a tensor's: `total = 0.0; total += term` is what `term` is.
+    """
+    wide = all(n in scope.wide_names and (n not in scope.numbers or value_wide) for n in names)
+    return wide, bool(names) and value_number and all(n in scope.numbers for n in names)

@@ -186,6 +186,7 @@ class Scope:
     dist_alternatives: Dict[str, List[DistRef]] = field(default_factory=dict)
     wide_names: Set[str] = field(default_factory=set)
     bound: Set[str] = field(default_factory=set)  # names some path to here binds (parameters included)
+    numbers: Set[str] = field(default_factory=set)  # wide names that may hold a Python number, not a tensor
     tainted: Dict[str, int] = field(default_factory=dict)
     nested: Dict[str, str] = field(default_factory=dict)
     sites: List[Site] = field(default_factory=list)
