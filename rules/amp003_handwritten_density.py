@@ -119,8 +119,10 @@ def entropy(head, x):
         return -(probs * torch.log(probs)).sum(1)
 """,
     fix=(
-        "`amplint check --fix` casts what a log of probabilities reads (fix A): `F.softmax(head(x).float(), "
-        "dim=1)`, or `torch.log(probs.float())`. Better still, use the fused, stable primitive "
+        "`amplint check --fix` casts where the probabilities are made (fix A): `F.softmax(head(x).float(), "
+        "dim=1)`, also when the log reads a local name bound to that softmax or sigmoid (a cast of `probs` "
+        "in the log would come after float16 rounded some to 0, and `0 * log(0)` is NaN); else what the log "
+        "reads, `torch.log(probs.float())`. Better still, use the fused, stable primitive "
         "(`F.log_softmax`, `torch.logsumexp`, `torch.special.entr`). A written-out log-softmax or Gaussian is "
         "not rewritten: cast the tensors it reads to float32 by hand, or use `torch.distributions`."
     ),

@@ -73,8 +73,9 @@ def entropy(head, x):
 """,
     fix=(
         "`amplint check --fix` casts the probabilities before the floor (fix A): "
-        "`torch.log(probs.float() + 1e-10)`; in float32 the literal keeps its value. Or choose a floor the "
-        "dtype can hold: `p.clamp(min=torch.finfo(p.dtype).tiny)`."
+        "`torch.log(probs.float() + 1e-10)`; in float32 the literal keeps its value. Where `probs` is a local "
+        "name bound to a softmax or sigmoid, it casts that softmax's input instead, so the probabilities are "
+        "made in float32. Or choose a floor the dtype can hold: `p.clamp(min=torch.finfo(p.dtype).tiny)`."
     ),
     valid=(
         # Cast before the floor.

@@ -43,6 +43,15 @@ def run(head, h):
     with torch.autocast("cpu", dtype=torch.float16):
         return entropy(head(h))
 '''
+SHARP_ENTROPY = '''\
+import torch
+
+
+def run(head, h):
+    with torch.autocast("cpu", dtype=torch.float16):
+        p = torch.softmax(head(h) * 1.5, -1)
+        return -(p * torch.log(p)).sum(-1)
+'''
 CLAMPED = '''\
 import torch
 
@@ -81,6 +90,8 @@ def _non_finite(code: str, inputs) -> int:
         pytest.param(LOG_OF_SOFTMAX, [("AMP003", 7, 16)], 10_661, id="log-of-softmax"),
         pytest.param(EPSILON, [("AMP003", 6, 22), ("AMP004", 6, 32)], 1_024, id="entropy-with-1e-10"),
         pytest.param(CLAMPED, [("AMP003", 7, 16), ("AMP004", 7, 42)], 10_661, id="clamp-min-1e-12"),
+        # Every row holds a probability float16 rounds to 0: 0 * log(0) is NaN in all 1,024 rows.
+        pytest.param(SHARP_ENTROPY, [("AMP003", 7, 22)], 1_024, id="sharp-softmax-entropy"),
     ],
 )
 def test_fix_removes_the_non_finite_values(snippet: str, codes: list, before: int, inputs) -> None:
@@ -92,6 +103,12 @@ def test_fix_removes_the_non_finite_values(snippet: str, codes: list, before: in
     assert _non_finite(fixed.fixed, inputs) == 0
     assert check_source(fixed.fixed, "snippet.py").findings == []
     assert fix_text(fixed.fixed, "snippet.py", Config(strategy="cast")).changed is False  # idempotent
+
+
+def test_the_cast_goes_where_the_probabilities_are_made() -> None:
+    """A cast of `p` in the log comes after float16 rounded it to 0: the softmax's input is cast instead."""
+    fixed = fix_text(SHARP_ENTROPY, "snippet.py", Config(strategy="cast")).fixed
+    assert fixed == SHARP_ENTROPY.replace("softmax(head(h) * 1.5, -1)", "softmax(head(h).float() * 1.5, -1)")
 
 
 def test_the_epsilons_vanish_in_float16_even_where_cuda_promotes_the_log(inputs) -> None:

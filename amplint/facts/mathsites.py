@@ -41,6 +41,15 @@ INLINE = "inline-math"
 EPSILON = "epsilon"
 
 
+def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:
+    """Where fix A casts each input of a log of probabilities: where the probabilities were made."""
+    for node in site.uncast if site is not None else ():
+        operand = probmath.producer_operand(node, env)
+        if operand is not None:
+            site.cast_at[id(node)] = operand
+    return site
+
+
 def _log_shape(log: cst.BaseExpression, env: Env) -> Tuple[Optional[str], cst.BaseExpression]:
     """What a tensor log takes the log of: ("log-sum-exp" | "log-of-prob" | None, the value under any floor)."""
     operand = probmath.log_operand(log, env)
@@ -59,7 +68,8 @@ def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     shape, inner = _log_shape(node, env)
     if shape is None:
         return None
-    return ctx.make_site(node, shape, [], [], list(probmath.leaves(inner, env)), INLINE)
+    site = ctx.make_site(node, shape, [], [], list(probmath.leaves(inner, env)), INLINE)
+    return _at_producers(site, env) if shape == "log-of-prob" else site
 
 
 def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
@@ -72,7 +82,8 @@ def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     shape, inner = _log_shape(log, env)
     if shape is not None:
         return None  # the log is a site of its own
-    return ctx.make_site(node, "log-of-prob", [], [], list(probmath.leaves(inner, env)), INLINE, at=log)
+    return _at_producers(ctx.make_site(node, "log-of-prob", [], [], list(probmath.leaves(inner, env)), INLINE,
+                                       at=log), env)
 
 
 def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
@@ -111,7 +122,8 @@ def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     if epsilon is None or not epsilon.vanishes or inner is node or not probmath.is_prob(inner, env):
         return None
     at = epsilon.node if isinstance(epsilon.node, cst.Float) else node
-    return ctx.make_site(node, "epsilon", [], [], list(probmath.leaves(inner, env)), EPSILON, at=at)
+    return _at_producers(ctx.make_site(node, "epsilon", [], [], list(probmath.leaves(inner, env)), EPSILON, at=at),
+                         env)
 
 
 def inline_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:

@@ -122,6 +122,9 @@ class Site:
     tainted: List[Tuple[cst.BaseExpression, int]]  # (input, line of the region that made it)
     position: CodeRange
     kind: str = "distribution"  # which recognizer made it (`amplint.facts.sites`)
+    # id(uncast input) -> where fix A casts it instead: the operand its probabilities were made from
+    # (`probmath.producer_operand`), since a cast after float16 rounded them to 0 restores nothing.
+    cast_at: Dict[int, cst.BaseExpression] = field(default_factory=dict)
 
     @property
     def constructor_visible(self) -> bool:

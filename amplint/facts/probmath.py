@@ -161,6 +161,21 @@ def _receiver(call: cst.Call) -> cst.BaseExpression:
     return call.func.value
 
 
+def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
+    """`logits` for a local `p` bound once to `torch.softmax(logits, -1)` or `logits.sigmoid()`: where the
+    probabilities are made. A cast of `p` comes too late when float16 already rounded them to 0."""
+    if not isinstance(node, cst.Name) or not env.is_local(node.value):
+        return None
+    values = env.values(node.value)
+    if len(values) != 1:
+        return None
+    function = _function(values[0], PROB_FUNCTIONS, env)
+    if function is not None:
+        return _first_arg(function)
+    method = _method(values[0], PROB_METHODS, env)
+    return None if method is None else _receiver(method)
+
+
 def log_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
     """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
     call = _function(node, LOG_FUNCTIONS, env)

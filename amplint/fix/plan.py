@@ -166,7 +166,8 @@ def _edit_for(
     if inputs.blocked:
         return HIDDEN_DISTRIBUTION_REASON
     wide = wide_predicate(table, site.wide_names.__contains__)
-    casts = [CastTarget(node, wide, inputs.stars.get(id(node), "")) for node in inputs.tensors]
+    casts = [CastTarget(site.cast_at.get(id(node), node), wide, inputs.stars.get(id(node), ""))
+             for node in inputs.tensors]
     wrap: Optional[WrapTarget] = None
     if wraps_statement(diagnosis, strategy):
         device = wrap_device(diagnosis.region.spec)
