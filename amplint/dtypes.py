@@ -7,11 +7,13 @@ tensor stays wide, which is what lets fix A cast *before* `exp`/`sigmoid`
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from amplint.names import ImportTable, dotted_name as dotted_name_of
+from amplint.policies import FLOAT32, AutocastPolicy
 from amplint.screen import KL_NAMES  # noqa: F401 - the analysis reads it here
 from amplint.torchnames import (
     ARITHMETIC_METHODS, CAST_METHODS, DISTRIBUTION_PACKAGES, DTYPE_CAST_METHODS, ELEMENTWISE_METHODS,
@@ -202,11 +204,13 @@ def is_cast_call(node: cst.BaseExpression, table: ImportTable) -> bool:
 
 
 def is_wide(
-    node: cst.BaseExpression, table: ImportTable, wide_name: Callable[[str], bool]
+    node: cst.BaseExpression, table: ImportTable, wide_name: Callable[[str], bool],
+    promoted: Optional[Callable[[cst.BaseExpression], bool]] = None,
 ) -> bool:
     """True when `node` is a float32/float64 tensor or a Python number.
 
-    `wide_name` says whether a local name was assigned from a wide expression.
+    `wide_name` says whether a local name was assigned from a wide expression; `promoted`, whether the
+    region's autocast policy runs an op in float32 (`runs_in_float32`: CUDA's `softmax`, `exp`, `pow`...).
     """
     if is_number(node):
         return True
@@ -215,21 +219,52 @@ def is_wide(
         return wide_name(node.value)
     if is_cast_call(node, table) or is_float32_factory(node, table):
         return True
+    if promoted is not None and promoted(node):
+        return True
     if kind is cst.Subscript:
-        return is_wide(node.value, table, wide_name)
+        return is_wide(node.value, table, wide_name, promoted)
     if kind is cst.BinaryOperation:
-        left = is_wide(node.left, table, wide_name)
-        right = is_wide(node.right, table, wide_name)
+        left = is_wide(node.left, table, wide_name, promoted)
+        right = is_wide(node.right, table, wide_name, promoted)
         return left and right and not (is_number(node.left) and is_number(node.right))
     if kind is cst.UnaryOperation:
-        return is_wide(node.expression, table, wide_name)
+        return is_wide(node.expression, table, wide_name, promoted)
     if kind is cst.Call:
         operands = transform_operands(node, table)
-        return bool(operands) and all(is_wide(op, table, wide_name) for op in operands)
+        return bool(operands) and all(is_wide(op, table, wide_name, promoted) for op in operands)
     if isinstance(node, (cst.DictComp, cst.ListComp, cst.GeneratorExp)):  # `**{k: v.float() ... for ...}`
         element = node.value if isinstance(node, cst.DictComp) else node.elt
         return is_cast_call(element, table) or _casts_tensors(element, table)
     return False
+
+
+def promoted_by(policy: Optional[AutocastPolicy], table: ImportTable) -> Optional[Callable[[cst.BaseExpression], bool]]:
+    """`is_wide`'s `promoted` for a region with `policy` (None: no autocast, or a device not known)."""
+    return None if policy is None else partial(runs_in_float32, table=table, policy=policy)
+
+
+def runs_in_float32(node: cst.BaseExpression, table: ImportTable, policy: AutocastPolicy) -> bool:
+    """`torch.softmax(x, 1)`, `x.exp()`, `x ** 2`, `F.softplus(x)`: an op `policy` runs in float32 whatever its
+    inputs (CUDA's list; CPU's holds none of these). A function of another module is not a torch op."""
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, cst.Power) and policy.policy_of("pow") == FLOAT32
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute):
+        root = dotted_name_of(func.value)
+        if root is not None and root.split(".")[0] in table.bindings and not any(
+                q.split(".")[0] == "torch" for q in table.qualnames_of(root.split(".")[0])):
+            return False  # `np.exp(x)`, `self.log(...)` of a module that is not torch's
+        op = func.attr.value
+    elif isinstance(func, cst.Name):
+        names = sorted(q for q in table.qualnames_of(func.value) if q.split(".")[0] == "torch")
+        if not names:
+            return False  # `exp(x)` of the project or of `math`
+        op = names[0].rsplit(".", 1)[-1]
+    else:
+        return False
+    return policy.policy_of(op) == FLOAT32
 
 
 def _casts_tensors(node: cst.BaseExpression, table: ImportTable) -> bool:

@@ -95,7 +95,10 @@ RULE = Rule(
         "imported from the project or inherited from another file. Its inputs are the call's tensor "
         "arguments, plus the constructor's when the receiver was built in the same function "
         "(`posterior = DiagonalGaussian(z)`). In project mode, when the body holds sites of its own, those "
-        "report instead of the call, so one hazard gives one finding, at the math."
+        "report instead of the call, so one hazard gives one finding, at the math. What is float16 follows "
+        "the region's device: in a CUDA region an op CUDA autocast runs in float32 (`softmax`, `exp`, `log`, "
+        "`pow`, `sum`, `logsumexp`, `softplus`) makes a float32 value, so `torch.log(F.softmax(x, 1))` is not "
+        "flagged there and is in a CPU region."
     ),
     why_bad=(
         "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
@@ -114,7 +117,7 @@ import torch
 import torch.nn.functional as F
 
 def entropy(head, x):
-    with torch.autocast("cuda"):
+    with torch.autocast("cpu", dtype=torch.float16):
         probs = F.softmax(head(x), dim=1)
         return -(probs * torch.log(probs)).sum(1)
 """,
@@ -141,6 +144,21 @@ import torch.nn.functional as F
 with torch.autocast("cuda"):
     probs = F.softmax(head(x).float(), dim=1)
     ent = -(probs * torch.log(probs)).sum(1)
+""",
+        # CUDA autocast runs softmax in float32: its probabilities keep their range.
+        """
+import torch
+import torch.nn.functional as F
+with torch.autocast("cuda"):
+    logp = torch.log(F.softmax(head(x), dim=1))
+""",
+        # CUDA autocast runs `** 2` in float32: nothing in this Gaussian is computed in float16.
+        """
+import math
+import torch
+with torch.autocast("cuda"):
+    mu = head(x)
+    nll = 0.5 * ((y - mu) ** 2 + math.log(2 * math.pi))
 """,
         # bfloat16 region.
         """
@@ -189,7 +207,7 @@ with torch.autocast("cuda"):
             """
 import torch
 import torch.nn.functional as F
-with torch.autocast("cuda"):
+with torch.autocast("cpu", dtype=torch.float16):
     logp = torch.log(F.softmax(head(x), dim=1))
 """,
             4,
@@ -211,7 +229,7 @@ with torch.autocast("cuda"):
             """
 import math
 import torch
-with torch.autocast("cuda"):
+with torch.autocast("cpu", dtype=torch.float16):
     mu = head(x)
     nll = 0.5 * ((y - mu) ** 2 + math.log(2 * math.pi))
 """,

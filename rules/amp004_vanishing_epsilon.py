@@ -67,7 +67,7 @@ import torch
 import torch.nn.functional as F
 
 def entropy(head, x):
-    with torch.autocast("cuda"):
+    with torch.autocast("cpu", dtype=torch.float16):
         probs = F.softmax(head(x), dim=1)
         return -(probs * torch.log(probs + 1e-10)).sum(1)
 """,
@@ -93,6 +93,13 @@ with torch.autocast("cuda"):
     probs = head(x).sigmoid()
     ratio = target / probs.clamp(min=torch.finfo(probs.dtype).tiny)
 """,
+        # CUDA autocast runs softmax in float32: the floor is added in float32 and keeps its value.
+        """
+import torch
+with torch.autocast("cuda"):
+    probs = head(x).softmax(dim=1)
+    ratio = target / probs.clamp(min=1e-12)
+""",
         # Not probabilities: a box size.
         """
 import torch
@@ -104,7 +111,7 @@ with torch.autocast("cuda"):
         Invalid(
             """
 import torch
-with torch.autocast("cuda"):
+with torch.autocast("cpu", dtype=torch.float16):
     probs = head(x).softmax(dim=1)
     ratio = target / probs.clamp(min=1e-12)
 """,

@@ -63,7 +63,7 @@ def run(head, h, x):
         out = head(h)
         base, unused = D.Normal(out, out.exp()), 1
         return D.Independent(base, 1).log_prob(x)
-''', False),
+''', True),  # a tuple of values binds element by element: the constructor is visible
     "keyword_slot": ('''\
 def run(head, h, x):
     with torch.autocast("cpu", dtype=torch.float16):

@@ -5,6 +5,9 @@ update keeps its tensor's dtype. It read as float16 because `t` was not known
 to be float32, and the log of its softmax was a false alarm. A Python number
 is not a tensor: `loc = 0.0; loc += out[:, 0]` takes `out`'s float16.
 `torch.where(c, a, b)` is as wide as `a` and `b`, not as its condition.
+`mu, s = out.float().chunk(2)` unpacks float32 names; `a, b = x.float(), y`
+pairs them element by element. A log under a floor float16 keeps (`1e-6`,
+`1e-3`) is finite; one under a floor it drops (`1e-10`) is AMP003 and AMP004.
 Each case runs the real CLI; the fixed twins run under CPU float16 autocast.
 """
 from __future__ import annotations
@@ -51,6 +54,22 @@ CASES = {
         scale = torch.where(out[:, 1] > 0, out[:, 1].exp(), 1.0)
         return Normal(out[:, 0].float(), scale).log_prob(y.float())
 ''', [(9, 16, "AMP001")]),
+    "unpacking_a_cast_tensor": ('''\
+        mu, log_std = out.float().chunk(2, dim=-1)
+        return Normal(mu, log_std.exp()).log_prob(y.float())
+''', []),
+    "unpacking_a_tuple_element_by_element": ('''\
+        mu, log_std = out[:, 0].float(), out[:, 1]
+        return Normal(mu, log_std.exp()).log_prob(y.float())
+''', [(9, 16, "AMP001")]),
+    "a_log_under_a_floor_float16_keeps": ('''\
+        p = out.softmax(-1)
+        return torch.log(p.clamp_min(1e-3)) + torch.log(p + 1e-6)
+''', []),
+    "a_log_under_a_floor_float16_drops": ('''\
+        p = out.softmax(-1)
+        return torch.log(p + 1e-10)
+''', [(9, 16, "AMP003"), (9, 30, "AMP004")]),
 }
 
 

@@ -266,7 +266,11 @@ class _Reader(ParallelMarks):
         names = [name for target in node.targets for name in nodes.target_names(target)]
         first = node.targets[0]
         single = first.id if len(node.targets) == 1 and isinstance(first, ast.Name) else None
-        self._bind(names, single, node.value)
+        pairs = nodes.literal_pairs(node.targets, node.value)
+        for name, value in pairs or ():
+            self._bind([name], name, value)
+        if pairs is None:  # `mu, s = out.float().chunk(2)`: a float32 value unpacks to float32 names
+            self._bind(names, single, node.value, keep_wide=single is None and self._wide(node.value))
         for target in node.targets:
             self._bind_project(target, node.value)
 
@@ -396,7 +400,9 @@ class _Reader(ParallelMarks):
 
     def _wide(self, node: ast.expr) -> bool:
         scope = self.scope
-        return nodes.is_wide(node, self.imports, lambda name: name in scope.wide_names)
+        entry = scope.effective()
+        return nodes.is_wide(node, self.imports, lambda name: name in scope.wide_names,
+                             None if entry is None else entry.policy)
 
     # --- calls ----------------------------------------------------------------------------------------
     def call(self, node: ast.Call) -> None:

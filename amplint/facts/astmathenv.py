@@ -14,7 +14,7 @@ import ast
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from amplint.astwalk import child_nodes
-from amplint.facts.astnodes import self_attribute
+from amplint.facts.astnodes import literal_pairs, self_attribute
 from amplint.facts.astsource import SourceText
 from amplint.names import ImportTable
 
@@ -113,6 +113,8 @@ def _bindings(function: Function, augmented: Set[int]) -> Bindings:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     found.setdefault(target.id, []).append(node.value)
+            for name, value in literal_pairs(node.targets, node.value) or ():  # `p, q = a.softmax(1), b`
+                found.setdefault(name, []).append(value)
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None and isinstance(node.target, ast.Name):
                 found.setdefault(node.target.id, []).append(node.value)

@@ -56,7 +56,7 @@ class MathSites:
         """`mathsites.inline_call`: a tensor log of probabilities or of a sum of exps."""
         env = self._env(function, owner)
         shape, inner = shapes.log_shape(node, env)
-        return None if shape is None else list(shapes.leaves(inner, env))
+        return None if shape is None or shape == "guarded" else list(shapes.leaves(inner, env))
 
     def floor_call(self, node: ast.Call, function: Optional[ast.AST], statement: ast.AST,
                    owner: Optional[ast.ClassDef]) -> Inputs:

@@ -294,15 +294,39 @@ def _is_exp(node: ast.expr, env: Env, depth: int) -> bool:
     return False
 
 
+def straight_from_producer(node: ast.expr, env: Env) -> bool:
+    """`probmath.straight_from_producer`: a softmax or sigmoid, or a local name bound once to one, also through
+    a mean, a view or a gather."""
+    node = _kept_prob(_unwrap(node), env)
+    if isinstance(node, ast.Name):
+        values = env.values(node.id) if env.is_local(node.id) else ()
+        node = _kept_prob(_unwrap(values[0]), env) if len(values) == 1 else node
+    return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
+
+
+def _kept_prob(node: ast.expr, env: Env) -> ast.expr:
+    """`probmath._kept_prob`: what a mean, a view or a gather of probabilities reads."""
+    while True:
+        method = _method(node, KEEPS_PROB_METHODS, env)
+        function = None if method is not None else _function(node, KEEPS_PROB_FUNCTIONS, env)
+        inner = _receiver(method) if method is not None else _first_arg(function) if function is not None else None
+        if inner is None:
+            return node
+        node = _unwrap(inner)
+
+
 def log_shape(log: ast.expr, env: Env) -> Tuple[Optional[str], ast.expr]:
     """`mathsites._log_shape`: ("log-sum-exp" | "log-of-prob" | None, the value under any floor)."""
     operand = log_operand(log, env)
     if operand is None:
         return None, log
-    inner, _ = strip_floor(operand, env)
+    inner, floor = strip_floor(operand, env)
     if is_sum_of_exp(inner, env):
         return "log-sum-exp", inner
-    return ("log-of-prob" if is_prob(inner, env) else None), inner
+    if not is_prob(inner, env):
+        return None, inner
+    guarded = floor is not None and floor[1] > 0 and not vanishes(floor) and straight_from_producer(inner, env)
+    return ("guarded" if guarded else "log-of-prob"), inner
 
 
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------

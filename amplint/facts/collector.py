@@ -34,7 +34,8 @@ from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Requested, Scope, Site,
 )
-from amplint.facts.nodes import attribute_dtype, declared_class, names_in, self_attribute, target_names
+from amplint.facts.nodes import attribute_dtype, declared_class, literal_pairs, names_in, self_attribute, tainted_inputs
+from amplint.facts.nodes import target_names
 from amplint.facts.nodes import accelerator_binding, call_text, framework_call, param_names, record_params
 from amplint.facts.nodes import trainer_model
 from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
@@ -100,9 +101,11 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         self.requested: List[Requested] = []  # the constructors `options.requests` names
 
     # --- helpers -----------------------------------------------------------
-    def _wide(self, node: cst.BaseExpression) -> bool:
-        scope = self.scope
-        return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names) or wide_result(node, self)
+    def _wide(self, node: cst.BaseExpression, promote: bool = True) -> bool:
+        scope, entry = self.scope, self.scope.effective()
+        promoted = dtypes.promoted_by(entry.policy if promote and entry is not None else None, self.imports)
+        return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names, promoted) or wide_result(
+            node, self)
 
     def _dist_ref(self, node: cst.BaseExpression) -> Optional[DistRef]:
         """A constructor call, or a local name bound to one, as a DistRef."""
@@ -285,7 +288,11 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         names = [n for t in original_node.targets for n in target_names(t.target)]
         first = original_node.targets[0].target
         single = first.value if len(original_node.targets) == 1 and isinstance(first, cst.Name) else None
-        self._bind(names, single, original_node.value)
+        pairs = literal_pairs(original_node.targets, original_node.value)
+        for name, value in pairs or ():
+            self._bind([name], name, value)
+        if pairs is None:  # `mu, s = out.float().chunk(2)`: a float32 value unpacks to float32 names
+            self._bind(names, single, original_node.value, keep_wide=single is None and self._wide(original_node.value))
         for index, name in unpacked(original_node.targets[0].target, original_node.value):
             ref = self._returned(original_node.value, index)  # type: ignore[arg-type]
             if ref is not None:  # `preds, dist = self.evaluation_forward(x)`
@@ -511,13 +518,10 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         """A distribution constructor call, or a local name bound to one (see `_dist_ref`)."""
         return self._dist_ref(node)
 
-    def dist_refs(self, node: cst.BaseExpression) -> List[DistRef]:
-        """Every constructor that may reach `node`: a name assigned on two paths has two (`facts.flowstate`)."""
-        return self.dist_refs_of(node)
-
     def dist_refs_of(self, node: cst.BaseExpression) -> List[DistRef]:
-        """`dist_refs` of a value: both arms of `a if c else b`, each constructor a name may hold. An arm out of
-        sight (a parameter, a call) leaves the whole out of sight; a `None` arm adds nothing."""
+        """Every constructor that may reach `node`: each one a name holds on some path (`facts.flowstate`), both
+        arms of `a if c else b` (an arm out of sight, a parameter or a call, leaves the whole out of sight; a
+        `None` arm adds nothing)."""
         if isinstance(node, cst.IfExp):
             arms = [[] if is_none(arm) else self.dist_refs_of(arm) for arm in (node.body, node.orelse)]
             known = all(refs or is_none(arm) for refs, arm in zip(arms, (node.body, node.orelse)))
@@ -525,6 +529,8 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         ref = self._dist_ref(node)
         extra = self.scope.dist_alternatives.get(node.value, []) if isinstance(node, cst.Name) and ref else []
         return ([ref] if ref is not None else []) + extra
+
+    dist_refs = dist_refs_of  # the `SiteContext` name
 
     def is_wide(self, node: cst.BaseExpression) -> bool:
         """The expression is float32 or wider here (a cast, a factory, a name bound to one)."""
@@ -553,17 +559,13 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         It is reported at `at` (an epsilon's literal) when that has a recorded position.
         """
         uncast = [i for i in inputs if not self._wide(i)]
+        promoted = [i for i in inputs if all(i is not u for u in uncast) and not self._wide(i, promote=False)]
         scope = self.scope
-        tainted = []
-        for expr in uncast if scope.tainted else ():
-            line = next((scope.tainted[n] for n in names_in(expr) if n in scope.tainted), None)
-            if line is not None:
-                tainted.append((expr, line))
         statement = self.statements[-1] if self.statements else None
         return Site(
             node, method, dists, values, statement, scope.wide_names,  # type: ignore[arg-type]
-            scope.effective(), uncast, tainted,
-            self.positions[at if at is not None and at in self.positions else node], kind,
+            scope.effective(), uncast, tainted_inputs(scope.tainted, uncast),
+            self.positions[at if at is not None and at in self.positions else node], kind, promoted=promoted,
         )
 
     def recognize(self, node: cst.CSTNode) -> Optional[Site]:

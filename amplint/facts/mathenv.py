@@ -11,6 +11,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from amplint.cstwalk import descendants, type_test
+from amplint.facts.nodes import literal_pairs
 from amplint.names import ImportTable
 
 Bindings = Dict[str, List[cst.BaseExpression]]
@@ -121,6 +122,8 @@ def _bindings(function: cst.FunctionDef, statements: Statements) -> dict:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     found.setdefault(target.target.value, []).append(node.value)
+            for name, value in literal_pairs(node.targets, node.value) or ():  # `p, q = a.softmax(1), b`
+                found.setdefault(name, []).append(value)
         elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
             found.setdefault(node.target.value, []).append(node.value)
         elif isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.target, cst.Name):

@@ -19,9 +19,10 @@ import libcst as cst
 
 from amplint.facts import probmath
 from amplint.facts.mathenv import Env
+from amplint.policies import promoted_ops
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.facts.model import DistRef, Site
+    from amplint.facts.model import DistRef, Scope, Site
 
 
 class SiteContext(Protocol):
@@ -30,6 +31,10 @@ class SiteContext(Protocol):
     claimed_sums: Set[int]  # id()s of the inner nodes of sums already judged whole (see `_gaussian_site`)
 
     def math_env(self) -> Env: ...
+
+    scope: "Scope"
+
+    def is_wide(self, node: cst.BaseExpression) -> bool: ...
 
     def inside_site(self, node: cst.CSTNode) -> bool: ...
 
@@ -41,6 +46,12 @@ INLINE = "inline-math"
 EPSILON = "epsilon"
 
 
+def _inputs(inner: cst.BaseExpression, ctx: "SiteContext") -> List[cst.BaseExpression]:
+    """The tensors the math reads; the value itself where it is float32 already (under CUDA's policy a
+    `softmax` runs in float32, so what it read is no input of the log)."""
+    return [inner] if ctx.is_wide(inner) else list(probmath.leaves(inner, ctx.math_env()))
+
+
 def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:
     """Where fix A casts each input of a log of probabilities: where the probabilities were made."""
     for node in site.uncast if site is not None else ():
@@ -50,15 +61,24 @@ def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:
     return site
 
 
+GUARDED = "guarded"  # a log of probabilities under a floor float16 keeps: finite, no site
+
+
 def _log_shape(log: cst.BaseExpression, env: Env) -> Tuple[Optional[str], cst.BaseExpression]:
-    """What a tensor log takes the log of: ("log-sum-exp" | "log-of-prob" | None, the value under any floor)."""
+    """What a tensor log takes the log of: ("log-sum-exp" | "log-of-prob" | GUARDED | None, the value under any
+    floor). A floor float16 holds (`p + 1e-6`, `p.clamp_min(1e-3)`) keeps the log of a softmax's or sigmoid's
+    zero finite; one it rounds to 0 is AMP004's. It guards nothing else: a sum of exps, or probabilities
+    normalised by hand, still overflow, and `1 - p` loses its digits near 1 (`probmath.straight_from_producer`)."""
     operand = probmath.log_operand(log, env)
     if operand is None:
         return None, log
-    inner, _ = probmath.strip_floor(operand, env)
+    inner, floor = probmath.strip_floor(operand, env)
     if probmath.is_sum_of_exp(inner, env):
         return "log-sum-exp", inner
-    return ("log-of-prob" if probmath.is_prob(inner, env) else None), inner
+    if not probmath.is_prob(inner, env):
+        return None, inner
+    guarded = floor is not None and floor.value > 0 and not floor.vanishes
+    return (GUARDED if guarded and probmath.straight_from_producer(inner, env) else "log-of-prob"), inner
 
 
 def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
@@ -66,9 +86,9 @@ def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     assert isinstance(node, cst.Call)
     env = ctx.math_env()
     shape, inner = _log_shape(node, env)
-    if shape is None:
+    if shape is None or shape == GUARDED:
         return None
-    site = ctx.make_site(node, shape, [], [], list(probmath.leaves(inner, env)), INLINE)
+    site = ctx.make_site(node, shape, [], [], _inputs(inner, ctx), INLINE)
     return _at_producers(site, env) if shape == "log-of-prob" else site
 
 
@@ -82,8 +102,7 @@ def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     shape, inner = _log_shape(log, env)
     if shape is not None:
         return None  # the log is a site of its own
-    return _at_producers(ctx.make_site(node, "log-of-prob", [], [], list(probmath.leaves(inner, env)), INLINE,
-                                       at=log), env)
+    return _at_producers(ctx.make_site(node, "log-of-prob", [], [], _inputs(inner, ctx), INLINE, at=log), env)
 
 
 def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
@@ -94,10 +113,23 @@ def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     _claim(node, ctx.claimed_sums)
     env = ctx.math_env()
     found = probmath.gaussian(node, env)
-    if found is None:
-        return None
+    if found is None or _promotes(ctx) and all(_runs_wide(op, ctx) for op in probmath.risky_ops(node, env)):
+        return None  # under CUDA's policy every op float16 could break runs in float32: `exp`, `pow`, `log`
     operands, anchor = found
     return ctx.make_site(node, "gaussian", [], [], list(operands), INLINE, at=anchor)
+
+
+def _runs_wide(op: cst.BaseExpression, ctx: "SiteContext") -> bool:
+    """The op computes in float32: its policy says so or an operand is float32 (`a / b.exp()` promotes)."""
+    if isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.Divide):
+        return ctx.is_wide(op.left) or ctx.is_wide(op.right)
+    return ctx.is_wide(op)
+
+
+def _promotes(ctx: "SiteContext") -> bool:
+    """The region here runs some probability ops in float32 whatever their inputs (CUDA's policy)."""
+    entry = ctx.scope.effective()
+    return entry is not None and entry.policy is not None and bool(promoted_ops(entry.policy))
 
 
 def _claim(node: cst.BaseExpression, claimed: Set[int]) -> None:
@@ -122,8 +154,7 @@ def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     if epsilon is None or not epsilon.vanishes or inner is node or not probmath.is_prob(inner, env):
         return None
     at = epsilon.node if isinstance(epsilon.node, cst.Float) else node
-    return _at_producers(ctx.make_site(node, "epsilon", [], [], list(probmath.leaves(inner, env)), EPSILON, at=at),
-                         env)
+    return _at_producers(ctx.make_site(node, "epsilon", [], [], _inputs(inner, ctx), EPSILON, at=at), env)
 
 
 def inline_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:

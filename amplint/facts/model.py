@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Protocol, Set, Tuple, Union
 
 from amplint.model import Precision, RegionInfo
+from amplint.policies import AutocastPolicy, policy_for
 from amplint.regions import AutocastFactory, RegionSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,6 +55,12 @@ class RegionEntry:
     @property
     def is_float16(self) -> bool:
         return self.spec.enabled and self.spec.precision in FLOAT16_LIKE
+
+    @property
+    def policy(self) -> Optional[AutocastPolicy]:
+        """Its device's autocast policy: which ops run in float32 whatever their inputs (CUDA's `softmax`,
+        `exp`, `pow`...). None when it casts nothing, or its device is not a literal."""
+        return policy_for(self.spec.device) if self.is_float16 else None
 
 
 @dataclass
@@ -125,6 +132,9 @@ class Site:
     # id(uncast input) -> where fix A casts it instead: the operand its probabilities were made from
     # (`probmath.producer_operand`), since a cast after float16 rounded them to 0 restores nothing.
     cast_at: Dict[int, cst.BaseExpression] = field(default_factory=dict)
+    # Inputs float32 only because the region's policy runs their op in float32 (CUDA's `x.exp()`): the fix
+    # casts them too, so that it holds with autocast off (fix C) and under another device's policy.
+    promoted: List[cst.BaseExpression] = field(default_factory=list)
 
     @property
     def constructor_visible(self) -> bool:

@@ -4,7 +4,7 @@ Pure functions of the tree (and the import table): no scope state, no rule codes
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -40,6 +40,20 @@ def target_names(target: cst.BaseExpression) -> List[str]:
     if isinstance(target, cst.StarredElement):
         return target_names(target.value)
     return []
+
+
+def literal_pairs(
+    targets: Sequence[cst.AssignTarget], value: cst.BaseExpression,
+) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+    """`a, b = x.float(), y`: each name with the element it gets, when both sides are flat and as long."""
+    target = targets[0].target if len(targets) == 1 else None
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return None
+    names, values = target.elements, value.elements
+    if len(names) != len(values) or not all(isinstance(e.value, cst.Name) for e in names) or any(
+            isinstance(e, cst.StarredElement) for e in (*names, *values)):
+        return None
+    return [(n.value.value, v.value) for n, v in zip(names, values)]  # type: ignore[attr-defined]
 
 
 def self_attribute(node: cst.BaseExpression) -> Optional[str]:
@@ -159,6 +173,16 @@ def accelerator_binding(value: cst.Call, line: int, module: cst.Module) -> Accel
     precision = frameworks.accelerate_precision(arg, double_star)
     spec = None if precision is None else RegionSpec(precision, True, "cuda", '"cuda"')
     return AccelBinding(spec, line, value, frameworks.describe("Accelerator", "mixed_precision", arg, double_star))
+
+
+def tainted_inputs(tainted: Dict[str, int], uncast: List[cst.BaseExpression]) -> List[Tuple[cst.BaseExpression, int]]:
+    """Each uncast input that reads a name made in a float16 region, with that region's line (AMP002)."""
+    found = []
+    for expr in uncast if tainted else ():
+        line = next((tainted[n] for n in names_in(expr) if n in tainted), None)
+        if line is not None:
+            found.append((expr, line))
+    return found
 
 
 def every_param(params: cst.Parameters) -> List[cst.Param]:

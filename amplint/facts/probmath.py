@@ -22,6 +22,8 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.cstwalk import inner_children, type_test
+from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _function, imported as _imported
+from amplint.facts.mathcalls import method_call as _method, receiver as _receiver
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
@@ -125,42 +127,6 @@ def _site(node: cst.BaseExpression, env: Env) -> Optional[InlineSite]:
     return None
 
 
-# --- calls ------------------------------------------------------------------------------------------
-def _method(node: cst.BaseExpression, names: frozenset, env: Optional[Env] = None) -> Optional[cst.Call]:
-    """`x.name(...)` on a value; with `env`, not `torch.name(...)` or another module's function."""
-    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in names:
-        if env is None or not _imported(node.func.value, env):
-            return node
-    return None
-
-
-def _imported(node: cst.BaseExpression, env: Env) -> bool:
-    """`torch`, `F`, `np.random`: a dotted name whose head the file imported (a module, not a value)."""
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name) and node.value in env.imports.bindings
-
-
-def _function(node: cst.BaseExpression, names: frozenset, env: Env) -> Optional[cst.Call]:
-    if type(node) is cst.Call and env.imports.matches(node.func, names):
-        return node
-    return None
-
-
-def _first_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is None and not arg.star:
-            return arg.value
-        if arg.keyword is not None and arg.keyword.value == "input":
-            return arg.value
-    return None
-
-
-def _receiver(call: cst.Call) -> cst.BaseExpression:
-    assert isinstance(call.func, cst.Attribute)
-    return call.func.value
-
-
 def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
     """`logits` for a local `p` bound once to `torch.softmax(logits, -1)` or `logits.sigmoid()`: where the
     probabilities are made. A cast of `p` comes too late when float16 already rounded them to 0."""
@@ -174,6 +140,28 @@ def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExp
         return _first_arg(function)
     method = _method(values[0], PROB_METHODS, env)
     return None if method is None else _receiver(method)
+
+
+def straight_from_producer(node: cst.BaseExpression, env: Env) -> bool:
+    """`softmax(x)`, `x.sigmoid()`, or a local name bound once to one: probabilities float16 may round to 0 but
+    holds otherwise, also through a mean, a view or a gather of them. Not `1 - p` (which float16 cancels near
+    1) nor `e / e.sum()` (whose `exp` overflows)."""
+    node = _kept_prob(_unwrap(node), env)
+    if isinstance(node, cst.Name):
+        values = env.values(node.value) if env.is_local(node.value) else ()
+        node = _kept_prob(_unwrap(values[0]), env) if len(values) == 1 else node
+    return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
+
+
+def _kept_prob(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
+    """What `p.mean(0)`, `p.view(...)`, `torch.gather(p, ...)` read: they keep probabilities probabilities."""
+    while True:
+        method = _method(node, KEEPS_PROB_METHODS, env)
+        function = None if method is not None else _function(node, KEEPS_PROB_FUNCTIONS, env)
+        inner = _receiver(method) if method is not None else _first_arg(function) if function is not None else None
+        if inner is None:
+            return node
+        node = _unwrap(inner)
 
 
 def log_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
@@ -414,6 +402,25 @@ def gaussian(node: cst.BaseExpression, env: Env
     if len(terms) < 2 or not _gaussian_terms(terms, env):
         return None
     return tuple(op for term in terms for op in leaves(term, env)), first_sum(node)
+
+
+def risky_ops(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
+    """The operations of a written-out Gaussian that float16 can push out of range, as written: each square,
+    division by a tensor, `exp` and tensor log. A linear term (`+ log_sigma`) holds none."""
+    pending: List[cst.CSTNode] = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.BaseExpression) and (
+                _is_square_of_tensor(current, env) or _is_risky_op(current, env)):
+            yield current
+        pending.extend(child.value if type(child) is cst.Arg else child for child in inner_children(current)
+                       if _EXPRESSION(child) or type(child) is cst.Arg)
+
+
+def _is_risky_op(node: cst.BaseExpression, env: Env) -> bool:
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Divide:
+        return _number(node.right) is None
+    return log_operand(node, env) is not None or _is_exp(node, env, 0)
 
 
 def first_sum(node: cst.BaseExpression) -> cst.BaseExpression:
