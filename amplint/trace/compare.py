@@ -71,6 +71,8 @@ class Comparison:
     unreached: List[dict]  # findings no traced record stands beside
     float32: List[dict]  # findings whose computation ran, never with float16 inputs
     found: List[dict]  # findings that stand for a float16 site
+    # per finding, in the order given: every traced site it stands for, float16 or not (`amplint verify --trace`)
+    beside: List[List[Site]] = field(default_factory=list)
 
     @property
     def sites(self) -> int:
@@ -107,8 +109,11 @@ def match(findings: List[dict], records: List[dict], base: str, index: Optional[
     missed: List[Site] = []
     used: Set[int] = set()
     seen32: Set[int] = set()
+    beside: List[List[Site]] = [[] for _ in findings]
     for site in sites:
         hits = [i for i, span in enumerate(spans) if span == site.span or span in site.via]
+        for i in hits:
+            beside[i].append(site)
         if not site.float16:
             seen32.update(hits)
             continue
@@ -119,7 +124,7 @@ def match(findings: List[dict], records: List[dict], base: str, index: Optional[
             missed.append(site)
     float32 = [findings[i] for i in sorted(seen32 - used)]
     unreached = [f for i, f in enumerate(findings) if i not in used and i not in seen32]
-    return Comparison(matched, missed, unreached, float32, [findings[i] for i in sorted(used)])
+    return Comparison(matched, missed, unreached, float32, [findings[i] for i in sorted(used)], beside)
 
 
 def load_trace(path: str) -> Union[List[dict], str]:
@@ -145,6 +150,16 @@ def _stack(site: Site) -> str:
     return " -> ".join(f"{c['path']}:{c['line']}" for c in calls)
 
 
+def missed_lines(missed: List[Site]) -> List[str]:
+    """Each missed site's place, message and stack: `check --compare` and `verify --trace` print them alike."""
+    lines = []
+    for site in missed:
+        record = site.records[0]
+        lines.append(f"  {_where(record)}: {record['message']}")
+        lines.append(f"    stack: {_stack(site)}")
+    return lines
+
+
 def text_report(comparison: Comparison) -> str:
     lines = [f"Traced float16 sites that static analysis found: {len(comparison.matched)}"]
     for site, findings in comparison.matched:
@@ -153,10 +168,7 @@ def text_report(comparison: Comparison) -> str:
         lines.append(f"  {_where(record)}: {record['trace']['computation']}, {record['trace']['nonfinite']:,} of "
                      f"{record['trace']['values']:,} values non-finite; reported as {codes}")
     lines.append(f"Traced float16 sites that static analysis missed: {len(comparison.missed)}")
-    for site in comparison.missed:
-        record = site.records[0]
-        lines.append(f"  {_where(record)}: {record['message']}")
-        lines.append(f"    stack: {_stack(site)}")
+    lines.extend(missed_lines(comparison.missed))
     lines.append(f"Static findings the run did not reach: {len(comparison.unreached)}")
     lines.extend(f"  {_where(f)}: {f['code']} {f['message']}" for f in comparison.unreached)
     lines.append(f"Static findings whose computation ran without float16 inputs: {len(comparison.float32)}")

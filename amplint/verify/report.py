@@ -42,13 +42,17 @@ def text_report(reports: Sequence[FindingReport]) -> str:
         if report.verdict is Verdict.UNVERIFIABLE:
             lines.append(f"    reason: {report.reason}")
         else:
-            # no timing here: every number in the table is reproducible from the seed
+            # every number in the table is reproducible from the seed; the timings on the `cost` line are not
             lines.append(f"    device {report.device}, {report.precision}, batch {report.batch}, seed {report.seed}")
             lines.append(f"    inputs: {report.recipe}")
             rows = [["version", "dtype", "-inf", "+inf", "NaN", "max|err|", "grads"],
                     _row("original", report.original), _row("fix A (cast)", report.fix_cast),
                     _row("fix C (disable+cast)", report.fix_disable)]
             lines.extend(_table(rows))
+            if report.timing is not None:
+                lines.append(f"    cost: {report.timing.describe()}")
+        if report.run_time is not None:
+            lines.append(f"    at run time: {report.run_time.describe()}")
         lines.extend(f"    note: {note}" for note in report.notes)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

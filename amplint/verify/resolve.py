@@ -103,7 +103,7 @@ def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:
     if site.method not in METHODS:  # hand-written math (AMP003/AMP004): the user's own code
         return Unverifiable(
             f"`{site.method}` is not a torch.distributions computation verify can rebuild, and verify never runs "
-            "your own code (docs/measurements.md measures the hand-written shapes)")
+            "your own code unless asked: --run-user-code runs a slice of it (docs/verify.md)")
     expected = 2 if site.method == "kl_divergence" else 1
     if len(site.dists) != expected:
         return Unverifiable(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -19,9 +19,11 @@ from amplint.rules import rule_for
 from amplint.verify.chains import apply_chain
 from amplint.verify.devices import Device, emulation_limit, to_host
 from amplint.verify.inputs import Head, Synthesis, reference_output, synthesize
+from amplint.verify.measure import grads_finite as _grads_finite, measure
 from amplint.verify.recipes import Recipe, recipes_for
 from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site
-from amplint.verify.results import FindingReport, Verdict, VersionResult
+from amplint.verify.results import TIMING_THREADS, FindingReport, Timing, Verdict, VersionResult
+from amplint.verify.timing import WARMUPS, median_seconds
 from amplint.verify.targets import Target  # noqa: F401 - defined there, torch-free; re-exported
 from amplint.transforms import Chain
 
@@ -45,9 +47,13 @@ FIX_DISABLE = Version("fix C (disable autocast + cast)", casts=True, disable=Tru
 
 @dataclass(frozen=True)
 class RunSettings:
+    """How to run a finding. `timing_runs`: timed repetitions per version (0: no timing, the library default;
+    the CLI's `--timing-runs` defaults to 5), so a caller that wants only verdicts pays nothing for timing."""
+
     device: Device
     batch: int
     seed: int
+    timing_runs: int = 0
 
 
 def low_dtype(region: Optional[RegionInfo]) -> Tuple[torch.dtype, Tuple[str, ...]]:
@@ -97,7 +103,10 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
         recipe, synthesis, heads, original, rows = chosen
         fix_cast = run_version(plan, synthesis, heads, device, FIX_CAST, low, disabled)
         fix_disable = run_version(plan, synthesis, heads, device, FIX_DISABLE, low, disabled)
-    limits = [r.error for r in (original, fix_cast, fix_disable) if emulation_limit(device, r.error)]
+        limits = [r.error for r in (original, fix_cast, fix_disable) if emulation_limit(device, r.error)]
+        timing = None if limits or not settings.timing_runs else time_versions(
+            plan, synthesis, heads, device, low, disabled, settings.timing_runs,
+            backward=any(r.grads_finite is not None for r in (original, fix_cast, fix_disable)))
     if limits:  # the emulation's limit, not the computation's failure: no verdict from it
         return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=(
             f"the CUDA-policy emulation cannot run {plan.label} on a CPU-only torch ({limits[0]}); "
@@ -110,7 +119,8 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
         notes = notes + (f"float64 reference failed ({synthesis.reference}): no max error",)
     return FindingReport(
         verdict=judge(original, fix_cast, fix_disable), recipe=recipe.name, notes=notes, original=original,
-        fix_cast=fix_cast, fix_disable=fix_disable, seconds=time.perf_counter() - started, **base,  # type: ignore
+        fix_cast=fix_cast, fix_disable=fix_disable, seconds=time.perf_counter() - started, timing=timing,
+        **base,  # type: ignore[arg-type]
     )
 
 
@@ -167,17 +177,51 @@ def run_version(plan: SitePlan, synthesis: Synthesis, heads: Dict[str, torch.Ten
                 version: Version, low: torch.dtype, disabled: bool) -> VersionResult:
     """One version under the region's autocast: the computation as the version writes it."""
     try:
-        with device.autocast(True, low):
-            if disabled or version.disable:
-                with device.autocast(False):
-                    out = compute(plan, heads, synthesis.heads, version.casts)
-            else:
-                out = compute(plan, heads, synthesis.heads, version.casts)
+        out = forward(plan, synthesis, heads, device, version, low, disabled)
     except Exception as exc:  # the original raising is a failure of the original, named in the report
         return VersionResult(dtype=None, error=f"{type(exc).__name__}: {_first_line(exc)}")
     leaves = [t for t in heads.values() if t.requires_grad]
     grads = _grads_finite(out, leaves) if device.measures_grads else None
     return measure(to_host(out), synthesis.reference, grads)
+
+
+def forward(plan: SitePlan, synthesis: Synthesis, heads: Dict[str, torch.Tensor], device: Device, version: Version,
+            low: torch.dtype, disabled: bool) -> torch.Tensor:
+    """The version's output under the region's autocast (raises what the computation raises)."""
+    with device.autocast(True, low):
+        if disabled or version.disable:
+            with device.autocast(False):
+                return compute(plan, heads, synthesis.heads, version.casts)
+        return compute(plan, heads, synthesis.heads, version.casts)
+
+
+def time_versions(plan: SitePlan, synthesis: Synthesis, heads: Dict[str, torch.Tensor], device: Device,
+                  low: torch.dtype, disabled: bool, runs: int, backward: bool) -> Timing:
+    """Median seconds of each version on the heads the verdict ran on: the recipe's batch shapes.
+
+    `backward` where the run measured gradients: each timed call then also takes the gradient of
+    -out.mean() at the heads, as a training step would, since a cast adds work to both passes.
+    """
+    leaves = [tensor for tensor in heads.values() if tensor.requires_grad]
+
+    def step(version: Version) -> Callable[[], None]:
+        def once() -> None:
+            out = forward(plan, synthesis, heads, device, version, low, disabled)
+            if backward and out.requires_grad:
+                torch.autograd.grad(-out.mean(), leaves, allow_unused=True)
+        return once
+
+    synchronize = torch.cuda.synchronize if device.name == "cuda" else (lambda: None)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(TIMING_THREADS)
+    try:
+        medians = median_seconds({v.name: step(v) for v in (ORIGINAL, FIX_CAST, FIX_DISABLE)}, runs, synchronize)
+    finally:
+        torch.set_num_threads(threads)
+    seconds = medians.seconds
+    return Timing(runs=runs, warmups=WARMUPS, calls=medians.calls, device=device.name, emulated=device.emulated,
+                  backward=backward, original=seconds[ORIGINAL.name], fix_cast=seconds[FIX_CAST.name],
+                  fix_disable=seconds[FIX_DISABLE.name])
 
 
 def _first_line(exc: Exception) -> str:
@@ -205,32 +249,3 @@ def compute(plan: SitePlan, tensors: Dict[str, torch.Tensor], heads: Dict[str, H
         value_chain = heads["value"].chain
         value = apply_chain(value_chain if plan.discrete_value else chain(value_chain), tensors["value"])
     return reference_output(plan.method, dists, value)
-
-
-def _grads_finite(out: torch.Tensor, leaves: List[torch.Tensor]) -> Optional[bool]:
-    """Whether -out.mean() has finite gradients at the heads (the Linear outputs)."""
-    if not leaves or not out.requires_grad:
-        return None
-    try:
-        grads = torch.autograd.grad(-out.mean(), leaves, allow_unused=True)
-    except RuntimeError:
-        return False
-    return all(grad is None or bool(torch.isfinite(grad).all()) for grad in grads)
-
-
-def measure(out: torch.Tensor, reference: Union[torch.Tensor, str, None], grads: Optional[bool]) -> VersionResult:
-    values = out.detach().double()
-    usable = isinstance(reference, torch.Tensor) and reference.shape == values.shape
-    considered = torch.isfinite(reference) if usable else torch.ones_like(values, dtype=torch.bool)  # type: ignore
-    both = considered & torch.isfinite(values)
-    error = None
-    if usable and bool(both.any()):
-        error = float((values - reference)[both].abs().max())  # type: ignore[operator]
-    return VersionResult(
-        dtype=str(out.dtype).replace("torch.", ""),
-        neg_inf=int(((values == float("-inf")) & considered).sum()),
-        pos_inf=int(((values == float("inf")) & considered).sum()),
-        nan=int((torch.isnan(values) & considered).sum()),
-        max_abs_error=error,
-        grads_finite=grads,
-    )

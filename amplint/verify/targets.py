@@ -27,10 +27,12 @@ class Target:
     site: Optional[SiteSpec]
     region: Optional[RegionInfo]
     notes: Tuple[str, ...] = ()  # e.g. where a distribution built elsewhere was rebuilt from
+    end: Optional[Tuple[int, int]] = None  # the finding's end (line, column): which expression it covers
 
     @classmethod
     def from_finding(cls, finding: Finding) -> "Target":
-        return cls(finding.path, finding.line, finding.column, finding.code, finding.site, finding.region)
+        return cls(finding.path, finding.line, finding.column, finding.code, finding.site, finding.region,
+                   end=(finding.end_line, finding.end_column))
 
 
 @dataclass
