@@ -133,6 +133,16 @@ def uncast_under_float16(site: "Site", kind: str) -> bool:
     return site.kind == kind and site.state.is_float16 and bool(site.uncast)
 
 
+def spared_on(diagnosis: Diagnosis) -> str:
+    """`(CUDA autocast computes ... in float32)` when the region's policy spares every uncast input (`Site.promoted`):
+    the finding stands, the inputs are float16 with no cast, and the message says which device saves them."""
+    site, device = diagnosis.site, diagnosis.region.spec.device
+    if not site.uncast or len(site.promoted) != len(site.uncast) or device is None:
+        return ""
+    return (f" ({device.split(':')[0].upper()} autocast computes it in float32, so it holds there; it fails under "
+            "CPU autocast or with autocast off)")
+
+
 def region_phrase(diagnosis: Diagnosis) -> str:
     """How a message names the region: `autocast region at line 12 (reached via f (13:9) → g (20:5))`, or,
     when the project walk found it in another file, `autocast region at train.py:12 via model(x) (train.py:12:9)

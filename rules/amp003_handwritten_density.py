@@ -7,7 +7,7 @@ from amplint.facts.densitycalls import DENSITY
 from amplint.facts.mathsites import INLINE
 from amplint.model import Precision
 from amplint.rulebase import (
-    CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, uncast_under_float16,
+    CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, spared_on, uncast_under_float16,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +60,7 @@ def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
         return f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from " + (
             region_phrase(diagnosis))
     return (f"{shape} runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} on tensors not "
-            f"cast to float32: {inputs}{reached_via(diagnosis)}")
+            f"cast to float32: {inputs}{reached_via(diagnosis)}{spared_on(diagnosis)}")
 
 
 def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:
@@ -95,10 +95,11 @@ RULE = Rule(
         "imported from the project or inherited from another file. Its inputs are the call's tensor "
         "arguments, plus the constructor's when the receiver was built in the same function "
         "(`posterior = DiagonalGaussian(z)`). In project mode, when the body holds sites of its own, those "
-        "report instead of the call, so one hazard gives one finding, at the math. What is float16 follows "
-        "the region's device: in a CUDA region an op CUDA autocast runs in float32 (`softmax`, `exp`, `log`, "
-        "`pow`, `sum`, `logsumexp`, `softplus`) makes a float32 value, so `torch.log(F.softmax(x, 1))` is not "
-        "flagged there and is in a CPU region."
+        "report instead of the call, so one hazard gives one finding, at the math. A finding is about inputs: "
+        "float16 ones with no cast are reported on every device. Where the region's device computes the value "
+        "in float32 anyway (CUDA autocast runs `softmax`, `exp`, `log`, `pow`, `sum`, `logsumexp`, `softplus` in "
+        "float32), the message says so: `torch.log(F.softmax(x, 1))` holds under CUDA autocast and fails under "
+        "CPU autocast, with autocast off, or once the code moves."
     ),
     why_bad=(
         "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
@@ -144,21 +145,6 @@ import torch.nn.functional as F
 with torch.autocast("cuda"):
     probs = F.softmax(head(x).float(), dim=1)
     ent = -(probs * torch.log(probs)).sum(1)
-""",
-        # CUDA autocast runs softmax in float32: its probabilities keep their range.
-        """
-import torch
-import torch.nn.functional as F
-with torch.autocast("cuda"):
-    logp = torch.log(F.softmax(head(x), dim=1))
-""",
-        # CUDA autocast runs `** 2` in float32: nothing in this Gaussian is computed in float16.
-        """
-import math
-import torch
-with torch.autocast("cuda"):
-    mu = head(x)
-    nll = 0.5 * ((y - mu) ** 2 + math.log(2 * math.pi))
 """,
         # bfloat16 region.
         """

@@ -49,7 +49,8 @@ RULE = Rule(
         "bound to one, or a `self.` attribute set from one. `p` must hold probabilities (the shapes of "
         "AMP003) that are not cast to float32, in a float16 region or a function reached from one. It is "
         "reported at the literal. A literal between 6.0e-8 and float16's smallest normal (6.1e-5) survives "
-        "as a subnormal and is not reported."
+        "as a subnormal and is not reported. It is reported on every device; where CUDA's policy computes the "
+        "probabilities in float32 (a softmax written in the expression), the message of the log says so."
     ),
     why_bad=(
         "float16 cannot hold the literal: `torch.tensor(1e-10, dtype=torch.float16)` is 0, so `p + 1e-10` "
@@ -92,13 +93,6 @@ import torch
 with torch.autocast("cuda"):
     probs = head(x).sigmoid()
     ratio = target / probs.clamp(min=torch.finfo(probs.dtype).tiny)
-""",
-        # CUDA autocast runs softmax in float32: the floor is added in float32 and keeps its value.
-        """
-import torch
-with torch.autocast("cuda"):
-    probs = head(x).softmax(dim=1)
-    ratio = target / probs.clamp(min=1e-12)
 """,
         # Not probabilities: a box size.
         """

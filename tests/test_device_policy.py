@@ -1,13 +1,12 @@
-"""What is float32 follows the region's device: CUDA autocast runs `softmax`, `exp`, `pow`... in float32.
+"""A finding is about inputs; the message says which device's policy spares the value.
 
-Under `torch.autocast("cuda")` a softmax's probabilities are float32 whatever
-its input, so `torch.log(F.softmax(x, 1))` and a `1e-10` floor under them are no
-hazard there, while under CPU float16 autocast they are (the policy tables in
-amplint/policies.py, checked against torch's registered kernels by
-tests/test_policies.py). A sigmoid is on no CUDA list: it stays float16 on both.
-The fix casts what the policy made float32 as well: with autocast off (fix C)
-or under the other device's policy it is float16 again. The run-time checks use the CUDA policy
-emulation verify uses (amplint/verify/devices.py), on CPU.
+float16 inputs with no cast are reported under any region, as the label rule
+of real code reads them. Under `torch.autocast("cuda")` a softmax computes in
+float32 whatever its input (amplint/policies.py, checked against torch's
+registered kernels by tests/test_policies.py), so `torch.log(F.softmax(x, 1))`
+holds there and fails under CPU autocast, with autocast off, or once the code
+moves: the message says so. A sigmoid is on no CUDA list. The run-time check
+uses the CUDA policy emulation verify uses (amplint/verify/devices.py), on CPU.
 """
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import Dict, Tuple
 
 import pytest
 
@@ -41,72 +40,43 @@ def nll(head, x, y):
         mu, log_std = head(x).chunk(2, -1)
         return Normal(mu, log_std.exp()).log_prob(y.float())
 '''
+NOTE = " (CUDA autocast computes it in float32, so it holds there; it fails under CPU autocast or with autocast off)"
 
 
 def _source(device: str) -> str:
     return BODY.format(device=device, dtype=", dtype=torch.float16" if device == "cpu" else "")
 
 
-def _findings(path: Path) -> List[Tuple[int, int, str, str]]:
+def _findings(tmp_path: Path, device: str) -> Dict[Tuple[int, int, str], str]:
+    path = tmp_path / f"{device}.py"
+    path.write_text(_source(device))
     done = subprocess.run([sys.executable, "-m", "amplint", "check", "--no-project", "--format", "json", str(path)],
                           capture_output=True, text=True, timeout=120)
-    return [(f["line"], f["column"], f["code"], _inputs(f["message"])) for f in json.loads(done.stdout)]
+    return {(f["line"], f["column"], f["code"]): f["message"] for f in json.loads(done.stdout)}
 
 
-def _inputs(message: str) -> str:
-    """The inputs a message lists: AMP001/AMP003 say `not cast to float32: ...;`, AMP004 `guards nothing: ... may`."""
-    for start, end in (("not cast to float32: ", ";"), ("guards nothing: ", " may be")):
-        if start in message:
-            return message.split(start)[1].split(end)[0]
-    return message
+def test_findings_follow_the_inputs_on_every_device(tmp_path: Path) -> None:
+    """float16 inputs with no cast are findings under either region; CPU's and CUDA's are the same places."""
+    cuda, cpu = _findings(tmp_path, "cuda"), _findings(tmp_path, "cpu")
+    assert list(cuda) == list(cpu) == [
+        (8, 16, "AMP003"), (11, 22, "AMP003"), (11, 36, "AMP004"), (11, 44, "AMP003"), (11, 58, "AMP004"),
+        (17, 16, "AMP001")]
 
 
-def test_cuda_regions_promote_what_cuda_autocast_runs_in_float32(tmp_path: Path) -> None:
-    path = tmp_path / "cuda.py"
-    path.write_text(_source("cuda"))
-    assert _findings(path) == [
-        (11, 44, "AMP003", "`q`"), (11, 58, "AMP004", "`q`"),  # a sigmoid is float16 on CUDA too
-        (17, 16, "AMP001", "`mu`"),  # `log_std.exp()` is float32: CUDA runs `exp` in float32
-    ]
-
-
-def test_cpu_regions_promote_none_of_them(tmp_path: Path) -> None:
-    path = tmp_path / "cpu.py"
-    path.write_text(_source("cpu"))
-    assert _findings(path) == [
-        (8, 16, "AMP003", "`head(x)`"), (11, 22, "AMP003", "`p`"), (11, 36, "AMP004", "`p`"),
-        (11, 44, "AMP003", "`q`"), (11, 58, "AMP004", "`q`"), (17, 16, "AMP001", "`mu`, `log_std.exp()`"),
-    ]
+def test_the_message_names_the_device_whose_policy_spares_the_value(tmp_path: Path) -> None:
+    """`torch.log(F.softmax(head(x), 1))`: CUDA runs the softmax in float32; a sigmoid it does not."""
+    cuda, cpu = _findings(tmp_path, "cuda"), _findings(tmp_path, "cpu")
+    assert NOTE + ";" in cuda[(8, 16, "AMP003")]
+    assert all(NOTE not in text for text in cpu.values())
+    assert all(NOTE not in text for where, text in cuda.items() if where != (8, 16, "AMP003"))
 
 
 @pytest.mark.parametrize("strategy", ["cast", "disable-autocast"])
-def test_the_fix_casts_what_the_policy_made_float32(strategy: str) -> None:
-    """The finding lists `mu` alone; the fix casts `log_std` too, so it holds with autocast off or on CPU."""
-    fixed = fix_text(_source("cuda"), "m.py", Config(strategy=strategy)).fixed
-    assert "return Normal(mu.float(), log_std.float().exp()).log_prob(y.float())" in fixed
-
-
-GAUSSIANS = '''\
-import math
-
-import torch
-
-
-def nll(head, x, y):
-    with torch.autocast("{device}"{dtype}):
-        mu, log_std = head(x).chunk(2, -1)
-        a = 0.5 * ((y - mu) / log_std.exp()) ** 2 + log_std + 0.5 * math.log(2 * math.pi)
-        b = 0.5 * ((y - mu) / torch.sigmoid(log_std)) ** 2 + log_std + 0.5 * math.log(2 * math.pi)
-        return a, b
-'''
-
-
-def test_a_gaussian_is_a_site_where_some_op_that_can_break_runs_in_float16(tmp_path: Path) -> None:
-    """On CUDA `exp` and `** 2` run in float32 and `/ log_std.exp()` promotes; a division by a sigmoid does not."""
-    for device, expected in (("cuda", [(10, 13, "AMP003")]), ("cpu", [(9, 13, "AMP003"), (10, 13, "AMP003")])):
-        path = tmp_path / f"{device}.py"
-        path.write_text(GAUSSIANS.format(device=device, dtype=", dtype=torch.float16" if device == "cpu" else ""))
-        assert [found[:3] for found in _findings(path)] == expected, device
+def test_the_fix_is_the_same_on_either_device(strategy: str) -> None:
+    fixed = {device: fix_text(_source(device), "m.py", Config(strategy=strategy)).fixed for device in ("cuda", "cpu")}
+    assert "return Normal(mu.float(), log_std.float().exp()).log_prob(y.float())" in fixed["cuda"]
+    assert fixed["cuda"].replace('autocast("cuda")', 'autocast("cpu", dtype=torch.float16)').replace(
+        'device_type="cuda"', 'device_type="cpu"') == fixed["cpu"]
 
 
 RUN = '''\

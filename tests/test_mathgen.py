@@ -35,12 +35,12 @@ pytestmark = pytest.mark.torch
 SEED = 0
 SAMPLE = 200  # about 4 s on one core: generated, run on both devices and four regimes, checked twice
 # Measured on SAMPLE (torch 2.13): when this file was written, cpu 62 of 112 hazardous expressions reported
-# (55.4%) and 62 of 88 reports hazardous (70.5%), cuda 18 of 22 (81.8%) and 18 of 88 (20.5%). Since the rules
-# read the region's device (a Gaussian whose every range-losing op CUDA runs in float32 is no site there) and
-# a floor float16 keeps under a softmax or sigmoid: cpu 62 of 112 (55.4%) and 62 of 80 (77.5%), cuda 18 of 22
-# (81.8%) and 18 of 29 (62.1%).
+# (55.4%) and 62 of 88 reports hazardous (70.5%), cuda 18 of 22 (81.8%) and 18 of 88 (20.5%). Since a log
+# under a floor float16 keeps, straight from a softmax or sigmoid, is no site: cpu 62 of 80 (77.5%), cuda 18
+# of 80 (22.5%). Findings follow the inputs on every device (the label rule real code is scored by), so the
+# CUDA column counts as false alarms what CUDA's policy spares and the message says it spares.
 # A fall below these floors means the analyzer lost agreement with the measured truth; raise them as it gains.
-FLOORS = {"cpu": (0.52, 0.74), "cuda": (0.77, 0.58)}  # (recall, precision)
+FLOORS = {"cpu": (0.52, 0.74), "cuda": (0.77, 0.20)}  # (recall, precision)
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ def test_chains_say_which_targets_were_inferred(where: str, chain: str) -> None:
 def test_a_distribution_parameter_reads_what_the_caller_built() -> None:
     """`self.loss(dist, y)`: the walk joins the call site, so the callee's `dist` is the caller's Independent(Normal)."""
     message = _findings(PROJECT)["reachpkg/losses.py:7:17 AMP001"]
-    assert ("`Independent.log_prob` runs under float16 autocast with inputs not cast to float32: `out`, "
+    assert ("`Independent.log_prob` runs under float16 autocast with inputs not cast to float32: `out`, `out.exp()`, "
             "`target` (the distribution is built in `Routine.step` at train.py:33)") in message
 
 
@@ -58,9 +58,8 @@ def test_parameters_given_a_distribution_by_their_callers_are_joined() -> None:
     found = _findings(PROJECT)
     for where, method in (("6:11", "Normal.entropy"), ("7:10", "kl_divergence"), ("8:23", "Normal.log_prob")):
         message = found[f"reachpkg/terms.py:{where} AMP001"]
-        # `h.exp()` is float32 there: CUDA autocast runs `exp` in float32 (amplint/policies.py).
-        assert message.startswith(f"`{method}` runs under float16 autocast with inputs not cast to float32: `h` "
-                                  ), message
+        assert message.startswith(f"`{method}` runs under float16 autocast with inputs not cast to float32: `h`, "
+                                  "`h.exp()`"), message
         assert "(the distribution is built in `regularize` at train.py:51)" in message
         assert message.split("; risk")[0].endswith("via policy_terms(...) (train.py:51:16) → terms.policy_terms")
     # Alone, the helper has no region and its parameters hold nothing known.
@@ -83,9 +82,9 @@ def test_a_parameter_typed_as_a_distribution_is_an_input_when_nothing_else_is_kn
 def test_returned_distributions_name_their_constructor() -> None:
     found = _findings(PROJECT / "policy.py", Config(project=False))
     assert list(found) == ["policy.py:31:16 AMP001", "policy.py:32:15 AMP001", "policy.py:34:14 AMP001"]
-    assert "`self.mu(x)` (the distribution is built in `Policy.forward` at line 14)" in (
+    assert "`self.mu(x)`, `self.log_std(x).exp()` (the distribution is built in `Policy.forward` at line 14)" in (
         found["policy.py:31:16 AMP001"])
-    assert "`mean`, `actions` (the distribution is built in `Policy.evaluate` at line 18)" in (
+    assert "`mean`, `self.log_std(x).exp()`, `actions` (the distribution is built in `Policy.evaluate` at line 18)" in (
         found["policy.py:34:14 AMP001"])
 
 
@@ -93,7 +92,7 @@ def test_a_distribution_returned_from_another_file_is_followed(tmp_path: Path, c
     from amplint.cli import main
 
     message = _findings(PROJECT)["train.py:44:16 AMP001"]
-    assert ("with inputs not cast to float32: `self.mu(obs)` (the distribution is built "
+    assert ("with inputs not cast to float32: `self.mu(obs)`, `self.log_std(obs).exp()` (the distribution is built "
             "in `Actor.forward` at reachpkg/agents.py:12)") in message
     copy = tmp_path / "reach"
     shutil.copytree(PROJECT, copy)

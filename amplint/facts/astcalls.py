@@ -400,9 +400,7 @@ class _Reader(ParallelMarks):
 
     def _wide(self, node: ast.expr) -> bool:
         scope = self.scope
-        entry = scope.effective()
-        return nodes.is_wide(node, self.imports, lambda name: name in scope.wide_names,
-                             None if entry is None else entry.policy)
+        return nodes.is_wide(node, self.imports, lambda name: name in scope.wide_names)
 
     # --- calls ----------------------------------------------------------------------------------------
     def call(self, node: ast.Call) -> None:

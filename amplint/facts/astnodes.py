@@ -22,7 +22,6 @@ from amplint.facts.frameworks import LiteralArg
 from amplint.facts.modulecalls import COMPILERS, MAX_HOPS, MODULE_KEYWORDS, PARALLEL_WRAPPERS, SAME_MODULE_METHODS
 from amplint.facts.typedslots import names_distribution, typed_slots
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
-from amplint.policies import FLOAT32, AutocastPolicy
 
 
 class Arg(NamedTuple):
@@ -118,15 +117,12 @@ def literal_pairs(targets: Sequence[ast.expr], value: ast.expr) -> Optional[List
     return [(n.id, v) for n, v in zip(target.elts, value.elts)]  # type: ignore[attr-defined]
 
 
-def is_wide(node: ast.expr, table: ImportTable, wide_name: Callable[[str], bool],
-            policy: Optional[AutocastPolicy] = None) -> bool:
-    """`dtypes.is_wide`: a float32/float64 tensor or a Python number; `policy`, the region's autocast policy."""
+def is_wide(node: ast.expr, table: ImportTable, wide_name: Callable[[str], bool]) -> bool:
+    """`dtypes.is_wide`: a float32/float64 tensor or a Python number."""
     if is_number(node):
         return True
     if isinstance(node, ast.Name):
         return wide_name(node.id)
-    if policy is not None and runs_in_float32(node, table, policy):
-        return True
     if isinstance(node, ast.Call):
         if is_cast_call(node, table):
             return True
@@ -134,43 +130,19 @@ def is_wide(node: ast.expr, table: ImportTable, wide_name: Callable[[str], bool]
         if _is_float32_factory(node, qualnames):
             return True
         operands = _transform_operands(node, qualnames)
-        return bool(operands) and all(is_wide(op, table, wide_name, policy) for op in operands)
+        return bool(operands) and all(is_wide(op, table, wide_name) for op in operands)
     if isinstance(node, ast.Subscript):
-        return is_wide(node.value, table, wide_name, policy)
+        return is_wide(node.value, table, wide_name)
     if isinstance(node, ast.BinOp):
-        left = is_wide(node.left, table, wide_name, policy)
-        right = is_wide(node.right, table, wide_name, policy)
+        left = is_wide(node.left, table, wide_name)
+        right = is_wide(node.right, table, wide_name)
         return left and right and not (is_number(node.left) and is_number(node.right))
     if isinstance(node, ast.UnaryOp):
-        return is_wide(node.operand, table, wide_name, policy)
+        return is_wide(node.operand, table, wide_name)
     if isinstance(node, (ast.DictComp, ast.ListComp, ast.GeneratorExp)):
         element = node.value if isinstance(node, ast.DictComp) else node.elt
         return is_cast_call(element, table) or _casts_tensors(element, table)
     return False
-
-
-def runs_in_float32(node: ast.expr, table: ImportTable, policy: AutocastPolicy) -> bool:
-    """`dtypes.runs_in_float32` over CPython's tree."""
-    if isinstance(node, ast.BinOp):
-        return isinstance(node.op, ast.Pow) and policy.policy_of("pow") == FLOAT32
-    if not isinstance(node, ast.Call):
-        return False
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        root = ast_dotted(func.value)
-        head = None if root is None else root.split(".")[0]
-        if head is not None and head in table.bindings and not any(
-                q.split(".")[0] == "torch" for q in table.qualnames_of(head)):
-            return False
-        op = func.attr
-    elif isinstance(func, ast.Name):
-        names = sorted(q for q in table.qualnames_of(func.id) if q.split(".")[0] == "torch")
-        if not names:
-            return False
-        op = names[0].rsplit(".", 1)[-1]
-    else:
-        return False
-    return policy.policy_of(op) == FLOAT32
 
 
 def _casts_tensors(node: ast.expr, table: ImportTable) -> bool:

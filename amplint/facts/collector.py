@@ -101,7 +101,7 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         self.requested: List[Requested] = []  # the constructors `options.requests` names
 
     # --- helpers -----------------------------------------------------------
-    def _wide(self, node: cst.BaseExpression, promote: bool = True) -> bool:
+    def _wide(self, node: cst.BaseExpression, promote: bool = False) -> bool:
         scope, entry = self.scope, self.scope.effective()
         promoted = dtypes.promoted_by(entry.policy if promote and entry is not None else None, self.imports)
         return dtypes.is_wide(node, self.imports, lambda name: name in scope.wide_names, promoted) or wide_result(
@@ -532,9 +532,9 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
 
     dist_refs = dist_refs_of  # the `SiteContext` name
 
-    def is_wide(self, node: cst.BaseExpression) -> bool:
-        """The expression is float32 or wider here (a cast, a factory, a name bound to one)."""
-        return self._wide(node)
+    def is_wide(self, node: cst.BaseExpression, on_device: bool = False) -> bool:
+        """Float32 or wider here (a cast, a factory, a name bound to one); `on_device`: or by the region's policy."""
+        return self._wide(node, on_device)
 
     def math_env(self) -> Env:
         """The current function's bindings (and its class's `self.` attributes), for `amplint.facts.probmath`."""
@@ -559,7 +559,7 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         It is reported at `at` (an epsilon's literal) when that has a recorded position.
         """
         uncast = [i for i in inputs if not self._wide(i)]
-        promoted = [i for i in inputs if all(i is not u for u in uncast) and not self._wide(i, promote=False)]
+        promoted = [i for i in uncast if self._wide(i, promote=True)]
         scope = self.scope
         statement = self.statements[-1] if self.statements else None
         return Site(

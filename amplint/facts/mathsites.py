@@ -19,10 +19,9 @@ import libcst as cst
 
 from amplint.facts import probmath
 from amplint.facts.mathenv import Env
-from amplint.policies import promoted_ops
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.facts.model import DistRef, Scope, Site
+    from amplint.facts.model import DistRef, Site
 
 
 class SiteContext(Protocol):
@@ -32,9 +31,7 @@ class SiteContext(Protocol):
 
     def math_env(self) -> Env: ...
 
-    scope: "Scope"
-
-    def is_wide(self, node: cst.BaseExpression) -> bool: ...
+    def is_wide(self, node: cst.BaseExpression, on_device: bool = False) -> bool: ...
 
     def inside_site(self, node: cst.CSTNode) -> bool: ...
 
@@ -50,6 +47,14 @@ def _inputs(inner: cst.BaseExpression, ctx: "SiteContext") -> List[cst.BaseExpre
     """The tensors the math reads; the value itself where it is float32 already (under CUDA's policy a
     `softmax` runs in float32, so what it read is no input of the log)."""
     return [inner] if ctx.is_wide(inner) else list(probmath.leaves(inner, ctx.math_env()))
+
+
+def _spared(site: Optional["Site"], inner: cst.BaseExpression, ctx: "SiteContext") -> Optional["Site"]:
+    """Mark a site whose value the region's policy computes in float32 anyway (CUDA's `softmax`): it is still
+    reported, its inputs float16 with no cast, and the message names the device that spares it."""
+    if site is not None and site.uncast and ctx.is_wide(inner, on_device=True):
+        site.promoted = list(site.uncast)
+    return site
 
 
 def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:
@@ -88,7 +93,7 @@ def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     shape, inner = _log_shape(node, env)
     if shape is None or shape == GUARDED:
         return None
-    site = ctx.make_site(node, shape, [], [], _inputs(inner, ctx), INLINE)
+    site = _spared(ctx.make_site(node, shape, [], [], _inputs(inner, ctx), INLINE), inner, ctx)
     return _at_producers(site, env) if shape == "log-of-prob" else site
 
 
@@ -113,23 +118,10 @@ def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     _claim(node, ctx.claimed_sums)
     env = ctx.math_env()
     found = probmath.gaussian(node, env)
-    if found is None or _promotes(ctx) and all(_runs_wide(op, ctx) for op in probmath.risky_ops(node, env)):
-        return None  # under CUDA's policy every op float16 could break runs in float32: `exp`, `pow`, `log`
+    if found is None:
+        return None
     operands, anchor = found
     return ctx.make_site(node, "gaussian", [], [], list(operands), INLINE, at=anchor)
-
-
-def _runs_wide(op: cst.BaseExpression, ctx: "SiteContext") -> bool:
-    """The op computes in float32: its policy says so or an operand is float32 (`a / b.exp()` promotes)."""
-    if isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.Divide):
-        return ctx.is_wide(op.left) or ctx.is_wide(op.right)
-    return ctx.is_wide(op)
-
-
-def _promotes(ctx: "SiteContext") -> bool:
-    """The region here runs some probability ops in float32 whatever their inputs (CUDA's policy)."""
-    entry = ctx.scope.effective()
-    return entry is not None and entry.policy is not None and bool(promoted_ops(entry.policy))
 
 
 def _claim(node: cst.BaseExpression, claimed: Set[int]) -> None:
@@ -154,7 +146,8 @@ def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     if epsilon is None or not epsilon.vanishes or inner is node or not probmath.is_prob(inner, env):
         return None
     at = epsilon.node if isinstance(epsilon.node, cst.Float) else node
-    return _at_producers(ctx.make_site(node, "epsilon", [], [], _inputs(inner, ctx), EPSILON, at=at), env)
+    site = _spared(ctx.make_site(node, "epsilon", [], [], _inputs(inner, ctx), EPSILON, at=at), inner, ctx)
+    return _at_producers(site, env)
 
 
 def inline_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:

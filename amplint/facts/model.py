@@ -132,8 +132,8 @@ class Site:
     # id(uncast input) -> where fix A casts it instead: the operand its probabilities were made from
     # (`probmath.producer_operand`), since a cast after float16 rounded them to 0 restores nothing.
     cast_at: Dict[int, cst.BaseExpression] = field(default_factory=dict)
-    # Inputs float32 only because the region's policy runs their op in float32 (CUDA's `x.exp()`): the fix
-    # casts them too, so that it holds with autocast off (fix C) and under another device's policy.
+    # Uncast inputs the region's policy computes in float32 anyway (CUDA's `softmax`, `exp`): still findings,
+    # as float16-derived inputs with no cast, and the message says which device spares them.
     promoted: List[cst.BaseExpression] = field(default_factory=list)
 
     @property

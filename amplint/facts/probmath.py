@@ -404,25 +404,6 @@ def gaussian(node: cst.BaseExpression, env: Env
     return tuple(op for term in terms for op in leaves(term, env)), first_sum(node)
 
 
-def risky_ops(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
-    """The operations of a written-out Gaussian that float16 can push out of range, as written: each square,
-    division by a tensor, `exp` and tensor log. A linear term (`+ log_sigma`) holds none."""
-    pending: List[cst.CSTNode] = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.BaseExpression) and (
-                _is_square_of_tensor(current, env) or _is_risky_op(current, env)):
-            yield current
-        pending.extend(child.value if type(child) is cst.Arg else child for child in inner_children(current)
-                       if _EXPRESSION(child) or type(child) is cst.Arg)
-
-
-def _is_risky_op(node: cst.BaseExpression, env: Env) -> bool:
-    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Divide:
-        return _number(node.right) is None
-    return log_operand(node, env) is not None or _is_exp(node, env, 0)
-
-
 def first_sum(node: cst.BaseExpression) -> cst.BaseExpression:
     """The innermost left sum of a chain, without parentheses: it starts where the written math starts.
 

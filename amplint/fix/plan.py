@@ -173,8 +173,4 @@ def _edit_for(
         device = wrap_device(diagnosis.region.spec)
         assert site.statement is not None and device is not None  # engine.fix_strategies checked both
         wrap = WrapTarget(site.statement, device)
-    # What only the region's policy made float32 (CUDA's `exp`) is cast too: with autocast off (fix C), or the
-    # same code run under another device's policy, it is float16 again. Detection follows the device; the fix
-    # holds on either.
-    casts += [CastTarget(node, wide) for node in site.promoted]
     return _Edit(diagnosis, finding, casts, wrap)
