@@ -150,3 +150,41 @@ def test_a_trace_that_is_not_one_is_exit_2_before_anything_runs(traced: Path) ->
     assert result.stderr.startswith("amplint: error: bad.json: not a trace (invalid JSON")
     result = run_amplint(["verify", "--trace", "missing.json", "train.py"], cwd=traced)
     assert result.returncode == 2 and result.stderr.startswith("amplint: error: missing.json: cannot read the trace")
+
+
+MODEL = '''\
+import torch
+from torch.distributions import Normal
+
+
+def make_dist(out):
+    return Normal(out[:, 0], out[:, 1].exp())
+'''
+STEP = '''\
+import torch
+
+from model import make_dist
+
+
+def step(head, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        dist = make_dist(head(x))
+        return -dist.log_prob(y.float()).mean()
+'''
+
+
+def test_check_and_verify_name_the_same_construction_site(tmp_path: Path) -> None:
+    """Issue 53, item 1: the distribution check says is built at model.py:6 is the one verify rebuilds."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'cv'\n")
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "train.py").write_text(STEP)
+    check = run_amplint(["check", "--format", "json", str(tmp_path)])
+    [finding] = json.loads(check.stdout)
+    assert "(the distribution is built in `make_dist` at model.py:6)" in finding["message"]
+    verify = run_amplint(["verify", "--timing-runs", "0", "--device", "cpu", "--format", "json", str(tmp_path)])
+    [built] = [hop for hop in finding["chain"] if hop["role"] == "built"]
+    assert (Path(built["path"]).name, built["line"]) == ("model.py", 6)
+    [report] = json.loads(verify.stdout)
+    assert (report["path"].endswith("train.py"), report["line"], report["verdict"]) == (True, 9, "confirmed")
+    assert (f"rebuilt from `Normal(out[:, 0], out[:, 1].exp())`, built at {built['path']}:6 as check reports"
+            in report["notes"])

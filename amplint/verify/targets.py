@@ -31,8 +31,12 @@ class Target:
 
     @classmethod
     def from_finding(cls, finding: Finding) -> "Target":
+        """The finding as verify runs it, naming where check says its distribution is built (the chain's
+        `built` hops): one construction site in both outputs."""
+        built = tuple(f"rebuilt from `{hop.name}`, built at {hop.path}:{hop.line} as check reports"
+                      for hop in finding.chain if hop.role == "built" and hop.line is not None)
         return cls(finding.path, finding.line, finding.column, finding.code, finding.site, finding.region,
-                   end=(finding.end_line, finding.end_column))
+                   notes=built, end=(finding.end_line, finding.end_column))
 
 
 @dataclass
