@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
+from amplint.facts.astmathenv import statements_of
 from amplint.facts.flowstate import Branches, loop_carried
-from amplint.facts.model import DistRef, Scope
+from amplint.facts.model import Scope
 
 ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
@@ -89,7 +90,7 @@ def match(reader: Reader, node: ast.Match) -> None:
 def loop_body(reader: Reader, body: List[ast.stmt], orelse: List[ast.stmt]) -> None:
     """A loop's body from its entry joined with what its assignments carry round; then its `else`."""
     flow = reader.flow
-    flow.loop(reader.scope, loop_carried(reader.scope, _carried(reader, body)))
+    flow.loop(reader.scope, loop_carried(reader.scope, _assignments(body), reader._wide, lambda name, value: ()))
     reader.visit_all(body)
     flow.end()
     flow.close(with_entry=True)
@@ -101,29 +102,17 @@ def while_(reader: Reader, node: ast.While) -> None:
     loop_body(reader, node.body, node.orelse)
 
 
-def _carried(reader: Reader, body: List[ast.stmt]) -> Iterator[Tuple[str, bool, Tuple[DistRef, ...]]]:
-    scope = reader.scope
-    for name, value, augmented in _assignments(body):
-        if augmented:
-            yield name, name in scope.wide_names and (name not in scope.numbers or reader._wide(value)), ()
-        else:
-            yield name, reader._wide(value), ()
-
-
 def _assignments(body: List[ast.stmt]) -> Iterator[Tuple[str, ast.expr, bool]]:
-    """`cstflow._Assignments`: single-name assignments in source order, nested scopes left out."""
-    pending: List[ast.AST] = list(reversed(body))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
+    """`cstflow._assignments`: the single-name assignments of a loop body (`astmathenv.statements_of`, nested
+    scopes left out), in source order."""
+    statements = [node for node in statements_of(body) if isinstance(node, ast.stmt)]  # not comprehension clauses
+    for node in sorted(statements, key=lambda node: (node.lineno, node.col_offset)):
         if isinstance(node, ast.Assign):
             yield from ((t.id, node.value, False) for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             yield node.target.id, node.value, False
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             yield node.target.id, node.value, True
-        pending.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 HANDLERS: Sequence[Tuple[type, Callable[..., None]]] = (

@@ -298,9 +298,8 @@ def straight_from_producer(node: ast.expr, env: Env) -> bool:
     """`probmath.straight_from_producer`: a softmax or sigmoid, or a local name bound once to one, also through
     a mean, a view or a gather."""
     node = _kept_prob(_unwrap(node), env)
-    if isinstance(node, ast.Name):
-        values = env.values(node.id) if env.is_local(node.id) else ()
-        node = _kept_prob(_unwrap(values[0]), env) if len(values) == 1 else node
+    values = env.values(node.id) if isinstance(node, ast.Name) and env.is_local(node.id) else ()
+    node = _kept_prob(_unwrap(values[0]), env) if len(values) == 1 else node
     return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
 
 

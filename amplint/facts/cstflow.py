@@ -8,12 +8,12 @@ loop's body.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterator, List, Sequence, Tuple, Union
+from typing import Iterable, Iterator, List, Sequence, Tuple, Union
 
 import libcst as cst
 
-from amplint.cstwalk import walk
 from amplint.facts.flowstate import Branches, loop_carried
+from amplint.facts.mathenv import Statements
 from amplint.facts.model import DistRef, Scope
 
 Block = Union[cst.BaseSuite, cst.Else, cst.If, cst.Finally, None]
@@ -53,35 +53,16 @@ def _exhaustive(node: cst.Match) -> bool:
             and last.pattern.pattern is None)
 
 
-class _Assignments(cst.CSTVisitor):
-    """The single-name assignments of a loop body, in source order; nested functions and classes bind their
-    own names."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: List[Tuple[str, cst.BaseExpression, bool]] = []  # (name, value, augmented)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                self.found.append((target.target.value, node.value, False))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and node.value is not None:
-            self.found.append((node.target.value, node.value, False))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            self.found.append((node.target.value, node.value, True))
+def _assignments(statements: Iterable[cst.CSTNode]) -> Iterator[Tuple[str, cst.BaseExpression, bool]]:
+    """The single-name assignments among a loop body's statements (`mathenv.Statements`: source order, nested
+    scopes left out), with whether each is augmented."""
+    for node in statements:
+        if isinstance(node, cst.Assign):
+            yield from ((t.target.value, node.value, False) for t in node.targets if isinstance(t.target, cst.Name))
+        elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name) and node.value is not None:
+            yield node.target.value, node.value, False
+        elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+            yield node.target.value, node.value, True
 
 
 class CstFlow:
@@ -89,6 +70,7 @@ class CstFlow:
 
     scope: Scope
     flow: Branches
+    bodies: Statements
 
     def _wide(self, node: cst.BaseExpression) -> bool:
         raise NotImplementedError
@@ -167,17 +149,11 @@ class CstFlow:
 
     # --- loops ---------------------------------------------------------------------------------------
     def _enter_loop(self, body: cst.BaseSuite) -> None:
-        self.flow.loop(self.scope, loop_carried(self.scope, self._carried(body)))
+        carried = loop_carried(self.scope, _assignments(self.bodies.of(body)), self._wide, self._named_refs)
+        self.flow.loop(self.scope, carried)
 
-    def _carried(self, body: cst.BaseSuite) -> Iterator[Tuple[str, bool, Tuple[DistRef, ...]]]:
-        found = _Assignments()
-        walk(body, found)
-        scope = self.scope
-        for name, value, augmented in found.found:
-            if augmented:
-                yield name, name in scope.wide_names and (name not in scope.numbers or self._wide(value)), ()
-            else:
-                yield name, self._wide(value), tuple(replace(r, binding=name) for r in self.dist_refs_of(value))
+    def _named_refs(self, name: str, value: cst.BaseExpression) -> Tuple[DistRef, ...]:
+        return tuple(replace(ref, binding=name) for ref in self.dist_refs_of(value))
 
     def _leave_loop(self) -> None:
         self.flow.end()

@@ -21,9 +21,11 @@ drive the same `Branches`, so single-file and project mode agree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from amplint.facts.model import DistRef, Scope
+
+V = TypeVar("V")  # a value as a reader's tree holds it
 
 
 @dataclass(frozen=True)
@@ -90,15 +92,15 @@ class _Frame:
     scope: Scope
     entry: State
     ends: List[State] = field(default_factory=list)
-    tried: State = None  # type: ignore[assignment]  # a `try` body's end, where its `else` starts
+    tried: Optional[State] = None  # a `try` body's end, where its `else` starts
 
 
 class Branches:
     """The compound statements open around the reader's position, innermost last.
 
-    A reader calls `fork` where one starts, `start` at each arm with the state
-    that reaches it (the entry by default), `end` when an arm is done, and
-    `close` when the statement is; nested statements push their own frames.
+    A reader calls `fork` where one starts, `start` at each arm (which begins
+    from the statement's entry), `end` when an arm is done, and `close` when
+    the statement is; nested statements push their own frames.
     """
 
     def __init__(self) -> None:
@@ -107,17 +109,15 @@ class Branches:
     def fork(self, scope: Scope) -> None:
         self._frames.append(_Frame(scope, snapshot(scope)))
 
-    def start(self, state: "State | None" = None) -> None:
+    def start(self) -> None:
         frame = self._frames[-1]
-        restore(frame.scope, frame.entry if state is None else state)
+        restore(frame.scope, frame.entry)
 
-    def end(self, falls_through: bool = True) -> State:
+    def end(self, falls_through: bool = True) -> None:
         """The arm is done; its state joins the statement's end unless the arm never falls through."""
         frame = self._frames[-1]
-        state = snapshot(frame.scope)
         if falls_through:
-            frame.ends.append(state)
-        return state
+            frame.ends.append(snapshot(frame.scope))
 
     def close(self, with_entry: bool) -> None:
         """Paths meet after the statement; `with_entry` when control may pass it by no arm (an `if` with no
@@ -134,20 +134,23 @@ class Branches:
 
     def handler(self) -> None:
         frame = self._frames[-1]
+        assert frame.tried is not None
         restore(frame.scope, join([frame.entry, frame.tried]))
 
     def orelse(self) -> None:
         """A `try`'s `else` starts where its body ended."""
         frame = self._frames[-1]
+        assert frame.tried is not None
         restore(frame.scope, frame.tried)
 
     def finish_try(self, has_else: bool, body_falls: bool) -> None:
         """Paths meet after a `try`'s handlers and `else`, before its `finally`: the body's end (when it has
         no `else`) and each arm that falls through."""
-        frame = self._frames.pop()
+        frame = self._frames[-1]
         if not has_else and body_falls:
+            assert frame.tried is not None
             frame.ends.append(frame.tried)
-        restore(frame.scope, join(frame.ends or [frame.entry]))
+        self.close(with_entry=False)
 
     # --- loops -------------------------------------------------------------------------------------
     def loop(self, scope: Scope, carried: State) -> None:
@@ -158,24 +161,28 @@ class Branches:
         self._frames.append(_Frame(scope, entry))
 
 
-def loop_carried(scope: Scope, assignments: Iterable[Tuple[str, bool, Tuple[DistRef, ...]]]) -> State:
+def loop_carried(scope: Scope, assignments: Iterable[Tuple[str, V, bool]], wide: Callable[[V], bool],
+                 dists: Callable[[str, V], Tuple[DistRef, ...]]) -> State:
     """The state a loop body's own assignments may leave at its top, read before the body runs.
 
-    Each is (name, wide, distributions), in source order: a name comes round
-    as its last assignment left it, with every distribution any of them
-    gave. Like the readers, the body's first pass has not run yet, so a value
-    is judged by the names that reach the loop; that is enough to say a name
-    may come round uncast or rebound.
+    `assignments` are (name, value, augmented) in source order; `wide` and
+    `dists` are the reader's judgements of a value. A name comes round as its
+    last assignment left it, with every distribution any of them gave. Like
+    the readers, the body's first pass has not run yet, so a value is judged by
+    the names that reach the loop; that is enough to say a name may come round
+    uncast or rebound.
     """
     state = snapshot(scope)
-    wide, bound = set(state.wide), set(state.bound)
-    dists = dict(state.dists)
-    for name, is_wide, refs in assignments:
+    wide_names, bound = set(state.wide), set(state.bound)
+    found = dict(state.dists)
+    for name, value, is_augmented in assignments:
         bound.add(name)
-        (wide.add if is_wide else wide.discard)(name)
+        is_wide = augmented(scope, [name], wide(value), False)[0] if is_augmented else wide(value)
+        (wide_names.add if is_wide else wide_names.discard)(name)
+        refs = () if is_augmented else dists(name, value)
         if refs:
-            dists[name] = _union(dists.get(name, ()), refs)
-    return State(frozenset(wide), frozenset(bound), state.numbers, state.tainted, dists, state.factories)
+            found[name] = _union(found.get(name, ()), refs)
+    return State(frozenset(wide_names), frozenset(bound), state.numbers, state.tainted, found, state.factories)
 
 
 def augmented(scope: Scope, names: Sequence[str], value_wide: bool, value_number: bool) -> Tuple[bool, bool]:

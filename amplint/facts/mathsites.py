@@ -44,8 +44,8 @@ EPSILON = "epsilon"
 
 
 def _inputs(inner: cst.BaseExpression, ctx: "SiteContext") -> List[cst.BaseExpression]:
-    """The tensors the math reads; the value itself where it is float32 already (under CUDA's policy a
-    `softmax` runs in float32, so what it read is no input of the log)."""
+    """The tensors the math reads; the value itself where it is float32 already (`torch.where(c, p.float(),
+    1.0)`: its condition is no input of the log)."""
     return [inner] if ctx.is_wide(inner) else list(probmath.leaves(inner, ctx.math_env()))
 
 

@@ -127,18 +127,20 @@ def _site(node: cst.BaseExpression, env: Env) -> Optional[InlineSite]:
     return None
 
 
+def _bound_once(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
+    """The value a local name is bound to, when the function binds it once."""
+    values = env.values(node.value) if isinstance(node, cst.Name) and env.is_local(node.value) else ()
+    return values[0] if len(values) == 1 else None
+
+
 def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
     """`logits` for a local `p` bound once to `torch.softmax(logits, -1)` or `logits.sigmoid()`: where the
     probabilities are made. A cast of `p` comes too late when float16 already rounded them to 0."""
-    if not isinstance(node, cst.Name) or not env.is_local(node.value):
-        return None
-    values = env.values(node.value)
-    if len(values) != 1:
-        return None
-    function = _function(values[0], PROB_FUNCTIONS, env)
+    value = _bound_once(node, env)
+    function = None if value is None else _function(value, PROB_FUNCTIONS, env)
     if function is not None:
         return _first_arg(function)
-    method = _method(values[0], PROB_METHODS, env)
+    method = None if value is None else _method(value, PROB_METHODS, env)
     return None if method is None else _receiver(method)
 
 
@@ -147,9 +149,8 @@ def straight_from_producer(node: cst.BaseExpression, env: Env) -> bool:
     holds otherwise, also through a mean, a view or a gather of them. Not `1 - p` (which float16 cancels near
     1) nor `e / e.sum()` (whose `exp` overflows)."""
     node = _kept_prob(_unwrap(node), env)
-    if isinstance(node, cst.Name):
-        values = env.values(node.value) if env.is_local(node.value) else ()
-        node = _kept_prob(_unwrap(values[0]), env) if len(values) == 1 else node
+    value = _bound_once(node, env)
+    node = node if value is None else _kept_prob(_unwrap(value), env)
     return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
 
 
