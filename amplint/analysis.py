@@ -21,7 +21,9 @@ import libcst as cst
 
 from amplint.densitynames import DENSITY_KIND
 from amplint.facts.build import collect_facts, drop_covered
-from amplint.facts.entry import CallReturn, Constructor, CoveredCall, DensityCall, DistArgument, EntryContext
+from amplint.facts.entry import (
+    CallReturn, Constructor, CoveredCall, DensityCall, DistArgument, EntryContext, ProbabilityCallees,
+)
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (  # noqa: F401 - the facts' names, as `amplint.analysis` has always given them
     FLOAT16_LIKE, MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, FileFacts, RegionEntry, Scope, Site,
@@ -133,9 +135,11 @@ def analyze_module(
     arguments = tuple(e for e in entries if isinstance(e, DistArgument))
     densities = tuple(e for e in entries if isinstance(e, DensityCall))
     requests = tuple(e for e in entries if isinstance(e, Constructor))  # the fixer's, for another file's finding
-    if returns or arguments or densities or requests:
+    producers = frozenset(c for e in entries if isinstance(e, ProbabilityCallees) for c in e.callees)
+    if returns or arguments or densities or requests or producers:
         options = replace(options, returns=options.returns + returns, arguments=options.arguments + arguments,
-                          density_calls=options.density_calls + densities, requests=options.requests + requests)
+                          density_calls=options.density_calls + densities, requests=options.requests + requests,
+                          producers=options.producers | producers)
     facts = collect_facts(module, options, imports, source=source)
     drop_covered(facts, [e for e in entries if isinstance(e, CoveredCall)])
     reached = [e for e in entries if isinstance(e, EntryContext)]
@@ -159,7 +163,8 @@ def with_entries(analysis: ModuleAnalysis, entries: Sequence[object]) -> ModuleA
 
 def can_reuse(entries: Sequence[object]) -> bool:
     """Can `with_entries` give what a fresh analysis with these contexts would? (not with a `CallReturn`)"""
-    return not any(isinstance(e, (CallReturn, DistArgument, DensityCall, Constructor)) for e in entries)
+    return not any(isinstance(e, (CallReturn, DistArgument, DensityCall, Constructor, ProbabilityCallees))
+                   for e in entries)
 
 
 def _is_covered(site: Site, covered: Set[Tuple[int, int]]) -> bool:

@@ -272,6 +272,32 @@ def gaussian_likelihood(values, means, scales):
     centred = torch.abs(values - means)
     return _cumulative((0.5 - centred) / scales) - _cumulative((-0.5 - centred) / scales)
 """)), (("train.py", 6, 27),)),
+        # A log of what an imported helper returns: probabilities when its body computes them (a sigmoid),
+        # whatever its name; `torch.log(p.float())` is too late, so the fix casts what the helper is given.
+        Project((("train.py", """\
+import torch
+from heads import to_probs
+def step(model, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        p = to_probs(model(x))
+        return -torch.log(p).mean()
+"""), ("heads.py", """\
+import torch
+def to_probs(out):
+    return torch.sigmoid(out)
+""")), (("train.py", 6, 17),)),
+        # The same spelling, but the helper only rescales: no probabilities, so no log of them (VALID).
+        Project((("train.py", """\
+import torch
+from heads import to_probs
+def step(model, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        p = to_probs(model(x))
+        return -torch.log(p).mean()
+"""), ("heads.py", """\
+def to_probs(out):
+    return out * 2
+"""))),
     ),
     at_site=in_float16_region,
     when_reached=reached_from_float16,

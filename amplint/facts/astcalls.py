@@ -47,7 +47,7 @@ from amplint.facts.astsource import SourceText
 from amplint.facts.frameworks import PRECISION_KEYWORDS, RECORDED_SUFFIXES, FrameworkCall
 from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
 from amplint.facts.reach import reached_in
-from amplint.facts.modulecalls import ELEMENT, ParallelMarks, without_module_hop
+from amplint.facts.modulecalls import ELEMENT, ParallelMarks, expression_callee, shortened_call, without_module_hop
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
 from amplint.regions import AutocastFactory, RegionSpec
@@ -419,13 +419,11 @@ class _Reader(ParallelMarks):
             kind, name = "name", func.id
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in SELF_NAMES:
             kind, name = "self", func.attr
-        elif isinstance(func, (ast.Attribute, ast.Subscript)):
+        elif isinstance(func, (ast.Attribute, ast.Subscript, ast.Call)):
             kind, name = "attr", func.attr if isinstance(func, ast.Attribute) else ELEMENT
         else:
             return
-        callee = nodes.element_callee(func, self.scope.elements) or ast_dotted(func)
-        if callee is None:
-            return
+        callee = nodes.element_callee(func, self.scope.elements) or ast_dotted(func) or expression_callee(name)
         protected = bool(args) and all(self._wide(a.value) for a in args)
         callee = without_module_hop(callee, self._holds_parallel)
         root = callee.split(".", 1)[0]
@@ -458,8 +456,7 @@ class _Reader(ParallelMarks):
 
     def _call_text(self, node: ast.Call, callee: str) -> str:
         """`nodes.call_text`: as written, on one line, or `callee(...)` when longer than 40 characters."""
-        text = " ".join(self._code(node).split())
-        return text if len(text) <= 40 else f"{callee}(...)"
+        return shortened_call(self._code(node), callee, lambda: self._code(node.func))
 
     # --- regions (`Collector._region_from_with_item` and its helpers) ------------------------------------
     def _factory(self, expr: ast.expr) -> Optional[AutocastFactory]:

@@ -33,8 +33,9 @@ class Env:
     """`mathenv.Env`: the imports, a function's bindings and its class's `self.` attributes, read on first use."""
 
     def __init__(self, imports: ImportTable, source: SourceText, function: Optional[Function] = None,
-                 attributes: Callable[[], Bindings] = dict) -> None:
+                 attributes: Callable[[], Bindings] = dict, by_name: bool = True) -> None:
         self.imports = imports
+        self.by_name = by_name  # a name like `probs` counts as probabilities (False: only what is computed)
         self.source = source
         self._function = function
         self._local: Optional[Bindings] = None

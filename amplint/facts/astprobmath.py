@@ -195,13 +195,13 @@ def is_prob(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
     if isinstance(node, ast.Name):
         if depth > 0 and any(is_prob(value, env, depth - 1) for value in env.values(node.id)):
             return True
-        return not env.is_local(node.id) and names_probability(node.id)
+        return not env.is_local(node.id) and env.by_name and names_probability(node.id)
     if isinstance(node, ast.Call) and not _imported(node.func, env):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        return names_probability(name)
+        return env.by_name and names_probability(name)
     attr = nodes.self_attribute(node)
-    return attr is not None and names_probability(attr)
+    return attr is not None and env.by_name and names_probability(attr)
 
 
 def _is_prob_operation(node: ast.BinOp, env: Env, depth: int) -> bool:

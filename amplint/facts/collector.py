@@ -40,7 +40,7 @@ from amplint.facts.nodes import accelerator_binding, call_text, framework_call, 
 from amplint.facts.nodes import trainer_model
 from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
 from amplint.facts.returns import ReturnIndex, given_ref, unpacked
-from amplint.facts.modulecalls import ELEMENT, without_module_hop
+from amplint.facts.modulecalls import ELEMENT, expression_callee, without_module_hop
 from amplint.facts.samemodule import CstParallelMarks, prepared_arguments, same_module
 from amplint.facts.sites import SiteRecognizer, wide_result
 from amplint.model import Precision
@@ -463,7 +463,7 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
             kind, name = "name", func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in SELF_NAMES:
             kind, name = "self", func.attr.value
-        elif self.options.project and isinstance(func, (cst.Attribute, cst.Subscript)):
+        elif self.options.project and isinstance(func, (cst.Attribute, cst.Subscript, cst.Call)):
             kind, name = "attr", func.attr.value if isinstance(func, cst.Attribute) else ELEMENT
         if kind is None:
             return
@@ -478,9 +478,7 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
                 CallRecord(kind, name, self.scope.effective(), start.line, protected, start.column + 1)
             )
             return
-        callee = element_callee(func, self.scope.elements) or dotted_name(func)
-        if callee is None:
-            return
+        callee = element_callee(func, self.scope.elements) or dotted_name(func) or expression_callee(name)
         self._record_project_call(node, kind, name, without_module_hop(callee, self._holds_parallel), protected,
                                   density)
 
@@ -542,7 +540,8 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         key = id(self.scope.node)
         if key not in self.math_envs:  # a class's attribute bindings are read once for all its methods
             attributes = class_bindings(owner, self.bodies)
-            self.math_envs[key] = scope_env(self.scope.node, self.imports, attributes, self.bodies)
+            self.math_envs[key] = scope_env(self.scope.node, self.imports, attributes, self.bodies,
+                                            self.options.producers)
         return self.math_envs[key]
 
     def inside_site(self, node: cst.CSTNode) -> bool:

@@ -96,3 +96,12 @@ class DensityCall:
     column: int
     owner: str  # the density: "DiagonalGaussian.kl"
     where: str  # its file, as messages show it
+
+
+@dataclass(frozen=True)
+class ProbabilityCallees:
+    """Callees of the analysed file, as written (`to_probs`, `dens.probabilities`), that the walk resolved to
+    project functions returning probabilities they compute (`project.probreturns`): a call of one holds
+    probabilities, as a softmax written in place would."""
+
+    callees: Tuple[str, ...]

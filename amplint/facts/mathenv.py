@@ -6,7 +6,7 @@ name's bindings agree on it.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -28,8 +28,10 @@ class Env:
     """
 
     def __init__(self, imports: ImportTable, function: Optional[cst.FunctionDef] = None,
-                 attributes: Callable[[], Bindings] = dict, statements: Optional["Statements"] = None) -> None:
+                 attributes: Callable[[], Bindings] = dict, statements: Optional["Statements"] = None,
+                 producers: FrozenSet[str] = frozenset()) -> None:
         self.imports = imports
+        self.producers = producers  # callees, as written, that return probabilities (`entry.ProbabilityCallees`)
         self._function = function
         self._local: Optional[Bindings] = None
         self._attributes = attributes
@@ -70,9 +72,9 @@ def class_bindings(class_node: Optional[cst.ClassDef], statements: "Statements")
 
 
 def scope_env(node: Optional[cst.CSTNode], imports: ImportTable, attributes: Callable[[], Bindings],
-              statements: "Statements") -> Env:
+              statements: "Statements", producers: FrozenSet[str] = frozenset()) -> Env:
     """An `Env` for a scope: a function's own bindings; the module scope binds nothing the recogniser follows."""
-    return Env(imports, node if isinstance(node, cst.FunctionDef) else None, attributes, statements)
+    return Env(imports, node if isinstance(node, cst.FunctionDef) else None, attributes, statements, producers)
 
 
 class Statements:

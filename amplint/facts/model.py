@@ -38,6 +38,7 @@ class AnalysisOptions:
     arguments: Tuple["DistArgument", ...] = ()  # parameters that callers elsewhere give a distribution
     density_calls: Tuple["DensityCall", ...] = ()  # calls the walk resolved to a project density with no sites
     requests: Tuple["Constructor", ...] = ()  # constructors of this file to read for the fixer (`FileFacts.requested`)
+    producers: FrozenSet[str] = frozenset()  # callees that return probabilities (`entry.ProbabilityCallees`)
     builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
 
 

@@ -30,6 +30,22 @@ MAX_HOPS = 8  # `Net().to(dev).eval().train()...`: a bound on the chain, not on 
 # `nn.Module` containers: the collectors record the classes of their elements (`facts.containers`).
 CONTAINERS = frozenset({"torch.nn.ModuleDict", "torch.nn.ModuleList", "torch.nn.Sequential"})
 ELEMENT = "[]"  # suffix of the attribute name that stands for any element
+EXPRESSION = "<expr>"  # the root of a callee no dotted name spells: `Scorer().evaluate`, `make()`, `heads[k]`
+
+
+def expression_callee(name: str) -> str:
+    """The callee recorded for a call on an expression (`attr`: the method called on it, or "" or ELEMENT):
+    the project flow reads what the expression holds (`project.flow.Flow.call_values`)."""
+    return f"{EXPRESSION}.{name}" if name and name != ELEMENT else EXPRESSION
+
+
+def shortened_call(code: str, callee: str, func_code: Callable[[], str]) -> str:
+    """A call as a chain shows it: as written, on one line, or its callee's text and `(...)` when that is longer
+    than 40 characters (`Scorer().evaluate(...)` for an expression's callee)."""
+    text = " ".join(code.split())
+    if len(text) <= 40:
+        return text
+    return f"{' '.join(func_code().split()) if callee.startswith(EXPRESSION) else callee}(...)"
 
 
 def constructed_classes(callees: Iterable[Optional[str]]) -> Tuple[str, ...]:

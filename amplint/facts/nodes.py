@@ -12,6 +12,7 @@ from amplint.cstwalk import inner_children, walk
 from amplint.facts import frameworks
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import AccelBinding, Scope
+from amplint.facts.modulecalls import shortened_call
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
 from amplint.regions import RegionSpec, dtype_kinds, precision_of_kinds
@@ -209,8 +210,7 @@ def record_params(scope: Scope, params: cst.Parameters, method: bool) -> None:
 
 def call_text(module: cst.Module, node: cst.Call, callee: str) -> str:
     """A call as a chain shows it: as written, on one line, or `callee(...)` when longer than 40 characters."""
-    text = " ".join(module.code_for_node(node).split())
-    return text if len(text) <= 40 else f"{callee}(...)"
+    return shortened_call(module.code_for_node(node), callee, lambda: module.code_for_node(node.func))
 
 
 def declared_class(annotation: cst.BaseExpression, value: cst.BaseExpression) -> Optional[str]:

@@ -27,6 +27,7 @@ from amplint.facts import densitycalls, mathsites
 from amplint.facts.discrete import value_inputs
 from amplint.facts.model import DistRef, Scope, Site
 from amplint.facts.signatures import distribution_params
+from amplint.names import dotted_name
 from amplint.screen import SITE_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,8 +91,13 @@ def typed_receiver(receiver: cst.BaseExpression, ctx: "SiteContext") -> bool:
 
 
 def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
-    """`d.cdf(x)` of a visible distribution whose inputs are all float32: the result is float32 too."""
+    """`d.cdf(x)` of a visible distribution whose inputs are all float32: the result is float32 too. So is
+    `to_probs(x.float())`, a project helper computing probabilities from what it is given (`probreturns`)."""
     func = node.func if isinstance(node, cst.Call) else None
+    if func is not None and ctx.options.producers and dotted_name(func) in ctx.options.producers:
+        assert isinstance(node, cst.Call)
+        tensors = [a.value for a in node.args if not dtypes.is_number(a.value)]
+        return bool(tensors) and all(ctx.is_wide(t) for t in tensors)
     if not (isinstance(func, cst.Attribute) and func.attr.value in SITE_METHODS):
         return False
     assert isinstance(node, cst.Call)

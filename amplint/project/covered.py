@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Optional, Sequence, Set, Tuple
 
 from amplint.densitynames import is_density_name
-from amplint.facts.entry import CoveredCall, DensityCall
+from amplint.facts.entry import CoveredCall, DensityCall, ProbabilityCallees
+from amplint.facts.modulecalls import EXPRESSION
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
 from amplint.project.summary import EntryContext, FunctionSummary
 from amplint.project.symbols import Target
-from amplint.project.walk import shown
+from amplint.project.walk import returns_prob, shown
 
 
 MAX_CALLEE_DEPTH = 4  # calls followed from a density's body to find the op that loses range; past it, assume one
@@ -91,3 +92,13 @@ def resolved_density_calls(loader: Loader, resolver: Resolver, path: str, root: 
                 found.append(DensityCall(call.line, call.column, resolver.display(target), shown(target.path, root)))
                 break
     return tuple(found)
+
+
+def probability_callees(loader: Loader, resolver: Resolver, path: str) -> Tuple[ProbabilityCallees, ...]:
+    """The callees of `path`, as written, that resolve to project functions returning probabilities they compute:
+    the judge counts a call of one as probabilities (`project.probreturns`)."""
+    summary = loader.summary(path) if path in loader.info else None
+    callees = sorted({call.callee for function in (summary.functions.values() if summary is not None else ())
+                      for call in function.calls if not call.callee.startswith(EXPRESSION)
+                      and any(returns_prob(loader, t) for t in resolver.call_targets(path, function, call, None, False))})
+    return (ProbabilityCallees(tuple(callees)),) if callees else ()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set,
                     Tuple, Union)
 
-from amplint.project.flowtrees import FileTree, dotted, index_tree, param_names
+from amplint.project.flowtrees import FileTree, dotted, index_tree, lambda_key, param_names
 from amplint.project.memo import Doubts
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
         def mro(self, cls: ClassRef) -> List[ClassRef]: ...
         def subclasses(self, cls: ClassRef) -> List[ClassRef]: ...
         def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]: ...
+        def flowed_targets(self, values: "Values", rest: Sequence[str]) -> List[Target]: ...
 
 MAX_HOPS = 6  # parameter -> call site -> parameter ... steps followed from one question
 # Calls that return the module they are given: `model.to(device)`, `torch.compile(model)`, `DDP(model)`.
@@ -234,6 +235,8 @@ class Flow:
             return frozenset(v for item in node.values for v in self.value(path, scope, item, hops))
         if isinstance(node, ast.NamedExpr):
             return self.value(path, scope, node.value, hops)
+        if isinstance(node, ast.Lambda):
+            return frozenset({Function(path, lambda_key(scope, node))})
         return _NONE
 
     def _attribute_value(self, path: str, scope: str, node: ast.Attribute, hops: int) -> Values:
@@ -291,23 +294,22 @@ class Flow:
         return frozenset(v for returned in tree.scope_facts(scope).returns  # type: ignore[union-attr]
                          for v in self.value(path, scope, returned, hops))
 
-    def expression_calls(self, path: str, scope: str) -> List[Tuple[Values, List[str]]]:
-        """Calls a summary cannot name, on values: `Scorer().evaluate(x)`, `heads["pi"](x)`, `make()(x)`.
-
-        Each is (what the callee's owner may hold, the method called on it) or (the callee's values, [])."""
+    def call_values(self, path: str, scope: str, line: int, column: int) -> Tuple[Values, List[str]]:
+        """A call no dotted name spells (`Scorer().evaluate(x)`, `heads["pi"](x)`, `make()(x)`), at (line, column)
+        of `scope`: what the callee's owner may hold and the method called on it, or the callee's values and []."""
         tree = self.tree(path)
         if tree is None or scope not in tree.scopes:
-            return []
-        found: List[Tuple[Values, List[str]]] = []
-        for call in tree.scope_facts(scope).calls:
-            func = call.func
-            if dotted(func) is not None:
-                continue  # the summary has it
-            if isinstance(func, ast.Attribute):
-                found.append((self.value(path, scope, func.value), [func.attr]))
-            else:
-                found.append((self.value(path, scope, func), []))
-        return found
+            return _NONE, []
+        # The summary counts a lambda's calls as its writer's: they are read in the lambda, where its parameters are.
+        calls = [(c, key) for key in [scope, *tree.lambdas_in(scope)] for c in tree.scope_facts(key).calls
+                 if c.lineno == line and dotted(c.func) is None]
+        call, scope = next((found for found in calls if found[0].col_offset + 1 == column),
+                           calls[0] if len(calls) == 1 else (None, scope))
+        if call is None:
+            return _NONE, []
+        if isinstance(call.func, ast.Attribute):
+            return self.value(path, scope, call.func.value), [call.func.attr]
+        return self.value(path, scope, call.func), []
 
     # --- attributes ------------------------------------------------------------------------------------
     def attr_values(self, cls: "ClassRef", attr: str, hops: int = 0) -> Values:
@@ -370,7 +372,8 @@ class Flow:
         else:
             files = [path, *self.loader.importers(path)]
         for caller in files:
-            if not self.loader.mentions(caller, wanted) and not self.loader.mentions(caller, short):
+            if not self.loader.mentions(caller, wanted) and not self.loader.mentions(caller, short) and \
+                    not short.startswith("<lambda@"):
                 continue  # its text never names the function: no call of it, no hand-off of it
             caller_tree = self.tree(caller)
             if caller_tree is None:
@@ -395,6 +398,9 @@ class Flow:
                            for v in callees)
             if any(isinstance(v, Function) and (v.path, v.key) == (path, scope) for v in callees):
                 return True
+        if isinstance(call.func, ast.Attribute) and dotted(call.func) is None:  # `Scorer().evaluate(x)`
+            owners = self.value(caller, caller_scope, call.func.value, hops + 1)
+            return any((t.path, t.key) == (path, scope) for t in self.resolver.flowed_targets(owners, [call.func.attr]))
         targets = self.resolver.targets_of_call(caller, caller_scope, call.lineno, call.col_offset + 1)
         return any((t.path, t.key) == (path, scope) for t in targets)
 
@@ -402,10 +408,9 @@ class Flow:
                            short: str, hops: int) -> Iterator["CallSite"]:
         """`helper(f, ...)` hands the function on: the calls of the parameter it lands in are calls of `f`."""
         for position, argument in enumerate(call.args):
-            if not (isinstance(argument, ast.Name) and argument.id == short):
+            if not (isinstance(argument, ast.Name) and argument.id == short) and not isinstance(argument, ast.Lambda):
                 continue
-            given = self.name_values(caller, caller_scope, short, hops + 1)
-            if Function(path, scope) not in given:
+            if Function(path, scope) not in self.value(caller, caller_scope, argument, hops + 1):
                 continue
             for callee in self.value(caller, caller_scope, call.func, hops + 1):
                 if not isinstance(callee, Function):

@@ -60,6 +60,11 @@ class FileTree:
                                 found.setdefault(attr, []).extend((scope, value) for _, value in pairs)
         return found
 
+    def lambdas_in(self, scope: str) -> List[str]:
+        """The keys of the lambdas written in `scope`, and in those lambdas."""
+        found = [key for key, parent in self.parents.items() if parent == scope and "<lambda@" in key.rpartition(".")[2]]
+        return found + [inner for key in found for inner in self.lambdas_in(key)]
+
     def calls_named(self, name: str) -> List[Tuple[str, ast.Call]]:
         if self.calls_by_name is None:
             self._index_calls()
@@ -80,14 +85,17 @@ class FileTree:
             node, scope = pending.pop()
             if isinstance(node, ast.Call):
                 parts = dotted(node.func)
-                if parts is not None:
-                    by_name.setdefault(parts[-1], []).append((scope, node))
+                last = parts[-1] if parts is not None else \
+                    node.func.attr if isinstance(node.func, ast.Attribute) else None  # `Scorer().evaluate(x)`
+                if last is not None:
+                    by_name.setdefault(last, []).append((scope, node))
                 for argument in node.args:
                     if isinstance(argument, ast.Name):
                         by_argument.setdefault(argument.id, []).append((scope, node))
+                    elif isinstance(argument, ast.Lambda):  # handed on where it is written
+                        by_argument.setdefault(lambda_key(scope, argument).rpartition(".")[2], []).append(
+                            (scope, node))
             for child in child_nodes(node):
-                if isinstance(child, ast.Lambda):
-                    continue
                 pending.append((child, keys.get(id(child), scope)))
         self.calls_by_name, self.calls_by_argument = by_name, by_argument
 
@@ -126,6 +134,8 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
             bind(node.optional_vars, node)
         elif isinstance(node, ast.NamedExpr):
             bind(node.target, node)
+    if isinstance(scope, ast.Lambda):
+        returns.append(scope.body)
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
     return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs)
 
@@ -163,17 +173,34 @@ def index_tree(tree: ast.Module) -> FileTree:
                     visit(case.body, prefix, scope, in_function)
 
     visit(tree.body, "", MODULE_KEY, False)
+    for scope in list(scopes):  # a lambda is a scope of its own: its parameters hold what its callers give it
+        pending = [(node, scope) for node in _own_nodes(scopes[scope])]
+        while pending:
+            node, owner = pending.pop()
+            if isinstance(node, ast.Lambda):
+                key = lambda_key(owner, node)
+                scopes[key], parents[key] = node, owner
+                pending.extend((inner, key) for inner in _own_nodes(node))
     return FileTree(tree, scopes, parents, classes)
+
+
+def lambda_key(owner: str, node: ast.Lambda) -> str:
+    """A lambda's scope key: where it is written, under the scope that writes it."""
+    prefix = f"{owner}.<locals>." if owner != MODULE_KEY else ""
+    return f"{prefix}<lambda@{node.lineno}:{node.col_offset}>"
 
 
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's body, without descending into nested defs, classes or lambdas."""
-    pending = list(scope.body) if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    pending = list(scope.body) if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else \
+        [scope.body] if isinstance(scope, ast.Lambda) else []
     while pending:
         node = pending.pop()
         yield node
         for child in child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if isinstance(child, ast.Lambda):
+                yield child  # its own scope: seen, not entered
+            elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 pending.append(child)
 
 

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from amplint.facts import frameworks
+from amplint.facts.modulecalls import EXPRESSION
 from amplint.project import flow
 from amplint.project.memo import Doubts, Memo
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Method, _Module
@@ -395,6 +396,8 @@ class Resolver:
     ) -> List[Target]:
         parts = call.callee.split(".")
         root = parts[0]
+        if root == EXPRESSION:
+            return self.flowed_targets(*self.flow.call_values(path, function.key, call.line, call.column))
         if root in ("self", "cls") and function.class_name is not None:
             own = receiver if receiver is not None else ClassRef(path, function.class_name)
             exact = exact if receiver is not None else False
@@ -414,7 +417,7 @@ class Resolver:
                 attr = parts[1]
                 values = flow.elements(self.flow.attr_values(own, attr[:-2])) if attr.endswith("[]") else \
                     self.flow.attr_values(own, attr)  # `self.heads[]`: an element of what `self.heads` holds
-                return self._flowed(values, parts[2:]) or self._unknown_receiver(parts[2:], call, mark)
+                return self.flowed_targets(values, parts[2:]) or self._unknown_receiver(parts[2:], call, mark)
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
         if call.receiver is not None:
             text, bound_exact = call.receiver
@@ -426,7 +429,7 @@ class Resolver:
         if call.root_local:
             if len(parts) == 2 and not self.loader.may_define_usefully(parts[1]):
                 return self._unknown_receiver(parts[1:], call)  # `x.view(...)`: no project method to find
-            flowed = self._flowed(self.flow.name_values(path, function.key, root), parts[1:])
+            flowed = self.flowed_targets(self.flow.name_values(path, function.key, root), parts[1:])
             return flowed or self._unknown_receiver(parts[1:], call)
         summary = self._summary(path)
         if summary is None:
@@ -441,10 +444,10 @@ class Resolver:
         if not found and function.key != MODULE_KEY and (
                 len(parts) == 1 or self.loader.may_define_usefully(parts[-1])):
             # a name the summary does not bind (a comprehension's variable): what it holds, if known
-            found = self._flowed(self.flow.name_values(path, function.key, root), parts[1:])
+            found = self.flowed_targets(self.flow.name_values(path, function.key, root), parts[1:])
         return found
 
-    def _flowed(self, values: "flow.Values", rest: Sequence[str]) -> List[Target]:
+    def flowed_targets(self, values: "flow.Values", rest: Sequence[str]) -> List[Target]:
         """The functions a call runs on values that crossed calls (`project.flow`): `p()`, `p.m()`, `p.a.m()`."""
         for attr in rest[:-1]:
             values = frozenset(v for owner in values if isinstance(owner, flow.Instance)
@@ -468,13 +471,6 @@ class Resolver:
                 found = []
             targets.extend(t for t in found if t not in targets)
         return targets
-
-    def expression_targets(self, path: str, scope: str) -> List[Target]:
-        """What the calls of `scope` that the summary cannot name run (`Flow.expression_calls`)."""
-        found: List[Target] = []
-        for values, rest in self.flow.expression_calls(path, scope):
-            found.extend(t for t in self._flowed(values, rest) if t not in found)
-        return found
 
     def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]:
         """The targets of the call at (line, column) in function `scope` of `path`, as the summary records it."""

@@ -13,7 +13,7 @@ from amplint.parallel import RunPool
 from amplint.project.cache import DiskCache, PassCache, code_fingerprint
 from amplint.project import configfiles
 from amplint.project.ahead import walk_in_waves
-from amplint.project.covered import covered_density_calls, resolved_density_calls
+from amplint.project.covered import covered_density_calls, probability_callees, resolved_density_calls
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
@@ -112,7 +112,8 @@ def _walk_and_report(
     contextual = parsed if report else [p for p in files if p in eager or p in entries]
     contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()))
                 + tuple(arguments.get(p, ())) + covered_density_calls(loader, resolver, p)
-                + resolved_density_calls(loader, resolver, p, root, entries.get(p, ())) for p in contextual}
+                + resolved_density_calls(loader, resolver, p, root, entries.get(p, ()))
+                + probability_callees(loader, resolver, p) for p in contextual}
     contexts = {p: found for p, found in contexts.items() if found}
     results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
     loader.prepare_findings([(path, contexts.get(path, ())) for path in parsed])

@@ -85,6 +85,7 @@ class FunctionSummary:
     returns: Tuple[ReturnedDist, ...] = ()  # distributions it returns (`project.returnflow`)
     params: Tuple[str, ...] = ()  # positional parameters, `self`/`cls` left out, then keyword-only ones
     loses_range: bool = False  # computes with tensor ops float16 can push out of range (`densitycalls.loses_range`)
+    returns_prob: bool = False  # may return probabilities it computes (`project.probreturns`)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,13 @@ def followed(call: CallSummary, targets: List[Target]) -> List[Target]:
     return [t for t in targets if t.receiver is not None] if call.protected else targets
 
 
+def returns_prob(loader: Loader, target: Target) -> bool:
+    """Does the project function `target` return probabilities it computes (`probreturns`)?"""
+    summary = loader.summary(target.path)
+    function = summary.functions.get(target.key) if summary is not None else None
+    return function is not None and function.returns_prob
+
+
 @dataclass
 class Walked:
     """What the walk reached, per file path: functions with exposed sites, and those that give distributions."""
@@ -101,9 +108,13 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, 
         if function is None:
             continue
         gives = any(call.given and call.region is None for call in function.calls)
-        if (function.exposed or gives) and (target.path, target.key) not in reported:
+        targets = [(call, resolver.call_targets(target.path, function, call, target.receiver, target.exact))
+                   for call in function.calls if call.region is None]
+        # A call of a project function that returns probabilities may feed a site the summary could not see.
+        probable = any(returns_prob(loader, t) for _, found in targets for t in found)
+        if (function.exposed or gives or probable) and (target.path, target.key) not in reported:
             reported.add((target.path, target.key))
-            found = entries if function.exposed else givers
+            found = entries if function.exposed or probable else givers
             found.setdefault(target.path, []).append(
                 EntryContext(target.key, seed.region.info, seed.region.label, seed.region_path, seed.chain,
                              seed.region_file)
@@ -111,12 +122,8 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, 
         if depth >= max_depth:
             continue
         where = shown(target.path, root) if root else target.path
-        nexts = [(call_hop("", call, target.path, where), nxt) for call in function.calls if call.region is None
-                 for nxt in followed(call, resolver.call_targets(target.path, function, call, target.receiver,
-                                                                 target.exact))]
-        if not any(call.region is not None for call in function.calls):  # no region of its own to step round
-            unplaced = Hop("", target.path, where=where)  # the flow names no call's place
-            nexts += [(unplaced, nxt) for nxt in resolver.expression_targets(target.path, target.key)]
+        nexts = [(call_hop("", call, target.path, where), nxt) for call, found in targets
+                 for nxt in followed(call, found)]
         for at, nxt in nexts:
             if nxt not in entered:
                 chain = seed.chain + (replace(at, name=resolver.display(nxt)),)
