@@ -219,7 +219,7 @@ class Trainer2:
 def _both(text: str, config: Config = Config()):
     quick = summary_from_ast(text, config)
     full = analyze_source(text, "module.py", config, project=True)
-    return quick, summarize(full.analysis)
+    return quick, summarize(full.analysis, full.parsed_text)
 
 
 def _read_alike(text: str, config: Config = Config()) -> FileSummary:
@@ -552,7 +552,7 @@ def test_a_form_feed_in_an_indent_moves_libcsts_columns_not_cpythons() -> None:
     """Why a form feed sends the file to LibCST: the call's column would differ by the form feed."""
     text = "import torch\ndef f():\n    x = 1\n\x0c    y = model(x)\n"
     full = analyze_source(text, "t.py", Config(), project=True)
-    call = next(c for f in summarize(full.analysis).functions.values() for c in f.calls)
+    call = next(c for f in summarize(full.analysis, full.parsed_text).functions.values() for c in f.calls)
     model = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call))
     assert (call.line, call.column) == (4, 9) and model.col_offset + 1 == 10
 
@@ -577,7 +577,7 @@ def test_every_fixture_reads_the_same_or_goes_to_libcst(path: Path) -> None:
     if quick is None:
         return
     full = analyze_source(source.text, str(path), Config(), project=True)
-    assert quick == summarize(full.analysis)
+    assert quick == summarize(full.analysis, full.parsed_text)
 
 
 def test_most_plain_fixture_modules_take_the_ast_path() -> None:
@@ -803,4 +803,4 @@ def test_generated_programs_read_the_same_from_either_tree(source: str) -> None:
         full = analyze_source(source, "generated.py", Config(), project=True)
     if not hasattr(full, "analysis") or full.analysis is None:
         return  # LibCST refuses what CPython accepts: nothing to compare
-    assert quick == summarize(full.analysis)
+    assert quick == summarize(full.analysis, full.parsed_text)

@@ -99,7 +99,7 @@ def _compare(text: str, path: str) -> List[object]:
     analysed = analyze_source(text, path, Config(), project=True)
     if getattr(analysed, "analysis", None) is None:
         return []
-    summary = summarize(analysed.analysis)
+    summary = summarize(analysed.analysis, analysed.parsed_text)
     shape = file_shape(tree, import_table(tree))
     found: List[object] = []
     if (summary.imports, summary.star_modules) != (shape.imports, shape.star_modules):

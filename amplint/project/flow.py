@@ -307,9 +307,12 @@ class Flow:
                            calls[0] if len(calls) == 1 else (None, scope))
         if call is None:
             return _NONE, []
-        if isinstance(call.func, ast.Attribute):
-            return self.value(path, scope, call.func.value), [call.func.attr]
-        return self.value(path, scope, call.func), []
+        try:
+            if isinstance(call.func, ast.Attribute):
+                return self.value(path, scope, call.func.value), [call.func.attr]
+            return self.value(path, scope, call.func), []
+        except RecursionError:  # an expression nested past Python's stack: not followed
+            return _NONE, []
 
     # --- attributes ------------------------------------------------------------------------------------
     def attr_values(self, cls: "ClassRef", attr: str, hops: int = 0) -> Values:

@@ -481,7 +481,7 @@ class Loader(FlowQuestions):
         if isinstance(outcome, FileSummary):
             return outcome, ()
         assert outcome.analysis is not None
-        summary = summarize(outcome.analysis)
+        summary = summarize(outcome.analysis, outcome.parsed_text)
         self._trees.keep(path, outcome, worth_keeping(summary))  # the walk's contexts may come
         return summary, tuple(outcome.findings)
 
@@ -589,7 +589,7 @@ def _parse_job(job: _JobItem, memory: "Optional[Memory]") -> _Job:
     assert outcome.analysis is not None
     if not want_summary:
         return how, (None, tuple(outcome.findings)), None
-    summary = summarize(outcome.analysis)
+    summary = summarize(outcome.analysis, outcome.parsed_text)
     kept = trees is not None and trees.keep(path, outcome, worth_keeping(summary))
     return how, (summary, tuple(outcome.findings)), os.getpid() if kept else None
 

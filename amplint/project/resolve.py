@@ -396,7 +396,9 @@ class Resolver:
     ) -> List[Target]:
         parts = call.callee.split(".")
         root = parts[0]
-        if root == EXPRESSION:
+        if root == EXPRESSION:  # `Scorer().evaluate(x)`: what the expression holds, when a project method may run
+            if len(parts) == 2 and not self.loader.may_define_usefully(parts[1]):
+                return []  # `x.float().view(-1)`: no project method of that name
             return self.flowed_targets(*self.flow.call_values(path, function.key, call.line, call.column))
         if root in ("self", "cls") and function.class_name is not None:
             own = receiver if receiver is not None else ClassRef(path, function.class_name)

@@ -85,17 +85,17 @@ def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_
     )
 
 
-def summarize(analysis: "ModuleAnalysis") -> FileSummary:
-    """The file's summary; `analysis` must come from `analyze_module(..., AnalysisOptions(project=True))`."""
+def summarize(analysis: "ModuleAnalysis", text: str) -> FileSummary:
+    """The file's summary; `analysis` must come from `analyze_module(..., AnalysisOptions(project=True))` of
+    `text` (`SourceAnalysis.parsed_text`)."""
     import ast
 
     from amplint.project.probreturns import probability_returns
 
     returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
-    text = analysis.module.code
     try:
         producers = probability_returns(ast.parse(text), text, analysis.imports)
-    except (SyntaxError, ValueError):  # LibCST read what this Python cannot: no helper is claimed
+    except (SyntaxError, ValueError, RecursionError):  # what this Python cannot read, or too deep: no claim
         producers = frozenset()
     functions: Dict[str, FunctionSummary] = {
         key: _function(scope, analysis.imports, returns, producers) for key, scope in analysis.scopes.items()}
@@ -177,7 +177,11 @@ def read_summary(
         return None, parsed
     if trees is not None and any(count for count, _ in facts.sites.values()):
         trees.keep(text, parsed)  # the walk may enter its sites: their findings are read with this tree
-    return summarize_ast(facts, imports, probability_returns(tree, text, imports)), None
+    try:
+        producers = probability_returns(tree, text, imports)
+    except RecursionError:  # a tree too deep to judge: no claim
+        producers = frozenset()
+    return summarize_ast(facts, imports, producers), None
 
 
 def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:
