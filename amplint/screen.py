@@ -26,10 +26,15 @@ from amplint.names import ImportTable, ast_dotted, ast_last_name
 
 REGION_WORDS = ("autocast",)
 # The text prefilter's words for a computation ("cdf" also covers "icdf"; "log" covers hand-written math:
-# `torch.log`, `.log()`, `math.log(2 * math.pi)`; "e-" a literal such as `1e-10`).
-PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence", "log", "e-", "kl", "likelihood", "nll")
+# `torch.log`, `.log()`, `math.log(2 * math.pi)`; "e-" a literal such as `1e-10`; "exp" a density in
+# log-parameter form, `s + d ** 2 * torch.exp(-s)`).
+PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence", "log", "e-", "kl", "likelihood", "nll", "lgamma",
+                     "gammaln", "exp")
+# A log-gamma: the normaliser of Gamma, Beta, Dirichlet and Poisson densities written out (`lgamma(alpha)`).
+LGAMMA_FUNCTIONS = frozenset({"torch.lgamma", "torch.special.gammaln"})
+LGAMMA_METHODS = frozenset({"lgamma"})
 # Logs whose call may be hand-written probability math (`x.log()` takes no argument; logging calls do).
-LOG_NAMES = frozenset({"torch.log", "torch.log2", "torch.log10", "math.log", "numpy.log"})
+LOG_NAMES = frozenset({"torch.log", "torch.log2", "torch.log10", "math.log", "numpy.log"}) | LGAMMA_FUNCTIONS
 LOG_METHODS = frozenset({"log", "log2", "log10"})
 FLOAT16_SUBNORMAL = 2.0 ** -24  # a positive literal below it is 0 in float16
 # Methods whose call is a probability site (`analysis._Collector._site` reads the same set).
@@ -71,12 +76,26 @@ def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
 
 
 def _counts_call(node: ast.Call, imports: ImportTable) -> bool:
-    """`_is_site(node.func) or is_log_call(node)`, with the callee's dotted name read once for both."""
+    """`_is_site(node.func) or is_log_call(node) or is_exp_call(node)`, with the callee's dotted name read once."""
     func = node.func
-    if _density_named(func) or _distribution_method(func) or _log_method(node):
+    if _density_named(func) or _distribution_method(func) or _log_method(node) or _exp_method(node):
         return True
     dotted = ast_dotted(func)
-    return dotted is not None and (_names_kl(dotted, imports) or _names_log(dotted, imports))
+    return dotted is not None and (_names_kl(dotted, imports) or _names_log(dotted, imports)
+                                   or "torch.exp" in imports.qualnames_of(dotted))
+
+
+def is_exp_call(node: ast.Call, imports: ImportTable) -> bool:
+    """`x.exp()` or `torch.exp(x)`: part of a density in log-parameter form, maybe (`facts.logparams`)."""
+    if _exp_method(node):
+        return True
+    dotted = ast_dotted(node.func)
+    return dotted is not None and "torch.exp" in imports.qualnames_of(dotted)
+
+
+def _exp_method(node: ast.Call) -> bool:
+    func = node.func
+    return isinstance(func, ast.Attribute) and func.attr == "exp" and not node.args and not node.keywords
 
 
 def is_probability_call(node: ast.Call, imports: ImportTable) -> bool:
@@ -131,7 +150,8 @@ def _distribution_method(func: ast.expr) -> bool:
 
 def _log_method(node: ast.Call) -> bool:
     func = node.func
-    return isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and not node.args and not node.keywords
+    return isinstance(func, ast.Attribute) and (func.attr in LOG_METHODS or func.attr in LGAMMA_METHODS) and \
+        not node.args and not node.keywords
 
 
 def _names_kl(dotted: str, imports: ImportTable) -> bool:

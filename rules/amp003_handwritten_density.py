@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.densitycalls import DENSITY
-from amplint.facts.mathsites import INLINE
+from amplint.facts.mathsites import INLINE, LGAMMA, LOG_PARAMETER
 from amplint.model import Precision
 from amplint.rulebase import (
     CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, spared_on, uncast_under_float16,
@@ -20,6 +20,8 @@ SHAPES = {
     "log-of-prob": "a log of probabilities",
     "log-sum-exp": "a log-softmax written out (log of a sum of exps)",
     "gaussian": "a Gaussian log-density written out",
+    LGAMMA: "a log-gamma normaliser (`lgamma`) written out",
+    LOG_PARAMETER: "a log-density in log-parameter form (a tensor beside its `exp`) written out",
 }
 # Shapes whose inputs are tensors by construction (what a softmax, a normalisation or a log reads), so
 # `.float()` on each is safe. A written-out Gaussian may mix in Python numbers: it is left to the user.
@@ -33,10 +35,17 @@ UNFIXABLE_CALL = (
     "arguments (or the constructor's) to float32 by hand, or compute in float32 inside the density"
 )
 KINDS = (INLINE, DENSITY)
+DATA_READING = frozenset({LGAMMA, LOG_PARAMETER})  # shapes that may read only data: `in_float16_region`
 
 
 def in_float16_region(site: "Site") -> bool:
-    """Hand-written math or a project density's call under its own enabled float16 region, reading a tensor not cast."""
+    """Hand-written math or a project density's call under its own enabled float16 region, reading a tensor not cast.
+
+    A log-gamma or a log-parameter form counts only on a tensor the region made: `lgamma(k + 1)` of a count the
+    loader gives, or `k` beside `eta.float().exp()`, is data, as float32 as it came; the other shapes here read
+    the region's activations by construction (probabilities, a squared deviation beside a log scale)."""
+    if site.method in DATA_READING and site.kind == INLINE and not site.tainted:
+        return False
     return any(uncast_under_float16(site, kind) for kind in KINDS)
 
 
@@ -77,15 +86,21 @@ RULE = Rule(
     code="AMP003",
     name="float16-handwritten-density",
     summary="Hand-written log-density math (a log of probabilities, a written-out log-softmax or Gaussian "
-    "log-likelihood/KL) runs in a float16 autocast region on tensors that are not cast to float32.",
+    "log-likelihood/KL, a log-gamma normaliser, a density in log-parameter form) runs in a float16 autocast "
+    "region on tensors that are not cast to float32.",
     what_it_does=(
         "Finds probability math written by hand, in the region or in a function reached from it (same file "
         "or, in project mode, another one): `torch.log(p)`/`p.log()` where `p` is a softmax or sigmoid "
         "output, a normalisation `x / x.sum(...)`, a mean or clamp of one, or a parameter named like a "
         "probability (`probs`, `likelihoods`); an entropy term `p * log(p)`; a log of a sum of exps "
-        "(`logits - torch.log(torch.exp(logits).sum(1))`); and a sum holding a squared tensor beside a log "
+        "(`logits - torch.log(torch.exp(logits).sum(1))`); a sum holding a squared tensor beside a log "
         "term (`log(2*pi)`, `torch.log(sigma)`), which is how Gaussian negative log-likelihoods and KL "
-        "divergences are written out. Local names are followed to what was assigned to them. Inputs cast "
+        "divergences are written out; a log-gamma normaliser (`torch.lgamma(alpha)`: Gamma, Beta, Dirichlet, "
+        "Poisson); and a density in log-parameter form, a sum where a tensor is one term and, in another, the "
+        "exponent of an `exp` or the argument of a log (`s + (y - mu) ** 2 * torch.exp(-s)`, "
+        "`1 + logvar - mu ** 2 - logvar.exp()`, `eta.exp() - k * eta`, `rate - k * torch.log(rate)`). The last "
+        "two count in their own region only when they read a tensor the region made (`lgamma(k + 1)` of "
+        "counts is data). Local names are followed to what was assigned to them. Inputs cast "
         "to float32, bfloat16 regions and disabled regions are not flagged. Fused primitives "
         "(`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites. It also reports calls of the "
         "project's own densities (`posterior.kl()`, `self._likelihood(x)`, `normal_kl(...)`): a function or "
@@ -175,8 +190,48 @@ import torch
 with torch.autocast("cuda"):
     bits = math.log(n) / math.log(2)
 """,
+        # A log-gamma of counts the loader gives, beside a cast rate: data, not the region's activations.
+        """
+import torch
+with torch.autocast("cpu", dtype=torch.float16):
+    eta = head(x).float()
+    nll = eta.exp() - k * eta + torch.lgamma(k + 1)
+""",
     ),
     invalid=(
+        # A Gamma log-normaliser: `lgamma` of a float16 concentration (65504 at most, 3 digits).
+        Invalid(
+            """
+import torch
+with torch.autocast("cpu", dtype=torch.float16):
+    alpha = torch.exp(0.5 * head(x))
+    log_norm = torch.lgamma(alpha).sum(-1)
+""",
+            4,
+            16,
+        ),
+        # A VAE's KL in log-variance form: no log to see, and `logvar.exp()` is inf above 11.1.
+        Invalid(
+            """
+import torch
+with torch.autocast("cpu", dtype=torch.float16):
+    mu, logvar = head(x).chunk(2, dim=-1)
+    kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=-1)
+""",
+            4,
+            27,
+        ),
+        # A log-rate Poisson NLL: `exp(eta)` beside `k * eta`.
+        Invalid(
+            """
+import torch
+with torch.autocast("cpu", dtype=torch.float16):
+    eta = head(x)
+    nll = (eta.exp() - k * eta).sum(-1)
+""",
+            4,
+            12,
+        ),
         # A density helper: a Gaussian CDF with `erf`, whose result underflows to 0 in float16.
         Invalid(
             """

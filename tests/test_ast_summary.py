@@ -478,7 +478,10 @@ def test_density_calls_read_the_same_from_either_tree() -> None:
     assert density == [(23, "gaussian_nll"), (24, "kl_term"), (25, "gaussian_nll"), (26, "self.nll"),
                        (27, "self.loss_nll"), (28, "losses.marginal_entropy")]
     assert (27, "kl_term") in [(c.line, c.callee) for c in forward.calls]  # inside a site: no site of its own
-    assert (forward.sites, forward.exposed) == (6, 4)  # `a`, `c`, `e` (its argument) and `f`: not cast
+    # `a`, `c`, `e` (its argument) and `f`: not cast. `b` is no site: `kl_term`'s body is one of its own (a KL in
+    # log-variance form), and it reports the hazard (`build._drop_densities_with_sites`).
+    assert (forward.sites, forward.exposed) == (5, 4)
+    assert quick.functions["kl_term"].sites == 1
     assert quick.functions["kl_term"].loses_range and quick.functions["Head.loss_nll"].loses_range
     in_region = DENSITIES.replace("if torch.is_autocast_enabled():", 'with torch.autocast("cuda"):')
     assert summary_from_ast(in_region, Config()) is None  # `a` and `b` may be reported: LibCST reads the file
@@ -775,7 +778,8 @@ OWN_FINDINGS = {
     # A log of probabilities no region of this file reaches; the region calls something else.
     "apart.py": "import torch\n\n\ndef score(x):\n    return torch.log(x.softmax(-1))\n\n\n"
                 "def step(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
-    "losses.py": "def gaussian_nll(x, mu, logvar):\n    return 0.5 * (logvar + (x - mu) ** 2 / logvar.exp())\n",
+    # A squared deviation with no log beside it: no site of its own, but `**` loses range.
+    "losses.py": "def gaussian_nll(x, mu, s):\n    return 0.5 * ((x - mu) / s) ** 2\n",
 }
 
 

@@ -38,9 +38,11 @@ SAMPLE = 200  # about 4 s on one core: generated, run on both devices and four r
 # (55.4%) and 62 of 88 reports hazardous (70.5%), cuda 18 of 22 (81.8%) and 18 of 88 (20.5%). Since a log
 # under a floor float16 keeps, straight from a softmax or sigmoid, is no site: cpu 62 of 80 (77.5%), cuda 18
 # of 80 (22.5%). Findings follow the inputs on every device (the label rule real code is scored by), so the
-# CUDA column counts as false alarms what CUDA's policy spares and the message says it spares.
+# CUDA column counts as false alarms what CUDA's policy spares and the message says it spares. With the
+# log-gamma and log-parameter shapes: cpu 96 of 112 (85.7%) and 96 of 118 (81.4%), cuda 19 of 22 (86.4%) and
+# 19 of 118 (16.1%): CUDA runs the `exp` of a log-variance in float32, so those reports hold there.
 # A fall below these floors means the analyzer lost agreement with the measured truth; raise them as it gains.
-FLOORS = {"cpu": (0.52, 0.74), "cuda": (0.77, 0.20)}  # (recall, precision)
+FLOORS = {"cpu": (0.82, 0.78), "cuda": (0.82, 0.14)}  # (recall, precision)
 
 
 @pytest.fixture(scope="module")

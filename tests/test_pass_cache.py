@@ -142,7 +142,7 @@ def test_a_warm_run_decodes_no_file(project_copy: Path, tmp_path: Path, monkeypa
     monkeypatch.setattr(amplint.files, "decode", lambda path, *rest: decoded.append(path) or real(path, *rest))
     second = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
     assert _render(second) == _render(first)
-    assert sorted(decoded) == sorted(second.stats.flowed)
+    assert set(decoded) == set(second.stats.flowed)  # the flow may read a file's words, then its tree
     train = project_copy / "train.py"
     train.write_text(train.read_text() + "# an edit that changes nothing\n")
     decoded.clear()

@@ -20,9 +20,12 @@ from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from amplint.facts import astprobmath as shapes
+from amplint.facts.astlogparams import log_parameter_form
 from amplint.facts.astmathenv import Env, class_attributes
 from amplint.facts.astsource import SourceText
-from amplint.facts.mathnames import FLOOR_FUNCTIONS, FLOOR_METHODS, LOG_2PI, LOG_FUNCTIONS, SCALAR_LOG_FUNCTIONS
+from amplint.facts.mathnames import (
+    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, LOG_2PI, LOG_FUNCTIONS, SCALAR_LOG_FUNCTIONS,
+)
 from amplint.names import ImportTable, ast_qualnames
 from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
 
@@ -35,6 +38,7 @@ _LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2)  # written out, a Gaussian's log term w
 # called by its name (`log`, `log2`, `log10`); log(2*pi) written out (1.8378..., .9189..., or with an exponent).
 _FLOAT_TEXT = re.compile(r"[\d.][\d_]*\.?[\d_]*[eE][+-]?\d[\d_]*|\.[0_]{7}[\d_]*")
 _LOG_TEXT = re.compile(r"log(?:2|10)?\b")  # a literal first: the search is fast
+_EXP_TEXT = re.compile(r"\bexp\b")
 
 
 class MathSites:
@@ -55,6 +59,9 @@ class MathSites:
     def log_call(self, node: ast.Call, function: Optional[ast.AST], owner: Optional[ast.ClassDef]) -> Inputs:
         """`mathsites.inline_call`: a tensor log of probabilities or of a sum of exps."""
         env = self._env(function, owner)
+        operand = shapes.lgamma_operand(node, env)
+        if operand is not None:
+            return list(shapes.leaves(operand, env))
         shape, inner = shapes.log_shape(node, env)
         return None if shape is None or shape == "guarded" else list(shapes.leaves(inner, env))
 
@@ -78,12 +85,12 @@ class MathSites:
         if operator is ast.Mult:
             if self._log_factor(node.left) or self._log_factor(node.right):
                 return self._product_site(node, self._env(function, owner))
-        elif operator in (ast.Add, ast.Sub) and self._screened(self._triggers.log, function or statement):
+        elif operator in (ast.Add, ast.Sub) and self._screened(self._triggers.log_or_exp, function or statement):
             if id(node) in self._claimed or inside_last(node):
                 return None  # one site per written sum, not one per sub-sum
             env = self._env(function, owner)
             self._claimed.update(id(inner) for inner in shapes.inner_sums(node, env))
-            operands = shapes.gaussian(node, env)
+            operands = shapes.gaussian(node, env) or log_parameter_form(node, env)
             return None if operands is None else list(operands)
         return None
 
@@ -163,6 +170,9 @@ class _Triggers:
         self._renamed_log = any(local != qual.rsplit(".", 1)[-1] for local, quals in imports.bindings.items()
                                 for qual in quals if qual in _LOGS)
         self._found: Optional[Tuple[List[int], List[int]]] = None  # where tiny literals and logs are written
+        self._exps: Optional[List[int]] = None  # where `exp` is written
+        self._renamed_exp = any(local != qual.rsplit(".", 1)[-1] for local, quals in imports.bindings.items()
+                                for qual in quals if qual in EXP_FUNCTIONS)
 
     def tiny_literal(self, node: ast.AST) -> bool:
         """A float literal float16 rounds to zero (`1e-10`) may be in `node`."""
@@ -171,6 +181,14 @@ class _Triggers:
     def log(self, node: ast.AST) -> bool:
         """A call of a log or a written-out log(2*pi) may be in `node`."""
         return self._renamed_log or self._within(self._offsets()[1], node)
+
+    def log_or_exp(self, node: ast.AST) -> bool:
+        """A log, or an `exp` (a density in log-parameter form, `astlogparams`), may be in `node`."""
+        if self.log(node):
+            return True
+        if self._exps is None:
+            self._exps = [match.start() for match in _EXP_TEXT.finditer(self.source.text)]
+        return self._renamed_exp or self._within(self._exps, node)
 
     def _offsets(self) -> Tuple[List[int], List[int]]:
         if self._found is None:

@@ -30,7 +30,7 @@ from amplint.facts.mathnames import (
     SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
 )
 from amplint.names import ast_qualnames
-from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
+from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
 
 _DEPTH = 4  # `probmath._DEPTH`
 _ONES_LIKE = frozenset({"torch.ones_like"})
@@ -75,6 +75,15 @@ def _first_arg(call: ast.Call) -> Optional[ast.expr]:
 def _receiver(call: ast.Call) -> ast.expr:
     assert isinstance(call.func, ast.Attribute)
     return call.func.value
+
+
+def lgamma_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
+    """`probmath.lgamma_operand`: `x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`."""
+    call = _function(node, LGAMMA_FUNCTIONS, env)
+    if call is not None:
+        return _first_arg(call)
+    call = _method(node, LGAMMA_METHODS, env)
+    return _receiver(call) if call is not None and not call.args else None
 
 
 def log_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:

@@ -57,7 +57,7 @@ from amplint.facts.mathnames import (
     SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS, SQUARE_METHODS, UNSTABLE_OPS, names_probability, python_math,
 )
 from amplint.names import ImportTable, ast_dotted, ast_last_name
-from amplint.screen import is_log_call, is_probability_call
+from amplint.screen import LGAMMA_FUNCTIONS, LGAMMA_METHODS, is_log_call, is_probability_call
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -67,8 +67,8 @@ _PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PR
 _SUM = "sum"
 _FLOOR_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in FLOOR_FUNCTIONS) | FLOOR_METHODS
 # The last parts of an exp (a log-sum-exp) and of a square or power (a Gaussian's squared term).
-_SHAPE_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in EXP_FUNCTIONS | SQUARE_FUNCTIONS | POW_FUNCTIONS) | (
-    {"exp"} | SQUARE_METHODS | POW_METHODS)
+_SHAPE_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in EXP_FUNCTIONS | SQUARE_FUNCTIONS | POW_FUNCTIONS
+                         | LGAMMA_FUNCTIONS) | ({"exp"} | SQUARE_METHODS | POW_METHODS | LGAMMA_METHODS)
 
 
 def _last_parts(node: ast.AST, imports: ImportTable) -> "frozenset[str]":

@@ -39,7 +39,7 @@ from amplint.facts.astsource import SourceText
 from amplint.facts.mathnames import LOG_2PI
 from amplint.facts.model import Scope
 from amplint.names import ImportTable
-from amplint.screen import LOG_METHODS, is_distribution_call, is_log_call, is_probability_call
+from amplint.screen import LOG_METHODS, is_distribution_call, is_exp_call, is_log_call, is_probability_call
 
 Span = Tuple[Tuple[int, int], Tuple[int, int]]
 Wide = Callable[[ast.expr], bool]
@@ -137,6 +137,8 @@ class SiteJudge:
                 self._math_seen(scope)
             return self._math(node, scope, wide, lambda: self.maths.log_call(node, function, owner))
         if self.maths is None:
+            if counted and is_exp_call(node, self.imports):
+                self._math_seen(scope)  # a density in log-parameter form may hold it (`astlogparams`)
             return None  # a floor's literal raises `MathSeen` where it is written
         return self._math(node, scope, wide, lambda: self.maths.floor_call(node, function, statement, owner))
 

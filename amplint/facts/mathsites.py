@@ -3,8 +3,10 @@
 Three kinds, each a `Site` the rules tell apart by `site.kind`:
 
 - `INLINE` at a tensor log of probabilities, a written-out log-softmax
-  (`x - log(exp(x).sum())`) or a Gaussian log-density/KL spelled term by term
-  (`method` says which shape: "log-of-prob", "log-sum-exp", "gaussian");
+  (`x - log(exp(x).sum())`), a Gaussian log-density/KL spelled term by term
+  , a log-gamma normaliser, or a density in log-parameter form (`s` beside
+  `exp(s)`; `method` says which shape: "log-of-prob", "log-sum-exp",
+  "gaussian", "lgamma", "log-parameter");
 - `EPSILON` at a floor under probabilities (`p + 1e-10`, `p.clamp(min=1e-12)`)
   whose literal float16 rounds to zero, positioned at the literal.
 
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, List, Optional, Protocol, Set, Tuple
 import libcst as cst
 
 from amplint.facts import probmath
+from amplint.facts.logparams import log_parameter_form
 from amplint.facts.mathenv import Env
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +44,8 @@ class SiteContext(Protocol):
 
 INLINE = "inline-math"
 EPSILON = "epsilon"
+LGAMMA = "lgamma"  # an INLINE site's method: `torch.lgamma(alpha)` of a Gamma, Beta, Dirichlet or Poisson normaliser
+LOG_PARAMETER = "log-parameter"  # an INLINE site's method: `s + d ** 2 * torch.exp(-s)` (`facts.logparams`)
 
 
 def _inputs(inner: cst.BaseExpression, ctx: "SiteContext") -> List[cst.BaseExpression]:
@@ -90,6 +95,9 @@ def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     """`torch.log(p)`, `p.log()`, `torch.log(p + eps)` of probabilities, or a log of a sum of exps."""
     assert isinstance(node, cst.Call)
     env = ctx.math_env()
+    operand = probmath.lgamma_operand(node, env)
+    if operand is not None:  # a log-normaliser: float16 rounds its argument and overflows its value
+        return ctx.make_site(node, LGAMMA, [], [], _inputs(operand, ctx), INLINE)
     shape, inner = _log_shape(node, env)
     if shape is None or shape == GUARDED:
         return None
@@ -118,10 +126,13 @@ def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     _claim(node, ctx.claimed_sums)
     env = ctx.math_env()
     found = probmath.gaussian(node, env)
+    method = "gaussian"
+    if found is None:
+        found, method = log_parameter_form(node, env), LOG_PARAMETER
     if found is None:
         return None
     operands, anchor = found
-    return ctx.make_site(node, "gaussian", [], [], list(operands), INLINE, at=anchor)
+    return ctx.make_site(node, method, [], [], list(operands), INLINE, at=anchor)
 
 
 def _claim(node: cst.BaseExpression, claimed: Set[int]) -> None:

@@ -30,7 +30,7 @@ from amplint.facts.mathnames import (
     PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
     SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
 )
-from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
+from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
 from amplint.names import dotted_name
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
@@ -166,6 +166,16 @@ def _kept_prob(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
         if inner is None:
             return node
         node = _unwrap(inner)
+
+
+def lgamma_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
+    """`x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`: a Gamma, Beta, Dirichlet or Poisson
+    normaliser written out. float16 holds its argument to 3 digits and its value to 65504."""
+    call = _function(node, LGAMMA_FUNCTIONS, env)
+    if call is not None:
+        return _first_arg(call)
+    call = _method(node, LGAMMA_METHODS, env)
+    return _receiver(call) if call is not None and not call.args else None
 
 
 def log_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:

@@ -55,14 +55,14 @@ class FlowQuestions:
         return name in words
 
     def _words(self, path: str, text: str) -> frozenset:
-        self.stats.flowed.append(path)  # type: ignore[attr-defined]
+        self.stats.flow_read(path)  # type: ignore[attr-defined]
         return frozenset(re.findall(r"\w+", text))
 
     def cpython_tree(self, path: str) -> "Optional[ast.Module]":
         """CPython's tree of a project file (shared with the scan's), or None if it cannot be read or parsed."""
         if path not in self.known:
             return None
-        self.stats.flowed.append(path)  # type: ignore[attr-defined]
+        self.stats.flow_read(path)  # type: ignore[attr-defined]
         text = self._read(path)  # type: ignore[attr-defined]
         parsed = None if text is None else self._parsed.parse(text)
         return None if parsed is None or isinstance(parsed, str) else parsed[0]

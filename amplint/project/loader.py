@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from amplint.config import Config
@@ -21,6 +20,7 @@ from amplint.model import FileError, Finding
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, PassCache, digest
 from amplint.project.flowquestions import FlowQuestions
+from amplint.project.stats import Stats
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
 from amplint.project.reading import CPYTHON, LIBCST, NOT_READ, analyze_file
@@ -43,23 +43,6 @@ _Parsed = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], Fi
 _JobItem = Tuple[str, Config, Tuple[EntryContext, ...], bool, int]
 # What `_parse_job` returns: the above, and the worker process that kept the file's tree (its pid) or None.
 _Job = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError], Optional[int]]
-
-
-@dataclass
-class Stats:
-    """What a run did, for tests and for the benchmark notes."""
-
-    parsed: List[str] = field(default_factory=list)  # files parsed with LibCST (a path twice: parsed twice)
-    summaries_cached: int = 0
-    findings_cached: int = 0
-    ahead: List[str] = field(default_factory=list)  # summaries parsed ahead of the walk in a pool (`parse_ahead`)
-    ahead_unused: List[str] = field(default_factory=list)  # of those, the ones the walk never asked for
-    waves: int = 0  # speculative passes of the walk (`project.ahead`)
-    started: List[str] = field(default_factory=list)  # of `ahead`, those sent to an idle worker as the pass wanted them
-    shaped: List[str] = field(default_factory=list)  # files read with `ast` only, for their shape (`Loader.shape`)
-    shapes_cached: int = 0  # shapes taken from the disk cache instead
-    from_ast: List[str] = field(default_factory=list)  # summaries read from CPython's tree, with no LibCST parse
-    flowed: List[str] = field(default_factory=list)  # files whose tree the value flow read (`project.flow`)
 
 
 class Loader(FlowQuestions):
