@@ -35,16 +35,16 @@ UNFIXABLE_CALL = (
     "arguments (or the constructor's) to float32 by hand, or compute in float32 inside the density"
 )
 KINDS = (INLINE, DENSITY)
-DATA_READING = frozenset({LGAMMA, LOG_PARAMETER})  # shapes that may read only data: `in_float16_region`
 
 
 def in_float16_region(site: "Site") -> bool:
     """Hand-written math or a project density's call under its own enabled float16 region, reading a tensor not cast.
 
-    A log-gamma or a log-parameter form counts only on a tensor the region made: `lgamma(k + 1)` of a count the
-    loader gives, or `k` beside `eta.float().exp()`, is data, as float32 as it came; the other shapes here read
-    the region's activations by construction (probabilities, a squared deviation beside a log scale)."""
-    if site.method in DATA_READING and site.kind == INLINE and not site.tainted:
+    Math that reads nothing but the function's own parameters (`lgamma(k + 1)`, `(y - mu.float()) ** 2`
+    with `y` a parameter) computes in their dtype, which is the caller's: the region here makes none of them
+    float16, and as often as not they are float32 data (`Site.data`). Entered from a float16 region instead
+    (`reached_from_float16`), they are that region's values."""
+    if site.kind == INLINE and site.uncast and len(site.data) == len(site.uncast):
         return False
     return any(uncast_under_float16(site, kind) for kind in KINDS)
 
@@ -98,11 +98,11 @@ RULE = Rule(
         "divergences are written out; a log-gamma normaliser (`torch.lgamma(alpha)`: Gamma, Beta, Dirichlet, "
         "Poisson); and a density in log-parameter form, a sum where a tensor is one term and, in another, the "
         "exponent of an `exp` or the argument of a log (`s + (y - mu) ** 2 * torch.exp(-s)`, "
-        "`1 + logvar - mu ** 2 - logvar.exp()`, `eta.exp() - k * eta`, `rate - k * torch.log(rate)`). The last "
-        "two count in their own region only when they read a tensor the region made (`lgamma(k + 1)` of "
-        "counts is data). Local names are followed to what was assigned to them. Inputs cast "
-        "to float32, bfloat16 regions and disabled regions are not flagged. Fused primitives "
-        "(`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites. It also reports calls of the "
+        "`1 + logvar - mu ** 2 - logvar.exp()`, `eta.exp() - k * eta`, `rate - k * torch.log(rate)`). In its own "
+        "region, math that reads only the function's parameters (`lgamma(k + 1)` of counts, `y` beside a "
+        "cast `mu`) is not flagged: the region makes none of them float16. Local names are followed to what "
+        "was assigned to them. Inputs cast to float32, bfloat16 regions and disabled regions are not flagged. "
+        "Fused primitives (`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites. It also reports calls of the "
         "project's own densities (`posterior.kl()`, `self._likelihood(x)`, `normal_kl(...)`): a function or "
         "method whose name says density (`kl`, `nll`, `log_prob`, `log_p`, `likelihood`, `log_likelihood`, "
         "`logpdf`, `log_density`, `log_posterior`, `log_prior`, `cdf`, `entropy`) and whose body uses an op "
@@ -190,12 +190,22 @@ import torch
 with torch.autocast("cuda"):
     bits = math.log(n) / math.log(2)
 """,
-        # A log-gamma of counts the loader gives, beside a cast rate: data, not the region's activations.
+        # A log-gamma of the counts the caller gives, beside a cast rate: the region makes neither float16.
         """
 import torch
-with torch.autocast("cpu", dtype=torch.float16):
-    eta = head(x).float()
-    nll = eta.exp() - k * eta + torch.lgamma(k + 1)
+def poisson_nll(head, x, k):
+    with torch.autocast("cpu", dtype=torch.float16):
+        eta = head(x).float()
+        return eta.exp() - k * eta + torch.lgamma(k + 1)
+""",
+        # A Gaussian whose head output is cast: the target `y` is the caller's, and the region does not touch it.
+        """
+import math
+import torch
+def nll(head, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        mu, log_std = head(x).float().chunk(2, dim=-1)
+        return 0.5 * ((y - mu) / log_std.exp()) ** 2 + log_std + 0.5 * math.log(2 * math.pi)
 """,
     ),
     invalid=(

@@ -123,3 +123,33 @@ def test_a_helper_in_another_file_is_found_there(tmp_path: Path) -> None:
     findings = json.loads(done.stdout)
     assert [(f["path"], f["line"], f["column"], f["code"]) for f in findings] == [("pkg/losses.py", 5, 29, "AMP003")]
     assert "`logvar`, `mu`" in findings[0]["message"]
+
+
+OWN_REGION = '''\
+import torch
+
+
+def poisson_nll(eta, k):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return (eta.exp() - k * eta).sum(-1)
+'''
+
+
+def test_math_on_the_callers_values_alone_is_not_the_regions(tmp_path: Path) -> None:
+    """`eta` and `k` are parameters: the region in this function makes neither float16 (`Site.data`)."""
+    path = tmp_path / "own.py"
+    path.write_text(OWN_REGION)
+    assert _check(path, "--no-project") == (0, [])
+
+
+def test_the_same_math_entered_from_a_region_reads_that_regions_values(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    write_package(tmp_path, {
+        "losses.py": "def poisson_nll(eta, k):\n    return (eta.exp() - k * eta).sum(-1)\n",
+        "train.py": "import torch\nfrom pkg.losses import poisson_nll\n\n\ndef step(head, x, k):\n"
+                    "    with torch.autocast('cpu', dtype=torch.float16):\n        return poisson_nll(head(x), k)\n",
+    })
+    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    findings = json.loads(done.stdout)
+    assert [(f["path"], f["line"], f["column"], f["code"]) for f in findings] == [("pkg/losses.py", 2, 13, "AMP003")]

@@ -42,7 +42,7 @@ from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
 from amplint.facts.returns import ReturnIndex, given_ref, unpacked
 from amplint.facts.modulecalls import ELEMENT, expression_callee, without_module_hop
 from amplint.facts.samemodule import CstParallelMarks, prepared_arguments, same_module
-from amplint.facts.sites import SiteRecognizer, wide_result
+from amplint.facts.sites import DISTRIBUTION, SiteRecognizer, parameter_inputs, wide_result
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
 from amplint.positions import PositionSource, positions, within
@@ -558,13 +558,14 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         It is reported at `at` (an epsilon's literal) when that has a recorded position.
         """
         uncast = [i for i in inputs if not self._wide(i)]
-        promoted = [i for i in uncast if self._wide(i, promote=True)]
         scope = self.scope
         statement = self.statements[-1] if self.statements else None
         return Site(
             node, method, dists, values, statement, scope.wide_names,  # type: ignore[arg-type]
             scope.effective(), uncast, tainted_inputs(scope.tainted, uncast),
-            self.positions[at if at is not None and at in self.positions else node], kind, promoted=promoted,
+            self.positions[at if at is not None and at in self.positions else node], kind,
+            promoted=[i for i in uncast if self._wide(i, promote=True)],
+            data=parameter_inputs(scope.node, uncast, self.math_env()) if kind != DISTRIBUTION else [],
         )
 
     def recognize(self, node: cst.CSTNode) -> Optional[Site]:

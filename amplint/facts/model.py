@@ -136,6 +136,9 @@ class Site:
     # Uncast inputs the region's policy computes in float32 anyway (CUDA's `softmax`, `exp`): still findings,
     # as float16-derived inputs with no cast, and the message says which device spares them.
     promoted: List[cst.BaseExpression] = field(default_factory=list)
+    # Uncast inputs that are parameters of the site's function, never rebound there: in a region of that
+    # function they hold what the caller gave, float32 data as often as not (`sites.parameter_inputs`).
+    data: List[cst.BaseExpression] = field(default_factory=list)
 
     @property
     def constructor_visible(self) -> bool:

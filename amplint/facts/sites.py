@@ -26,6 +26,7 @@ from amplint import dtypes
 from amplint.facts import densitycalls, mathsites
 from amplint.facts.discrete import value_inputs
 from amplint.facts.model import DistRef, Scope, Site
+from amplint.facts.nodes import every_param
 from amplint.facts.signatures import distribution_params
 from amplint.names import dotted_name
 from amplint.screen import SITE_METHODS
@@ -88,6 +89,16 @@ def _site(node: cst.CSTNode, ctx: "SiteContext", method: str, dists: List[DistRe
 def typed_receiver(receiver: cst.BaseExpression, ctx: "SiteContext") -> bool:
     """A parameter annotated as a distribution (`dist: Distribution`): what the caller built, float16 or not."""
     return isinstance(receiver, cst.Name) and receiver.value in distribution_params(ctx.scope.node, ctx.imports)
+
+
+def parameter_inputs(function: Optional[cst.CSTNode], uncast: List[cst.BaseExpression], env: "Env"
+                     ) -> List[cst.BaseExpression]:
+    """The uncast inputs that are parameters of `function` never assigned in its body (`Site.data`)."""
+    if not isinstance(function, cst.FunctionDef) or not uncast:
+        return []
+    defaults = {p.name.value: p.default is not None for p in every_param(function.params)}
+    return [i for i in uncast if isinstance(i, cst.Name) and i.value in defaults
+            and len(env.values(i.value)) == defaults[i.value]]
 
 
 def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:

@@ -100,7 +100,8 @@ def probability_callees(loader: Loader, resolver: Resolver, path: str) -> Tuple[
     summary = loader.summary(path) if path in loader.info else None
     callees = sorted({call.callee for function in (summary.functions.values() if summary is not None else ())
                       for call in function.calls if _names_a_function(call)
-                      and any(returns_prob(loader, t) for t in resolver.call_targets(path, function, call, None, False))})
+                      and any(returns_prob(loader, t)
+                              for t in resolver.call_targets(path, function, call, None, False))})
     return (ProbabilityCallees(tuple(callees)),) if callees else ()
 
 

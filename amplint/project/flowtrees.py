@@ -62,7 +62,8 @@ class FileTree:
 
     def lambdas_in(self, scope: str) -> List[str]:
         """The keys of the lambdas written in `scope`, and in those lambdas."""
-        found = [key for key, parent in self.parents.items() if parent == scope and "<lambda@" in key.rpartition(".")[2]]
+        found = [key for key, parent in self.parents.items()
+                 if parent == scope and "<lambda@" in key.rpartition(".")[2]]
         return found + [inner for key in found for inner in self.lambdas_in(key)]
 
     def calls_named(self, name: str) -> List[Tuple[str, ast.Call]]:

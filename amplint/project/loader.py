@@ -81,6 +81,7 @@ class Loader(FlowQuestions):
         self._edges: Dict[str, Tuple[str, ...]] = {}
         self._imports: Dict[str, Tuple[str, ...]] = {}  # `FlowQuestions.imports`, by path
         self._worth: Dict[str, bool] = {}
+        self._importing: Optional[Set[str]] = None  # files that import a candidate at any depth
         self._useful: Dict[str, bool] = {}  # `may_define_usefully`, by name: asked for each method resolved
         self._defining: Dict[str, Tuple[str, ...]] = {}  # `defining_files`, by name
         self._answers: Dict[Tuple[str, object], object] = {}  # (path, question about its text) -> the answer
@@ -140,10 +141,11 @@ class Loader(FlowQuestions):
     def worth_entering(self, path: str) -> bool:
         """May a function of this file lead to a probability computation? (text only, no parse)
 
-        True for a candidate file, or one within LEAD_HOPS steps of a candidate
-        file, a step being an import or a subclass line naming one of its
-        classes. Entering other files cannot produce a finding, so the walk
-        skips them unparsed.
+        True for a candidate file; for one that imports a candidate, at any depth (its calls may run the
+        candidate's code however long the chain of modules: `run.py` -> `agent` -> `steps` -> `losses`); and
+        for one within LEAD_HOPS steps of a candidate file, a step being an import either way or a subclass
+        line naming one of its classes (code handed a model calls it without importing its module).
+        Entering other files cannot produce a finding, so the walk skips them unparsed.
         """
         if path not in self._worth:
             self._worth[path] = self._reaches_candidate(path)
@@ -191,6 +193,8 @@ class Loader(FlowQuestions):
         return attr in self._attr_index
 
     def _reaches_candidate(self, path: str) -> bool:
+        if path in self._importing_candidates():
+            return True
         frontier, seen = [path], {path}
         for _ in range(LEAD_HOPS + 1):
             if any(p in self.info and self.info[p].candidate for p in frontier):
@@ -199,6 +203,20 @@ class Loader(FlowQuestions):
             seen.update(nxt)
             frontier = sorted(set(nxt))
         return False
+
+    def _importing_candidates(self) -> Set[str]:
+        """The files that import a candidate file, directly or through other project modules (one search back
+        from every candidate over the importers index, once per run)."""
+        if self._importing is None:
+            pending = [p for p in sorted(self.info) if self.info[p].candidate]
+            found = set(pending)
+            while pending:
+                for importer in self.importers(pending.pop()):
+                    if importer not in found:
+                        found.add(importer)
+                        pending.append(importer)
+            self._importing = found
+        return self._importing
 
     def _neighbours(self, path: str) -> Tuple[str, ...]:
         """Project files `path` imports or is imported by (code handed a model calls it without importing its
