@@ -145,9 +145,10 @@ def test_math_on_the_callers_values_alone_is_not_the_regions(tmp_path: Path) -> 
 def test_the_same_math_entered_from_a_region_reads_that_regions_values(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     write_package(tmp_path, {
-        "losses.py": "def poisson_nll(eta, k):\n    return (eta.exp() - k * eta).sum(-1)\n",
-        "train.py": "import torch\nfrom pkg.losses import poisson_nll\n\n\ndef step(head, x, k):\n"
-                    "    with torch.autocast('cpu', dtype=torch.float16):\n        return poisson_nll(head(x), k)\n",
+        # Named like nothing: the file is read for its `.exp()` (`prefilter.MATH_WORDS`), not for a name.
+        "losses.py": "def objective(eta, k):\n    return (eta.exp() - k * eta).sum(-1)\n",
+        "train.py": "import torch\nfrom pkg.losses import objective\n\n\ndef step(head, x, k):\n"
+                    "    with torch.autocast('cpu', dtype=torch.float16):\n        return objective(head(x), k)\n",
     })
     done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)

@@ -12,9 +12,10 @@ Parsing with LibCST is the cost of a run (issue 8), so project mode parses:
 - files a call from a region reaches, when they may lead to a probability
   computation: a *candidate file* (one that names `log_prob`,
   `distributions`, `kl_divergence` or `entropy`, mentions `cdf`, a tensor log,
-  `log(2`, a literal below float16's smallest subnormal, a density-like call
-  or a configured distribution name) is the file itself or is within
-  `LEAD_HOPS` steps of it in the text-level graph of imports and subclass lines;
+  `log(2`, a log-gamma, a tensor exp, a literal below float16's smallest
+  subnormal, a density-like call or a configured distribution name) is the file itself or is within
+  `LEAD_HOPS` steps of it in the text-level graph of imports and subclass lines,
+  or imports it through any number of project modules;
 - the files that define the classes such calls need (bases, for the MRO).
 Everything else is read (to run these tests) and never parsed.
 """
@@ -35,8 +36,9 @@ ACCELERATE = (re.compile(r"(?<!\w)Accelerator\("), re.compile(r"\.prepare\("))
 # Identifiers that name probability code. Each must start an identifier: a letter before it makes another
 # word (`Redistributions`, in every BSD license header, made most files of some projects candidates).
 NAME_WORDS = ("log_prob", "distributions", "kl_divergence", "entropy")
-# Hand-written math: a tensor log, a log method, log(2*pi); `cdf` also as the end of `icdf`.
-MATH_WORDS = ("cdf", "torch.log", ".log()", "log(2")
+# Hand-written math: a tensor log, a log method, log(2*pi); `cdf` also as the end of `icdf`; a log-gamma; an
+# exp, as a density in log-parameter form spells it (`logvar.exp()`, `torch.exp(-s)`: `facts.logparams`).
+MATH_WORDS = ("cdf", "torch.log", ".log()", "log(2", "lgamma", "gammaln", ".exp()", "torch.exp(")
 _NAME_WORD = re.compile("|".join(NAME_WORDS))  # where no ASCII letter comes before (`_found`)
 # A literal below float16's smallest subnormal (5.96e-8) that the text can show: 1e-8, 5e-9, 1e-12, 1.e-20;
 # `1e-1` and `1e-2` are not tiny, nor is `stage-1`. A digit or a dot comes before it (`_found`).
