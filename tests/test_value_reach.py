@@ -203,3 +203,26 @@ def test_the_fix_casts_what_the_helper_is_given(tmp_path: Path) -> None:
     assert _check(root) == (0, [])
     assert original > 0
     assert _non_finite(root) == 0
+
+
+TUPLE_HEADS = HEADS.replace("        return Normal(loc, raw.exp())", "        return Normal(loc, raw.exp()), loc")
+ELEMENT_CRITIC = '''\
+class Critic:
+    def loss(self, model, h, y):
+        d = model(h)[0]
+        return d.log_prob(y.float()).mean()
+'''
+
+
+@pytest.mark.parametrize("cast", [False, True])
+def test_an_element_of_a_returned_tuple_is_the_distribution_built_there(tmp_path: Path, cast: bool) -> None:
+    """`model(h)[0]` reads position 0 of what `forward` returns, as `d, _ = model(h)` does."""
+    heads = TUPLE_HEADS.replace("Normal(loc, raw.exp())", "Normal(loc.float(), raw.float().exp())") if cast \
+        else TUPLE_HEADS
+    root = _project(tmp_path, {"heads.py": heads, "critic.py": ELEMENT_CRITIC, "step.py": EXPRESSION_STEP})
+    code, findings = _check(root)
+    if cast:
+        assert (code, findings) == (0, [])
+    else:
+        assert _found(findings) == [("pkg/critic.py", 4, 16, "AMP001")]
+        assert "built in `Head.forward` at pkg/heads.py:13" in str(findings[0]["message"])

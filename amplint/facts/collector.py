@@ -39,7 +39,7 @@ from amplint.facts.nodes import target_names
 from amplint.facts.nodes import accelerator_binding, call_text, framework_call, param_names, record_params
 from amplint.facts.nodes import trainer_model
 from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
-from amplint.facts.returns import ReturnIndex, given_ref, unpacked
+from amplint.facts.returns import ReturnIndex, given_ref, returned_element, unpacked
 from amplint.facts.modulecalls import ELEMENT, expression_callee, without_module_hop
 from amplint.facts.samemodule import CstParallelMarks, prepared_arguments, same_module
 from amplint.facts.sites import DISTRIBUTION, SiteRecognizer, parameter_inputs, wide_result
@@ -113,8 +113,8 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
             found = self.scope.dist_bindings.get(node.value)
             return found if found is not None or not self.options.arguments else given_ref(
                 self.options.arguments, self.scope, node.value)
-        if not isinstance(node, cst.Call):
-            return None
+        if not isinstance(node, cst.Call):  # `net(x)[0]`: element 0 of the tuple `net(x)` returns
+            return self._returned(*element) if (element := returned_element(node)) is not None else None
         qualname = self.dist_class(node.func)
         if qualname is None:
             return self._returned(node)

@@ -251,6 +251,16 @@ def _parsed_ref(dist: ReturnedDist, built_in: Tuple[str, str], built_at: Tuple[C
                    remote_castable=dist.castable, built_at=built_at)
 
 
+def returned_element(node: cst.BaseExpression) -> Optional[Tuple[cst.Call, int]]:
+    """`f(x)[0]`, `f(x)[-1]` is no index here: (the call, the tuple position) for a literal non-negative index."""
+    if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call) and len(node.slice) == 1):
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+        return node.value, int(index.value.evaluated_value)
+    return None
+
+
 def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> List[Tuple[int, str]]:
     """`preds, dist = f(x)`: (tuple position, name) of each plain name of a tuple target bound to a call."""
     if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(value, cst.Call):
