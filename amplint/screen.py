@@ -82,7 +82,7 @@ def _counts_call(node: ast.Call, imports: ImportTable) -> bool:
         return True
     dotted = ast_dotted(func)
     return dotted is not None and (_names_kl(dotted, imports) or _names_log(dotted, imports)
-                                   or "torch.exp" in imports.qualnames_of(dotted))
+                                   or _names_exp(dotted, imports))
 
 
 def is_exp_call(node: ast.Call, imports: ImportTable) -> bool:
@@ -90,7 +90,7 @@ def is_exp_call(node: ast.Call, imports: ImportTable) -> bool:
     if _exp_method(node):
         return True
     dotted = ast_dotted(node.func)
-    return dotted is not None and "torch.exp" in imports.qualnames_of(dotted)
+    return dotted is not None and _names_exp(dotted, imports)
 
 
 def _exp_method(node: ast.Call) -> bool:
@@ -156,6 +156,10 @@ def _log_method(node: ast.Call) -> bool:
 
 def _names_kl(dotted: str, imports: ImportTable) -> bool:
     return dotted.rsplit(".", 1)[-1] == "kl_divergence" or not imports.qualnames_of(dotted).isdisjoint(KL_NAMES)
+
+
+def _names_exp(dotted: str, imports: ImportTable) -> bool:
+    return "torch.exp" in imports.qualnames_of(dotted)
 
 
 def _names_log(dotted: str, imports: ImportTable) -> bool:

@@ -12,7 +12,7 @@ import libcst as cst
 
 from amplint.cstwalk import descendants, type_test
 from amplint.facts.nodes import literal_pairs
-from amplint.names import ImportTable
+from amplint.names import ImportTable, dotted_name
 
 Bindings = Dict[str, List[cst.BaseExpression]]
 
@@ -42,6 +42,10 @@ class Env:
         if self._local is None:
             self._local = _bindings(self._function, self._statements) if self._function is not None else {}
         return self._local
+
+    def calls_producer(self, node: cst.BaseExpression) -> bool:
+        """Is `node` a call of a project function that returns probabilities (`entry.ProbabilityCallees`)?"""
+        return bool(self.producers) and isinstance(node, cst.Call) and dotted_name(node.func) in self.producers
 
     def values(self, name: str) -> Sequence[cst.BaseExpression]:
         return self._bindings().get(name, ())

@@ -31,7 +31,6 @@ from amplint.facts.mathnames import (
     SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
 )
 from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
-from amplint.names import dotted_name
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
 
@@ -139,8 +138,8 @@ def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExp
     probabilities are made. A cast of `p` comes too late when float16 already rounded them to 0."""
     value = _bound_once(node, env)
     function = None if value is None else _function(value, PROB_FUNCTIONS, env)
-    if function is None and isinstance(value, cst.Call) and env.producers and dotted_name(value.func) in env.producers:
-        function = value  # a project helper returning probabilities: cast what it is given
+    if function is None and value is not None and env.calls_producer(value):
+        function = value  # type: ignore[assignment]  # a project helper returning probabilities: cast its input
     if function is not None:
         return _first_arg(function)
     method = None if value is None else _method(value, PROB_METHODS, env)
@@ -290,7 +289,7 @@ def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
             if any(is_prob(value, env, depth - 1) for value in env.values(node.value)):
                 return True
         return not env.is_local(node.value) and names_probability(node.value)
-    if isinstance(node, cst.Call) and env.producers and dotted_name(node.func) in env.producers:
+    if env.calls_producer(node):
         return True  # a project function whose body returns probabilities (`project.probreturns`)
     if isinstance(node, cst.Call) and not _imported(node.func, env):
         name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")

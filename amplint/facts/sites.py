@@ -28,7 +28,6 @@ from amplint.facts.discrete import value_inputs
 from amplint.facts.model import DistRef, Scope, Site
 from amplint.facts.nodes import every_param
 from amplint.facts.signatures import distribution_params
-from amplint.names import dotted_name
 from amplint.screen import SITE_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,7 +104,7 @@ def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
     """`d.cdf(x)` of a visible distribution whose inputs are all float32: the result is float32 too. So is
     `to_probs(x.float())`, a project helper computing probabilities from what it is given (`probreturns`)."""
     func = node.func if isinstance(node, cst.Call) else None
-    if func is not None and ctx.options.producers and dotted_name(func) in ctx.options.producers:
+    if func is not None and ctx.options.producers and ctx.math_env().calls_producer(node):
         assert isinstance(node, cst.Call)
         tensors = [a.value for a in node.args if not dtypes.is_number(a.value)]
         return bool(tensors) and all(ctx.is_wide(t) for t in tensors)

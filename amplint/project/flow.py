@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # pragma: no cover
         def mro(self, cls: ClassRef) -> List[ClassRef]: ...
         def subclasses(self, cls: ClassRef) -> List[ClassRef]: ...
         def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]: ...
-        def flowed_targets(self, values: "Values", rest: Sequence[str]) -> List[Target]: ...
 
 MAX_HOPS = 6  # parameter -> call site -> parameter ... steps followed from one question
 # Calls that return the module they are given: `model.to(device)`, `torch.compile(model)`, `DDP(model)`.
@@ -401,9 +400,6 @@ class Flow:
                            for v in callees)
             if any(isinstance(v, Function) and (v.path, v.key) == (path, scope) for v in callees):
                 return True
-        if isinstance(call.func, ast.Attribute) and dotted(call.func) is None:  # `Scorer().evaluate(x)`
-            owners = self.value(caller, caller_scope, call.func.value, hops + 1)
-            return any((t.path, t.key) == (path, scope) for t in self.resolver.flowed_targets(owners, [call.func.attr]))
         targets = self.resolver.targets_of_call(caller, caller_scope, call.lineno, call.col_offset + 1)
         return any((t.path, t.key) == (path, scope) for t in targets)
 

@@ -191,6 +191,15 @@ def lambda_key(owner: str, node: ast.Lambda) -> str:
     return f"{prefix}<lambda@{node.lineno}:{node.col_offset}>"
 
 
+def writer_of(scope: str) -> str:
+    """The function (or module) a lambda is written in, whose summary records the lambda's calls; any other
+    scope itself."""
+    while scope.rpartition(".")[2].startswith("<lambda@"):
+        head = scope.rpartition(".")[0]
+        scope = head[:-len(".<locals>")] if head.endswith(".<locals>") else head or MODULE_KEY
+    return scope
+
+
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's body, without descending into nested defs, classes or lambdas."""
     pending = list(scope.body) if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else \

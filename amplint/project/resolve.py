@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Seq
 from amplint.facts import frameworks
 from amplint.facts.modulecalls import EXPRESSION
 from amplint.project import flow
+from amplint.project.flowtrees import writer_of
 from amplint.project.memo import Doubts, Memo
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Method, _Module
 from amplint.project.shape import FileShape, Shape
@@ -475,9 +476,10 @@ class Resolver:
         return targets
 
     def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]:
-        """The targets of the call at (line, column) in function `scope` of `path`, as the summary records it."""
+        """The targets of the call at (line, column) in function `scope` of `path`, as the summary records it
+        (a lambda's calls in the function that writes it)."""
         summary = self._summary(path)
-        function = summary.functions.get(scope) if summary is not None else None
+        function = summary.functions.get(writer_of(scope)) if summary is not None else None
         for call in function.calls if function is not None else ():
             if (call.line, call.column) == (line, column):
                 return self.call_targets(path, function, call, None, False)
