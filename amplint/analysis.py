@@ -22,7 +22,7 @@ import libcst as cst
 from amplint.densitynames import DENSITY_KIND
 from amplint.facts.build import collect_facts, drop_covered
 from amplint.facts.entry import (
-    CallReturn, Constructor, CoveredCall, DensityCall, DistArgument, EntryContext, ProbabilityCallees,
+    CallReturn, Constructor, CoveredCall, DensityCall, DistArgument, EntryContext, Float32Reads, ProbabilityCallees,
 )
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (  # noqa: F401 - the facts' names, as `amplint.analysis` has always given them
@@ -136,10 +136,11 @@ def analyze_module(
     densities = tuple(e for e in entries if isinstance(e, DensityCall))
     requests = tuple(e for e in entries if isinstance(e, Constructor))  # the fixer's, for another file's finding
     producers = frozenset(c for e in entries if isinstance(e, ProbabilityCallees) for c in e.callees)
-    if returns or arguments or densities or requests or producers:
+    float32 = tuple(e for e in entries if isinstance(e, Float32Reads))
+    if returns or arguments or densities or requests or producers or float32:
         options = replace(options, returns=options.returns + returns, arguments=options.arguments + arguments,
                           density_calls=options.density_calls + densities, requests=options.requests + requests,
-                          producers=options.producers | producers)
+                          producers=options.producers | producers, float32_reads=options.float32_reads + float32)
     facts = collect_facts(module, options, imports, source=source)
     drop_covered(facts, [e for e in entries if isinstance(e, CoveredCall)])
     reached = [e for e in entries if isinstance(e, EntryContext)]
@@ -163,7 +164,7 @@ def with_entries(analysis: ModuleAnalysis, entries: Sequence[object]) -> ModuleA
 
 def can_reuse(entries: Sequence[object]) -> bool:
     """Can `with_entries` give what a fresh analysis with these contexts would? (not with a `CallReturn`)"""
-    return not any(isinstance(e, (CallReturn, DistArgument, DensityCall, Constructor, ProbabilityCallees))
+    return not any(isinstance(e, (CallReturn, DistArgument, DensityCall, Constructor, ProbabilityCallees, Float32Reads))
                    for e in entries)
 
 

@@ -17,7 +17,7 @@ from amplint.policies import FLOAT32, AutocastPolicy
 from amplint.screen import KL_NAMES  # noqa: F401 - the analysis reads it here
 from amplint.torchnames import (
     ARITHMETIC_METHODS, CAST_METHODS, DISTRIBUTION_PACKAGES, DTYPE_CAST_METHODS, ELEMENTWISE_METHODS,
-    FACTORY_FUNCTIONS, NOT_DISTRIBUTION_MODULES, SELECT_FUNCTIONS, TRANSFORM_FUNCTIONS, WIDE_DTYPES,
+    FACTORY_FUNCTIONS, SELECT_FUNCTIONS, TRANSFORM_FUNCTIONS, WIDE_DTYPES, distribution_name,
 )
 
 # Constructor parameters that are counts or shapes, never tensors to cast.
@@ -103,17 +103,7 @@ def slot_args(qualname: str, call: cst.Call) -> Iterator[cst.Arg]:
 
 def distribution_class(func: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str]) -> Optional[str]:
     """The qualified class name if `func` names a distribution class, else None."""
-    for name in sorted(table.qualnames(func)):
-        if name in extra or any(name.startswith(prefix) for prefix in extra if prefix.endswith(".")):
-            return name
-        for package in DISTRIBUTION_PACKAGES:
-            if not name.startswith(package):
-                continue
-            rest = name[len(package):]
-            parts = rest.split(".")
-            if parts[-1][:1].isupper() and not (set(parts[:-1]) & NOT_DISTRIBUTION_MODULES):
-                return name
-    return None
+    return distribution_name(table.qualnames(func), extra)
 
 
 def is_non_tensor_arg(class_name: str, arg: cst.Arg, position: Optional[int]) -> bool:

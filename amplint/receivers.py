@@ -25,6 +25,7 @@ from amplint import dtypes
 from amplint.cstwalk import walk
 from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable, dotted_name
+from amplint.torchnames import DISTRIBUTION_PACKAGES
 
 Callees = Optional[List[cst.BaseExpression]]  # the constructor callees an expression may come from; None: unknown
 Binding = Union[cst.BaseExpression, cst.Param]  # a value assigned to a name, or the parameter that binds it
@@ -345,6 +346,15 @@ class Receivers:
         if attr is not None:
             return None if class_name is None else self._attribute(class_name, attr)
         return self._value(receiver, chain, 0)
+
+    def import_time_object(self, receiver: cst.BaseExpression) -> bool:
+        """`scipy.stats.beta`, `priors.PRIOR`: an object an imported module holds, made when it was imported,
+        outside any autocast region; not a float16 distribution unless a distributions package names it."""
+        names = self.imports.qualnames(receiver) if dotted_name(receiver) is not None else frozenset()
+        root = dotted_name(receiver).split(".", 1)[0] if names else ""
+        return root in self.imports.bindings and not any(
+            dtypes.distribution_class(receiver, self.imports, self.extra) or f"{n}.".startswith(DISTRIBUTION_PACKAGES)
+            for n in names)
 
     def is_non_distribution_class(self, callee: cst.BaseExpression) -> bool:
         """A `torch.nn` class, or a class of this file with no base that may be a distribution."""

@@ -5,11 +5,30 @@ which builds project summaries without importing LibCST.
 """
 from __future__ import annotations
 
+from typing import FrozenSet, Iterable, Optional
+
 DISTRIBUTION_PACKAGES = ("torch.distributions.", "pyro.distributions.")
 # Submodules of torch.distributions whose capitalised names are not distributions.
 NOT_DISTRIBUTION_MODULES = frozenset(
     {"transforms", "constraints", "constraint_registry", "utils", "kl", "transformed_distribution.Transform"}
 )
+
+
+def distribution_name(names: Iterable[str], extra: FrozenSet[str] = frozenset()) -> Optional[str]:
+    """The first of `names` (qualified, sorted) that is a distribution class, else None; `extra`: the
+    configured ones (`extend-distributions`, a trailing dot for a package)."""
+    for name in sorted(names):
+        if name in extra or any(name.startswith(prefix) for prefix in extra if prefix.endswith(".")):
+            return name
+        for package in DISTRIBUTION_PACKAGES:
+            if not name.startswith(package):
+                continue
+            parts = name[len(package):].split(".")
+            if parts[-1][:1].isupper() and not (set(parts[:-1]) & NOT_DISTRIBUTION_MODULES):
+                return name
+    return None
+
+
 WIDE_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
 CAST_METHODS = frozenset({"float", "double"})
 DTYPE_CAST_METHODS = frozenset({"to", "type"})

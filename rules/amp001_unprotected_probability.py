@@ -95,7 +95,10 @@ RULE = Rule(
         "visible is assumed to be a distribution's, unless every class the receiver may be an instance of "
         "(a local name's constructor, every class assignment to a `self.` attribute, every argument the "
         "file's constructions pass to the `__init__` parameter stored there) is known not to be one: a "
-        "`torch.nn` class, or a class of the same file with no base that may be a distribution. A "
+        "`torch.nn` class, or a class of the same file with no base that may be a distribution. An object an "
+        "imported module holds (`scipy.stats.beta`) was made at import time and is no float16 distribution. "
+        "In project mode a receiver or input proved float32 on every path (a wrapper around a distribution "
+        "built from cast tensors, a `self.` attribute every assignment of which is cast) is no input. A "
         "distribution built in another function and returned (`return Normal(mu, std)` in `forward`, "
         "`return preds, dist`, `get_dist(...)`) is followed into the caller, in the same file and, in project "
         "mode, across files: its constructor's parameters are inputs of the caller's `log_prob`/`entropy`/"
@@ -193,6 +196,22 @@ def potential(trace):
     evaluator = TraceEvaluator()
     with torch.autocast("cuda"):
         return -evaluator.log_prob(trace)
+""",
+        # An object an imported module holds (`scipy.stats.beta`) was made at import time, outside any region,
+        # and is no torch distribution: its `cdf` computes in NumPy.
+        """
+import scipy.stats
+import torch
+with torch.autocast("cuda"):
+    warped = scipy.stats.beta.cdf(lam, a=2.0, b=2.0)
+""",
+        # Parameters annotated as Python numbers are no float16 tensors: `alpha + eps` is a number.
+        """
+import torch
+def concentration(logits, alpha: float = 1.0, eps: float = 1e-12):
+    return torch.distributions.Beta(alpha + eps, alpha + eps).log_prob(logits.float().sigmoid())
+with torch.autocast("cuda"):
+    lp = concentration(head(x))
 """,
         # Discrete values need no cast: an index, a 0/1 label, an integer count (the parameters are cast).
         """

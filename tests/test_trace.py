@@ -246,7 +246,8 @@ COMPARED = {"model.py": """\
 
 
     if __name__ == "__main__":
-        step(Policy(), torch.randn(8, 4), torch.randn(8, 1))
+        batches = iter([torch.randn(8, 1)])  # a loader's batch: its dtype is known only when it runs
+        step(Policy(), torch.randn(8, 4), next(batches))
     """}
 
 

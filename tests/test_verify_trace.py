@@ -49,7 +49,8 @@ def step(lin, h, x, evaluate):
 
 
 if __name__ == "__main__":
-    print(step(head(), torch.tensor([[0.0, 20.0], [0.0, 0.0]]), torch.full((2, 2), 3.0), "--eval" in sys.argv))
+    values = iter([torch.full((2, 2), 3.0)])  # a loader's batch: its dtype is known only when it runs
+    print(step(head(), torch.tensor([[0.0, 20.0], [0.0, 0.0]]), next(values), "--eval" in sys.argv))
 """
 COST = re.compile(r"    cost: fix A: [+-]\d+\.\d% time, fix C: [+-]\d+\.\d% time "
                   r"\(median of 5 runs of \d+ calls? after 1 warm-up, forward\+backward, cpu, one thread\)")

@@ -47,6 +47,7 @@ from amplint.facts.astsource import SourceText
 from amplint.facts.frameworks import PRECISION_KEYWORDS, RECORDED_SUFFIXES, FrameworkCall
 from amplint.facts.model import MODULE_KEY, CallRecord, RegionEntry, Scope
 from amplint.facts.reach import reached_in
+from amplint.facts.typedslots import NUMBER_ANNOTATIONS
 from amplint.facts.modulecalls import ELEMENT, ParallelMarks, expression_callee, shortened_call, without_module_hop
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
@@ -241,7 +242,9 @@ class _Reader(ParallelMarks):
                 continue
             annotation = None if param.annotation is None else nodes.annotation_class(param.annotation,
                                                                                       self.source.segment)
-            if annotation is not None:
+            if annotation in NUMBER_ANNOTATIONS:
+                scope.wide_names.add(param.arg)  # `alpha: float = 1.0`: a Python number
+            elif annotation is not None:
                 scope.instances[param.arg] = (annotation, False)
 
     def lambda_(self, node: ast.Lambda) -> None:

@@ -176,6 +176,11 @@ def is_cast_call(node: ast.expr, table: ImportTable) -> bool:
     return False
 
 
+def transform_operands(node: ast.Call, table: ImportTable) -> List[ast.expr]:
+    """`dtypes.transform_operands` on CPython's tree: the operands whose dtype the call keeps."""
+    return _transform_operands(node, ast_qualnames(node.func, table))
+
+
 def _transform_operands(node: ast.Call, qualnames: AbstractSet[str]) -> List[ast.expr]:
     """`dtypes.transform_operands`, given the names the callee may refer to."""
     values = _positional(node)

@@ -15,8 +15,9 @@ from amplint.facts.collector import Collector, collector_class
 from amplint.facts.densitycalls import DENSITY
 from amplint.facts.entry import CoveredCall
 from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
-from amplint.facts.sites import RECOGNIZERS, SiteRecognizer
-from amplint.names import ImportTable, collect_imports
+from amplint.facts.sites import DISTRIBUTION, RECOGNIZERS, SiteRecognizer
+from amplint.names import ImportTable, collect_imports, dotted_name
+from amplint.screen import SITE_METHODS
 from amplint.positions import PositionSource
 from amplint.receivers import Receivers
 
@@ -62,6 +63,12 @@ def _drop_non_distributions(collector: Collector) -> None:
             if receivers is None:
                 receivers = Receivers(collector.module, collector.imports, collector.class_defs,
                                       collector.options.extend_distributions)
+            root = dotted_name(site.call.func.value)
+            local = root is not None and any(root.split(".")[0] in s.bound for s in _scope_chain(scope) if s.parent)
+            if site.kind == DISTRIBUTION and site.call.func.attr.value in SITE_METHODS and not local and \
+                    receivers.import_time_object(site.call.func.value):
+                scope.sites.remove(site)
+                continue
             chain = [s.node for s in _scope_chain(scope) if s.node is not None]
             callees = receivers.callees(site.call.func.value, chain, scope.class_name)
             if not callees or not all(receivers.is_non_distribution_class(c) for c in callees):

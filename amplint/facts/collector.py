@@ -226,8 +226,7 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
                                  node)
         key = scope.key
         scope.bound.update(param_names(node.params))
-        if self.options.project:
-            record_params(scope, node.params, container == "class")
+        record_params(scope, node.params, container == "class", self.options.project)
         for decorator in node.decorators:
             spec = self._decorator_region(decorator.decorator)
             if spec is not None:

@@ -105,3 +105,12 @@ class ProbabilityCallees:
     probabilities, as a softmax written in place would."""
 
     callees: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Float32Reads:
+    """Reads of function `function` of the analysed file (`x`, `self.mu`, `d.dist`, as written) that the project
+    proved float32 on every path (`project.float32flow`): every binding, argument and assignment of them is."""
+
+    function: str
+    reads: Tuple[str, ...]

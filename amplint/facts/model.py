@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from libcst.metadata import CodeRange
 
     from amplint.facts.frameworks import FrameworkCall
-    from amplint.facts.entry import CallReturn, Constructor, DensityCall, DistArgument, ReturnedDist
+    from amplint.facts.entry import CallReturn, Constructor, DensityCall, DistArgument, Float32Reads, ReturnedDist
     from amplint.names import ImportTable
     from amplint.positions import Positions
 
@@ -39,6 +39,7 @@ class AnalysisOptions:
     density_calls: Tuple["DensityCall", ...] = ()  # calls the walk resolved to a project density with no sites
     requests: Tuple["Constructor", ...] = ()  # constructors of this file to read for the fixer (`FileFacts.requested`)
     producers: FrozenSet[str] = frozenset()  # callees that return probabilities (`entry.ProbabilityCallees`)
+    float32_reads: Tuple["Float32Reads", ...] = ()  # reads the project proved float32 (`entry.Float32Reads`)
     builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
 
 

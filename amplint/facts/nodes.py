@@ -13,6 +13,7 @@ from amplint.facts import frameworks
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import AccelBinding, Scope
 from amplint.facts.modulecalls import shortened_call
+from amplint.facts.typedslots import NUMBER_ANNOTATIONS
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
 from amplint.regions import RegionSpec, dtype_kinds, precision_of_kinds
@@ -196,15 +197,19 @@ def param_names(params: cst.Parameters) -> List[str]:
     return [param.name.value for param in every_param(params)]
 
 
-def record_params(scope: Scope, params: cst.Parameters, method: bool) -> None:
-    """Parameter names, and the project class a parameter's annotation names (not exact: a subclass fits)."""
+def record_params(scope: Scope, params: cst.Parameters, method: bool, project: bool = True) -> None:
+    """Parameters annotated as Python numbers (`alpha: float = 1.0`: never a float16 tensor); in `project`
+    mode also the names, and the project class a parameter's annotation names (not exact: a subclass fits)."""
     for index, param in enumerate(every_param(params)):
         name = param.name.value
-        scope.params.add(name)
+        if project:
+            scope.params.add(name)
         if method and index == 0:
             continue
         annotation = annotation_class(param.annotation.annotation) if param.annotation is not None else None
-        if annotation is not None:
+        if annotation in NUMBER_ANNOTATIONS:
+            scope.wide_names.add(name)
+        elif annotation is not None and project:
             scope.instances[name] = (annotation, False)
 
 

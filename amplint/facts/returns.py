@@ -10,8 +10,9 @@ the distribution is built.
 Only this file's functions are followed (module functions, methods called on
 `self`, and instances of this file's classes held in a local name or a `self.`
 attribute), through `return` statements and the callee's own local names. A
-function that returns distributions from several `return` statements gives the
-first one for each tuple position.
+function may return distributions built in several places (`return` statements,
+a name bound in each branch of an `if`): each tuple position holds the join of
+them, as a parameter holds the join of its callers' arguments (`given_ref`).
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ class ReturnIndex:
         self.dist_class = dist_class
         self.line_of = line_of
         self._functions: Optional[Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
-        self._returns: Dict[str, Dict[Optional[int], Returned]] = {}
+        self._returns: Dict[str, Dict[Optional[int], List[Returned]]] = {}
 
     def ref(self, call: cst.Call, env: Env, class_name: Optional[str], index: Optional[int],
             remote: Sequence[CallReturn], start: CodePosition) -> Optional[DistRef]:
@@ -65,11 +66,12 @@ class ReturnIndex:
 
     def for_call(self, call: cst.Call, env: Env, class_name: Optional[str],
                  index: Optional[int] = None) -> Optional[Returned]:
-        """What `call` returns (element `index` of a returned tuple), if a function of this file builds it."""
+        """What `call` returns (element `index` of a returned tuple), if a function of this file builds it: of
+        several constructors, the first whose inputs are not all float32 stands for all (fix A casts it, and a
+        second run the next)."""
         key = self._callee(call.func, env, class_name)
-        if key is None:
-            return None
-        return self._returned(key).get(index)
+        built = self._returned(key).get(index, []) if key is not None else []
+        return next((each for each in built if each.ref.all_inputs()), built[0] if built else None)
 
     # --- which function a call runs ----------------------------------------
     def _table(self) -> Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:
@@ -141,36 +143,46 @@ class ReturnIndex:
                     ReturnedDist(-1 if index is None else index, r.ref.qualname, code(r.ref.ctor),
                                  self.line_of(r.ref.ctor), tuple(code(i) for i in r.ref.all_inputs()), r.owner,
                                  r.ref.castable())
-                    for index, r in sorted(returned.items(), key=lambda item: -1 if item[0] is None else item[0]))
+                    for index, built in sorted(returned.items(), key=lambda item: -1 if item[0] is None else item[0])
+                    for r in built)
         return found
 
     # --- what a function returns -------------------------------------------
-    def _returned(self, key: str) -> Dict[Optional[int], Returned]:
+    def _returned(self, key: str) -> Dict[Optional[int], List[Returned]]:
+        """Per tuple position (None: the value itself), every constructor it may come from, in order."""
         if key not in self._returns:
             self._returns[key] = {}  # a recursive function ends here
             function, cls = self._table()[key]
             env = function_env(function, self.imports, cls, self.statements)
-            found: Dict[Optional[int], Returned] = {}
+            found: Dict[Optional[int], List[Returned]] = {}
             for value in _return_values(function, self.statements):
                 elements = value.elements if isinstance(value, cst.Tuple) else None
                 pairs = [(i, e.value) for i, e in enumerate(elements)] if elements is not None else [(None, value)]
                 for index, expr in pairs:
-                    if index not in found:
-                        ctor = self._ctor(expr, env, _DEPTH)
-                        if ctor is not None:
-                            found[index] = Returned(self._ref(*ctor, env), key)
-            self._returns[key] = found
+                    built = found.setdefault(index, [])
+                    for ctor in self._ctors(expr, env, _DEPTH) or ():
+                        if all(ctor[0] is not each.ref.ctor for each in built):
+                            built.append(Returned(self._ref(*ctor, env), key))
+            self._returns[key] = {index: built for index, built in found.items() if built}
         return self._returns[key]
 
-    def _ctor(self, expr: cst.BaseExpression, env: Env, depth: int) -> Optional[Tuple[cst.Call, str]]:
+    def _ctors(self, expr: cst.BaseExpression, env: Env, depth: int) -> Optional[List[Tuple[cst.Call, str]]]:
+        """The constructors `expr` may come from: one call, or a name every binding of which is one (an
+        `if`/`else` that builds `Normal` or `Laplace`); None when any binding is something else."""
         if isinstance(expr, cst.Call):
             qualname = self.dist_class(expr.func)
-            return (expr, qualname) if qualname is not None else None
+            return [(expr, qualname)] if qualname is not None else None
         if isinstance(expr, cst.Name) and depth > 0:
             values = env.values(expr.value)
-            if len(values) == 1:
-                return self._ctor(values[0], env, depth - 1)
+            found = [self._ctors(value, env, depth - 1) for value in values]
+            if values and all(each is not None for each in found):
+                return [ctor for each in found for ctor in each]  # type: ignore[union-attr]
         return None
+
+    def _ctor(self, expr: cst.BaseExpression, env: Env, depth: int) -> Optional[Tuple[cst.Call, str]]:
+        """A component's constructor: one call, or a name with a single binding that is one."""
+        found = self._ctors(expr, env, depth)
+        return found[0] if found is not None and len(found) == 1 else None
 
     def _ref(self, call: cst.Call, qualname: str, env: Env) -> DistRef:
         """The callee's constructor as the caller reads it: nested constructors are components."""
@@ -206,36 +218,37 @@ def remote_ref(returns: Sequence[CallReturn], start: CodePosition, index: Option
 
     Its constructor and inputs are parsed from their text: they name what was
     built there for messages and the verifier, and `built_at` tells the fixer
-    where to cast them.
+    where to cast them. A callee that builds it in several places gives their join (`_joined`).
     """
     wanted = -1 if index is None else index
-    for each in returns:
-        if (each.line, each.column) == (start.line, start.column + 1) and each.dist.index == wanted:
-            return _parsed_ref(each.dist, (each.dist.owner, f"{each.where}:{each.dist.line}"),
-                               (Constructor(each.file, each.dist.line, each.dist.ctor),))
-    return None
+    return _joined([(each.dist, each.where, each.file) for each in returns
+                    if (each.line, each.column) == (start.line, start.column + 1) and each.dist.index == wanted])
 
 
 def given_ref(arguments: Sequence[DistArgument], scope: Scope, name: str) -> Optional[DistRef]:
-    """The distribution callers elsewhere give parameter `name` of this scope (`DistArgument`), as a DistRef.
-
-    One caller's distribution with uncast inputs stands for all (one fix A cannot cast first, else the first
-    in file and line order); when every caller casts them, the parameter holds a float32 distribution and
-    the ref has no inputs. `built_at` lists each
-    caller's uncast constructor: fix A casts them all.
-    """
+    """The distribution callers elsewhere give parameter `name` of this scope (`DistArgument`), as a DistRef."""
     if name not in scope.params or name in scope.assigned:
         return None
-    given = sorted((each for each in arguments if each.function == scope.key and each.param == name),
-                   key=lambda each: (each.dist.castable, each.where, each.dist.line))  # what blocks a fix first
-    uncast = [each for each in given if each.dist.uncast]
-    if not given:
+    return _joined([(each.dist, each.where, each.file) for each in arguments
+                    if each.function == scope.key and each.param == name])
+
+
+def _joined(built: Sequence[Tuple[ReturnedDist, str, str]]) -> Optional[DistRef]:
+    """One DistRef for distributions that may be built in several places, each (dist, where shown, file).
+
+    One with uncast inputs stands for all (one fix A cannot cast first, else the first in file and line order);
+    when every one is built from float32 tensors, the value is a float32 distribution and the ref has no
+    inputs. `built_at` lists each uncast constructor: fix A casts them all.
+    """
+    ordered = sorted(built, key=lambda each: (each[0].castable, each[1], each[0].line))  # what blocks a fix first
+    uncast = [each for each in ordered if each[0].uncast]
+    if not ordered:
         return None
-    first = (uncast or given)[0]
-    ref = _parsed_ref(first.dist, (first.dist.owner, f"{first.where}:{first.dist.line}"),
-                      tuple(Constructor(each.file, each.dist.line, each.dist.ctor) for each in uncast))
+    dist, where, _ = (uncast or ordered)[0]
+    ref = _parsed_ref(dist, (dist.owner, f"{where}:{dist.line}"),
+                      tuple(dict.fromkeys(Constructor(file, each.line, each.ctor) for each, _, file in uncast)))
     if ref is not None:
-        ref.remote_castable = all(each.dist.castable for each in uncast)
+        ref.remote_castable = all(each.castable for each, _, _ in uncast)
     return ref
 
 

@@ -28,6 +28,7 @@ from amplint.facts.discrete import value_inputs
 from amplint.facts.model import DistRef, Scope, Site
 from amplint.facts.nodes import every_param
 from amplint.facts.signatures import distribution_params
+from amplint.names import dotted_name
 from amplint.screen import SITE_METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,7 +103,10 @@ def parameter_inputs(function: Optional[cst.CSTNode], uncast: List[cst.BaseExpre
 
 def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
     """`d.cdf(x)` of a visible distribution whose inputs are all float32: the result is float32 too. So is
-    `to_probs(x.float())`, a project helper computing probabilities from what it is given (`probreturns`)."""
+    `to_probs(x.float())`, a project helper computing probabilities from what it is given (`probreturns`), and
+    a read the project proved float32 on every path (`x`, `self.mu`, `d.dist`: `entry.Float32Reads`)."""
+    if ctx.options.float32_reads and isinstance(node, (cst.Name, cst.Attribute)):
+        return _proved_float32(node, ctx)
     func = node.func if isinstance(node, cst.Call) else None
     if func is not None and ctx.options.producers and ctx.math_env().calls_producer(node):
         assert isinstance(node, cst.Call)
@@ -116,6 +120,12 @@ def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
         return False
     inputs = ref.all_inputs() + [a.value for a in node.args if not dtypes.is_number(a.value)]
     return all(ctx.is_wide(i) for i in inputs)
+
+
+def _proved_float32(node: cst.BaseExpression, ctx: "SiteContext") -> bool:
+    text = dotted_name(node)
+    key = ctx.scope.key
+    return text is not None and any(text in each.reads for each in ctx.options.float32_reads if each.function == key)
 
 
 def distribution_method(node: cst.CSTNode, ctx: "SiteContext") -> Optional[Site]:

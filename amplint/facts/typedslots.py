@@ -1,4 +1,4 @@
-"""Parameters typed as distributions, as slots (a position, self not counted, or a keyword name).
+"""Parameters typed as distributions, as slots (a position, self not counted, or a keyword name), or as numbers.
 
 Both trees' readers of a signature give their parameters here: LibCST's
 (`facts.signatures`) and CPython's (`facts.astnodes`), which builds project
@@ -11,6 +11,8 @@ from typing import Callable, List, Sequence, Tuple, TypeVar
 from amplint.names import ImportTable
 
 DISTRIBUTION_MODULES = ("torch.distributions", "pyro.distributions")
+# A parameter annotated with one of these holds a Python number, never a float16 tensor.
+NUMBER_ANNOTATIONS = frozenset({"float", "int", "bool"})
 A = TypeVar("A")  # an annotation node, of either tree
 
 

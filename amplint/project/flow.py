@@ -47,9 +47,13 @@ if TYPE_CHECKING:  # pragma: no cover
         modules: Any
 
         def lookup(self, path: str, parts: Sequence[str], hops: int = 0, for_call: bool = False) -> List[Symbol]: ...
+        def imported_names(self, path: str, name: str) -> List[Tuple[str, str]]: ...
+        def instance_call(self, cls: ClassRef, exact: bool, known: bool = False) -> List[Target]: ...
+        def method(self, cls: ClassRef, name: str, exact: bool, known: bool = False) -> List[Target]: ...
         def mro(self, cls: ClassRef) -> List[ClassRef]: ...
         def subclasses(self, cls: ClassRef) -> List[ClassRef]: ...
-        def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]: ...
+        def targets_of_call(self, path: str, scope: str, line: int, column: int,
+                            name: Optional[str] = None) -> List[Target]: ...
 
 MAX_HOPS = 6  # parameter -> call site -> parameter ... steps followed from one question
 # Calls that return the module they are given: `model.to(device)`, `torch.compile(model)`, `DDP(model)`.
@@ -160,7 +164,9 @@ class Flow:
             if found or (current != MODULE_KEY and name in facts.bound):
                 return frozenset(found)  # a name bound in a function is that function's, known or not
             current = tree.parents.get(current) if current != MODULE_KEY else None
-        return self._module_symbol(path, [name])
+        return self._module_symbol(path, [name]) or frozenset(
+            v for other, bound in self.resolver.imported_names(path, name)
+            for v in self.name_values(other, MODULE_KEY, bound, hops + 1))  # an imported registry or constant
 
     def _module_symbol(self, path: str, parts: List[str]) -> Values:
         found: Set[Value] = set()
@@ -243,12 +249,23 @@ class Flow:
         for owner in self.value(path, scope, node.value, hops):
             if isinstance(owner, Instance):
                 held = self.attr_values(owner.cls, node.attr, hops)
-                found.update(held or {BoundMethod(owner, node.attr)})
+                found.update(held or ({BoundMethod(owner, node.attr)} if self._has_method(owner.cls, node.attr)
+                                      else ()))
             elif isinstance(owner, Module):
                 found.update(self._module_symbol(owner.path, [node.attr]))
             elif isinstance(owner, ClassValue):
                 found.update(self._module_symbol(owner.cls.path, [*owner.cls.name.split("."), node.attr]))
         return frozenset(found)
+
+    def _has_method(self, cls: "ClassRef", name: str) -> bool:
+        """Does `cls` or a class on its MRO define a method `name` (read, not called, it is a bound method)?"""
+        for ref in self.resolver.mro(cls):
+            tree = self.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            if node is not None and any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                        and item.name == name for item in node.body):
+                return True
+        return False
 
     def _call_value(self, path: str, scope: str, node: ast.Call, hops: int) -> Values:
         func = node.func
@@ -276,6 +293,10 @@ class Flow:
                 found.add(Instance(callee.cls, True))
             elif isinstance(callee, Function):
                 found.update(self.returns(callee.path, callee.key, hops + 1))
+            elif isinstance(callee, (Instance, BoundMethod)):  # `policy(h)` runs `forward`; `fn(x)` the method
+                targets = self.resolver.instance_call(callee.cls, callee.exact, True) if isinstance(
+                    callee, Instance) else self.resolver.method(callee.owner.cls, callee.name, callee.owner.exact, True)
+                found.update(v for t in targets for v in self.returns(t.path, t.key, hops + 1))
         return frozenset(found)
 
     def _absolute_module(self, path: str, dotted_name: str) -> Values:
@@ -293,15 +314,18 @@ class Flow:
         return frozenset(v for returned in tree.scope_facts(scope).returns  # type: ignore[union-attr]
                          for v in self.value(path, scope, returned, hops))
 
-    def call_values(self, path: str, scope: str, line: int, column: int) -> Tuple[Values, List[str]]:
+    def call_values(self, path: str, scope: str, line: int, column: int,
+                    method: Optional[str] = None) -> Tuple[Values, List[str]]:
         """A call no dotted name spells (`Scorer().evaluate(x)`, `heads["pi"](x)`, `make()(x)`), at (line, column)
-        of `scope`: what the callee's owner may hold and the method called on it, or the callee's values and []."""
+        of `scope`: what the callee's owner may hold and the method called on it, or the callee's values and [].
+        `method`: the method called, which tells apart calls that start at one place (`D(m).log_p(y).mean()`)."""
         tree = self.tree(path)
         if tree is None or scope not in tree.scopes:
             return _NONE, []
         # The summary counts a lambda's calls as its writer's: they are read in the lambda, where its parameters are.
         calls = [(c, key) for key in [scope, *tree.lambdas_in(scope)] for c in tree.scope_facts(key).calls
-                 if c.lineno == line and dotted(c.func) is None]
+                 if c.lineno == line and dotted(c.func) is None and (
+                     method is None or (isinstance(c.func, ast.Attribute) and c.func.attr == method))]
         call, scope = next((found for found in calls if found[0].col_offset + 1 == column),
                            calls[0] if len(calls) == 1 else (None, scope))
         if call is None:
@@ -348,7 +372,7 @@ class Flow:
         found: Set[Value] = set()
         for site in self.call_sites(path, scope, hops):
             offset = 1 if method and site.bound else 0
-            argument = _argument(site.call, params, name, offset)
+            argument = call_argument(site.call, params, name, offset)
             if argument is not None:
                 found.update(self.value(site.path, site.scope, argument, hops))
         return frozenset(found)
@@ -368,19 +392,23 @@ class Flow:
             return
         owner, _, short = scope.rpartition(".")
         constructor = short == "__init__" and owner in tree.classes
-        wanted = owner.rsplit(".", 1)[-1] if constructor else short
+        # A method is inherited: its callers import a subclass's file as often as its own, and a constructor
+        # runs for a subclass's instances too.
+        heirs = self.resolver.subclasses(ClassRef(path, owner)) if owner in tree.classes else []
+        wanted = {c.name.rsplit(".", 1)[-1] for c in [ClassRef(path, owner), *heirs]} if constructor else {short}
         if "<locals>" in scope:
             files = [path]
         else:
-            files = [path, *self.loader.importers(path)]
+            homes = dict.fromkeys([path, *(c.path for c in heirs)])
+            files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
         for caller in files:
-            if not self.loader.mentions(caller, wanted) and not self.loader.mentions(caller, short) and \
-                    not short.startswith("<lambda@"):
+            if not any(self.loader.mentions(caller, w) for w in wanted) and not self.loader.mentions(caller, short) \
+                    and not short.startswith("<lambda@"):
                 continue  # its text never names the function: no call of it, no hand-off of it
             caller_tree = self.tree(caller)
             if caller_tree is None:
                 continue
-            for caller_scope, call in caller_tree.calls_named(wanted):
+            for caller_scope, call in [found for w in sorted(wanted) for found in caller_tree.calls_named(w)]:
                 if self._calls(caller, caller_scope, call, path, scope, constructor, hops):
                     yield CallSite(caller, caller_scope, call, constructor or isinstance(call.func, ast.Attribute))
             for caller_scope, call in caller_tree.calls_given(short):
@@ -400,7 +428,8 @@ class Flow:
                            for v in callees)
             if any(isinstance(v, Function) and (v.path, v.key) == (path, scope) for v in callees):
                 return True
-        targets = self.resolver.targets_of_call(caller, caller_scope, call.lineno, call.col_offset + 1)
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        targets = self.resolver.targets_of_call(caller, caller_scope, call.lineno, call.col_offset + 1, name)
         return any((t.path, t.key) == (path, scope) for t in targets)
 
     def _through_parameter(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str,
@@ -434,7 +463,7 @@ class CallSite:
     bound: bool  # called on an instance or a class: the first parameter (`self`) is not an argument
 
 
-def _argument(call: ast.Call, params: List[str], name: str, offset: int) -> Optional[ast.expr]:
+def call_argument(call: ast.Call, params: List[str], name: str, offset: int) -> Optional[ast.expr]:
     for keyword in call.keywords:
         if keyword.arg == name:
             return keyword.value

@@ -114,7 +114,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
             if isinstance(name, ast.Name):
                 bindings.setdefault(name.id, []).append(node)
 
-    for node in _own_nodes(scope):
+    for node in own_nodes(scope):
         if isinstance(node, ast.Call):
             calls.append(node)
         elif isinstance(node, ast.Return) and node.value is not None:
@@ -175,13 +175,13 @@ def index_tree(tree: ast.Module) -> FileTree:
 
     visit(tree.body, "", MODULE_KEY, False)
     for scope in list(scopes):  # a lambda is a scope of its own: its parameters hold what its callers give it
-        pending = [(node, scope) for node in _own_nodes(scopes[scope])]
+        pending = [(node, scope) for node in own_nodes(scopes[scope])]
         while pending:
             node, owner = pending.pop()
             if isinstance(node, ast.Lambda):
                 key = lambda_key(owner, node)
                 scopes[key], parents[key] = node, owner
-                pending.extend((inner, key) for inner in _own_nodes(node))
+                pending.extend((inner, key) for inner in own_nodes(node))
     return FileTree(tree, scopes, parents, classes)
 
 
@@ -200,7 +200,7 @@ def writer_of(scope: str) -> str:
     return scope
 
 
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's body, without descending into nested defs, classes or lambdas."""
     pending = list(scope.body) if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else \
         [scope.body] if isinstance(scope, ast.Lambda) else []

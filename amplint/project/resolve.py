@@ -189,6 +189,17 @@ class Resolver:
             return [instance]
         return [_Method(instance.cls, rest[0], instance.exact)] if len(rest) == 1 else []
 
+    def imported_names(self, path: str, name: str) -> List[Tuple[str, str]]:
+        """(file, name) where a module-level name `path` imports is bound: `from .runner import HEADS` gives
+        `HEADS` of runner.py, which no class, function or module lookup answers (a registry dict, a constant)."""
+        summary = self._shape(path)
+        found: List[Tuple[str, str]] = []
+        for qualified in summary.imported(name) if summary is not None else ():
+            for absolute, root in self.modules.absolute(path, qualified):
+                found.extend((other, rest[0]) for other, rest in self.modules.locate(path, absolute, root)
+                             if len(rest) == 1 and other != path)
+        return found
+
     def qualified(
         self, importer: str, dotted: str, root: Optional[str] = None, hops: int = 0, for_call: bool = False
     ) -> List[Symbol]:
@@ -400,7 +411,8 @@ class Resolver:
         if root == EXPRESSION:  # `Scorer().evaluate(x)`: what the expression holds, when a project method may run
             if len(parts) == 2 and not self.loader.may_define_usefully(parts[1]):
                 return []  # `x.float().view(-1)`: no project method of that name
-            return self.flowed_targets(*self.flow.call_values(path, function.key, call.line, call.column))
+            return self.flowed_targets(*self.flow.call_values(path, function.key, call.line, call.column,
+                                                              parts[1] if len(parts) == 2 else None))
         if root in ("self", "cls") and function.class_name is not None:
             own = receiver if receiver is not None else ClassRef(path, function.class_name)
             exact = exact if receiver is not None else False
@@ -475,13 +487,15 @@ class Resolver:
             targets.extend(t for t in found if t not in targets)
         return targets
 
-    def targets_of_call(self, path: str, scope: str, line: int, column: int) -> List[Target]:
+    def targets_of_call(self, path: str, scope: str, line: int, column: int,
+                        name: Optional[str] = None) -> List[Target]:
         """The targets of the call at (line, column) in function `scope` of `path`, as the summary records it
-        (a lambda's calls in the function that writes it)."""
+        (a lambda's calls in the function that writes it); `name`, the method called, tells apart calls that
+        start at one place (`D(m).log_p(y).mean()`)."""
         summary = self._summary(path)
         function = summary.functions.get(writer_of(scope)) if summary is not None else None
         for call in function.calls if function is not None else ():
-            if (call.line, call.column) == (line, column):
+            if (call.line, call.column) == (line, column) and (name is None or call.callee.endswith(f".{name}")):
                 return self.call_targets(path, function, call, None, False)
         return []
 

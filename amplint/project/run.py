@@ -19,6 +19,7 @@ from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
 from amplint.project.reading import SUMMARY_READERS
 from amplint.project.resolve import Resolver
+from amplint.project.float32flow import float32_reads
 from amplint.project.returnflow import call_returns, dist_arguments
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
@@ -113,7 +114,7 @@ def _walk_and_report(
     contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()))
                 + tuple(arguments.get(p, ())) + covered_density_calls(loader, resolver, p)
                 + resolved_density_calls(loader, resolver, p, root, entries.get(p, ()))
-                + probability_callees(loader, resolver, p) for p in contextual}
+                + probability_callees(loader, resolver, p) + _float32_reads(loader, resolver, p) for p in contextual}
     contexts = {p: found for p, found in contexts.items() if found}
     results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
     loader.prepare_findings([(path, contexts.get(path, ())) for path in parsed])
@@ -130,3 +131,10 @@ def _walk_and_report(
         else:
             results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
     return results, {path: tuple(found) for path, found in contexts.items()}
+
+
+def _float32_reads(loader: Loader, resolver: Resolver, path: str) -> tuple:
+    """What the functions of `path` that hold sites read that is float32 on every path (`project.float32flow`)."""
+    summary = loader.summary(path) if path in loader.info else None
+    scopes = [key for key, function in (summary.functions.items() if summary is not None else ()) if function.sites]
+    return float32_reads(resolver.flow, path, scopes) if scopes else ()

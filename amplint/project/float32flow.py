@@ -1,0 +1,267 @@
+"""Which values a function reads are float32 on every path that reaches them: the dtype half of the value flow.
+
+A site's input that is a parameter, a `self.` attribute, or an attribute of a
+value that crossed calls (`d.dist` of a wrapper a head returns) is float16 or
+float32 according to what was given to it elsewhere. The file alone cannot
+tell, so such an input used to be listed as uncast even where every caller cast
+it: `DiagGaussian(mu.float(), sigma.float())` kept on `self.mu`, a wrapper
+around a `Normal` built from cast tensors, a `loss(model, x.float())`.
+
+Here each such read is followed through the project (`flow.Flow` finds the call
+sites, the classes a value may be an instance of, and the trees): a name is
+float32 when every binding and every argument given to it is; an attribute,
+when every assignment of it on the classes its owner may be is; a distribution
+built from float32 tensors is a float32 distribution; a call of a project
+function, when everything it returns is. Anything not followed (no binding
+found, a value of unknown class, a bound reached, a cycle) answers "not
+float32", so a finding stays: the answer only ever removes an input proved
+float32. The judge reads the answers as `Float32Reads` contexts (`Collector`'s
+`is_wide`).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from amplint.facts.astnodes import is_cast_call, is_number, is_wide, tensorish, transform_operands
+from amplint.facts.entry import Float32Reads
+from amplint.names import ImportTable, ast_qualnames, import_table
+from amplint.project.flow import MAX_HOPS, Flow, Function, Instance, call_argument
+from amplint.project.flowtrees import dotted, own_nodes, param_names
+from amplint.project.reaching import reaching
+from amplint.project.summary import MODULE_KEY
+from amplint.project.symbols import ClassRef
+from amplint.torchnames import distribution_name
+
+_Key = Tuple[str, ...]
+
+
+class Float32Flow:
+    """Answers "is this read float32 on every path?" over the project, memoized for the run."""
+
+    def __init__(self, flow: Flow) -> None:
+        self.flow = flow
+        self._tables: Dict[str, ImportTable] = {}
+        self._answers: Dict[_Key, bool] = {}
+        self._busy: Set[_Key] = set()
+
+    def reads(self, path: str, scope: str) -> Tuple[str, ...]:
+        """The reads of function `scope` of `path` (its parameters and locals, attributes of them and of `self`)
+        that are float32 on every path, as written (`self.mu`, `d.dist`, `x`)."""
+        tree = self.flow.tree(path)
+        node = tree.scopes.get(scope) if tree is not None else None
+        if node is None or scope == MODULE_KEY:
+            return ()
+        found: Dict[str, None] = {}
+        for read in _reads(node, set(param_names(node)) | set(tree.scope_facts(scope).bound)):  # type: ignore
+            text = ".".join(dotted(read) or ())
+            try:
+                if text and text not in found and self.expression(path, scope, read, 0):
+                    found[text] = None
+            except RecursionError:  # an expression nested past Python's stack: not proved
+                continue
+        return tuple(found)
+
+    # --- memo ----------------------------------------------------------------------------------------------
+    def _ask(self, key: _Key, hops: int, compute) -> bool:
+        if hops > MAX_HOPS or key in self._busy:
+            return False  # a bound, or a cycle: not proved
+        if key not in self._answers:
+            self._busy.add(key)
+            try:
+                self._answers[key] = compute()
+            finally:
+                self._busy.discard(key)
+        return self._answers[key]
+
+    def _table(self, path: str) -> ImportTable:
+        if path not in self._tables:
+            tree = self.flow.tree(path)
+            self._tables[path] = import_table(tree.tree) if tree is not None else import_table(ast.Module([], []))
+        return self._tables[path]
+
+    # --- expressions ---------------------------------------------------------------------------------------
+    def expression(self, path: str, scope: str, node: ast.expr, hops: int) -> bool:
+        """Is `node`, read in `scope` of `path`, a float32 tensor (or distribution, or number) on every path?"""
+        if is_number(node):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id not in ("self", "cls") and self._ask(
+                ("name", path, scope, node.id, node.lineno, node.col_offset), hops,
+                lambda: self._name(path, scope, node, hops))
+        if isinstance(node, ast.Attribute):
+            return self._attribute(path, scope, node, hops)
+        if isinstance(node, ast.Call):
+            return self._call(path, scope, node, hops)
+        if isinstance(node, (ast.Subscript, ast.Starred)):
+            return self.expression(path, scope, node.value, hops)
+        if isinstance(node, ast.UnaryOp):
+            return self.expression(path, scope, node.operand, hops)
+        if isinstance(node, ast.BinOp):
+            return not (is_number(node.left) and is_number(node.right)) and all(
+                self.expression(path, scope, side, hops) for side in (node.left, node.right))
+        if isinstance(node, ast.IfExp):
+            return all(self.expression(path, scope, arm, hops) for arm in (node.body, node.orelse))
+        return False
+
+    def _call(self, path: str, scope: str, node: ast.Call, hops: int) -> bool:
+        table = self._table(path)
+        if is_cast_call(node, table) or is_wide(node, table, lambda name: False):
+            return True  # a cast or a factory
+        if distribution_name(ast_qualnames(node.func, table)) is not None:  # a float32 distribution
+            tensors = [a for a in [*node.args, *(k.value for k in node.keywords)] if tensorish(a)]
+            return all(self.expression(path, scope, a, hops) for a in tensors)
+        operands = transform_operands(node, table)  # `x.float().clamp(min=1e-3)`, `torch.exp(x.float())`
+        if operands:
+            return all(self.expression(path, scope, a, hops) for a in operands)
+        callees = self.flow.value(path, scope, node.func, hops)
+        functions = [c for c in callees if isinstance(c, Function)]
+        return bool(functions) and len(functions) == len(callees) and all(
+            self._returns(c.path, c.key, hops + 1) for c in functions)
+
+    def _returns(self, path: str, scope: str, hops: int) -> bool:
+        def compute() -> bool:
+            tree = self.flow.tree(path)
+            node = tree.scopes.get(scope) if tree is not None else None
+            returned = tree.scope_facts(scope).returns if node is not None else []  # type: ignore[union-attr]
+            return bool(returned) and all(self.expression(path, scope, r, hops) for r in returned)
+        return self._ask(("returns", path, scope), hops, compute)
+
+    # --- names ---------------------------------------------------------------------------------------------
+    def _name(self, path: str, scope: str, read: ast.Name, hops: int) -> bool:
+        """Every binding that may reach `read` (`reaching`: in its own function; any, in the ones around it)."""
+        name = read.id
+        tree = self.flow.tree(path)
+        current: Optional[str] = scope
+        while tree is not None and current is not None and current in tree.scopes:
+            facts = tree.scope_facts(current)
+            node = tree.scopes[current]
+            bindings, killed = facts.bindings.get(name, []), False
+            if current == scope and current != MODULE_KEY:
+                bindings, killed = reaching(node, bindings, read)
+            values = list(_bound_values(bindings, name))
+            is_param = current != MODULE_KEY and name in param_names(node) and not killed
+            if values or is_param or name in facts.bound:
+                if None in values or (not values and not is_param):
+                    return False  # a `for` target, a `with` item, an import: not followed
+                return all(self.expression(path, current, v, hops) for v in values) and (  # type: ignore[arg-type]
+                    not is_param or self._parameter(path, current, name, hops + 1))
+            current = tree.parents.get(current) if current != MODULE_KEY else None
+        return False
+
+    def _parameter(self, path: str, scope: str, name: str, hops: int) -> bool:
+        """Every call site gives it a float32 value (or leaves a float32 default); at least one site is known."""
+        tree = self.flow.tree(path)
+        node = tree.scopes.get(scope) if tree is not None else None
+        if node is None or hops > MAX_HOPS:
+            return False
+        params = param_names(node)
+        method = scope.rpartition(".")[0] in tree.classes  # type: ignore[union-attr]
+        default = _default(node, name)
+        sites = self.flow.call_sites(path, scope, hops)
+        for site in sites:
+            argument = call_argument(site.call, params, name, 1 if method and site.bound else 0)
+            if argument is not None:
+                if not self.expression(site.path, site.scope, argument, hops):
+                    return False
+            elif default is None or not self.expression(path, MODULE_KEY, default, hops):
+                return False  # `*args`, `**kwargs`, or a default that is not float32
+        return bool(sites)
+
+    # --- attributes ----------------------------------------------------------------------------------------
+    def _attribute(self, path: str, scope: str, node: ast.Attribute, hops: int) -> bool:
+        owner = node.value
+        tree = self.flow.tree(path)
+        classes: List[ClassRef] = []
+        if isinstance(owner, ast.Name) and owner.id == "self" and tree is not None:
+            cls = _enclosing_class(tree, scope)
+            classes = [ClassRef(path, cls)] if cls is not None else []
+        else:
+            values = self.flow.value(path, scope, owner, hops)
+            if not values or not all(isinstance(v, Instance) for v in values):
+                return False  # a value of unknown class, a module, a function
+            classes = [v.cls for v in values]  # type: ignore[union-attr]
+        return bool(classes) and all(self._ask(("attr", c.path, c.name, node.attr), hops,
+                                               lambda c=c: self._assigned(c, node.attr, hops)) for c in classes)
+
+    def _assigned(self, cls: ClassRef, attr: str, hops: int) -> bool:
+        """Every assignment of `attr` on the classes an instance of `cls` may be is float32; at least one."""
+        resolver = self.flow.resolver
+        assignments = list(self._assignments([*resolver.mro(cls), *resolver.subclasses(cls)], attr))
+        return bool(assignments) and all(self.expression(p, s, v, hops) for p, s, v in assignments)
+
+    def _assignments(self, classes: List[ClassRef], attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
+        for ref in dict.fromkeys(classes):
+            tree = self.flow.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            if node is None:
+                continue
+            for item in node.body:
+                if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None and any(
+                        isinstance(t, ast.Name) and t.id == attr
+                        for t in (item.targets if isinstance(item, ast.Assign) else [item.target])):
+                    yield ref.path, MODULE_KEY, item.value
+            for scope, value in tree.self_attrs(ref.name).get(attr, ()):  # type: ignore[union-attr]
+                yield ref.path, scope, value
+
+
+def float32_reads(flow: Flow, path: str, scopes: List[str]) -> Tuple[Float32Reads, ...]:
+    """The `Float32Reads` of the functions `scopes` of `path` (those that hold sites), in key order."""
+    answers = Float32Flow(flow)
+    found = [(scope, answers.reads(path, scope)) for scope in sorted(scopes)]
+    return tuple(Float32Reads(scope, reads) for scope, reads in found if reads)
+
+
+def _reads(function: ast.AST, local: Set[str]) -> Iterator[ast.expr]:
+    """Names the function binds, and attribute chains rooted at one or at `self`, as read (not a method
+    called: `d.cdf` of `d.cdf(x)` is not read, `d` is)."""
+    called = set()
+    for node in own_nodes(function):
+        if isinstance(node, ast.Call):
+            called.add(id(node.func))
+    for node in own_nodes(function):
+        if id(node) in called or not isinstance(getattr(node, "ctx", None), ast.Load):
+            continue
+        parts = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if parts is not None and (parts[0] in local or parts[0] == "self") and parts != ["self"]:
+            yield node  # type: ignore[misc]
+
+
+def _bound_values(bindings, name: str) -> Iterator[Optional[ast.expr]]:
+    """The value each binding gives `name`; None for one whose value is not an expression here."""
+    for binding in bindings:
+        if isinstance(binding, (ast.Assign, ast.AnnAssign)) and binding.value is not None:
+            targets = binding.targets if isinstance(binding, ast.Assign) else [binding.target]
+            for target in targets:
+                yield from _target_value(target, binding.value, name)
+        elif isinstance(binding, ast.NamedExpr):
+            yield binding.value
+        else:
+            yield None
+
+
+def _target_value(target: ast.AST, value: ast.expr, name: str) -> Iterator[ast.expr]:
+    if isinstance(target, ast.Name):
+        if target.id == name:
+            yield value
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            for sub_target, sub_value in zip(target.elts, value.elts):
+                yield from _target_value(sub_target, sub_value, name)
+        elif any(name in {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t in target.elts):
+            yield value  # `loc, raw = out.float().chunk(2)`: an element of a float32 value
+
+
+def _default(function: ast.AST, name: str) -> Optional[ast.expr]:
+    args = function.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return next((default for arg, default in pairs if arg.arg == name), None)
+
+
+def _enclosing_class(tree, scope: str) -> Optional[str]:
+    """The class whose method `scope` is (a nested def's too: `self` is the method's)."""
+    head = scope.split(".<locals>.", 1)[0]
+    owner = head.rpartition(".")[0]
+    return owner if owner in tree.classes else None

@@ -1,0 +1,312 @@
+"""A value cast where it is made stays float32 wherever it is read: through wrappers, attributes, rebinding.
+
+The false alarms the generated projects of `benchmarks/reachgen.py` found
+(issue 50): a distribution built from cast tensors and kept in a project
+wrapper (`d.dist.log_prob`), cast tensors kept by a density class's
+constructor (`self.mu`), a name cast after it was bound (`mu = mu.float()`),
+a head that builds one of two distributions. Each case is a package whose
+step runs under CPU float16 autocast, in two twins: one casts, one does not.
+The truth is torch's: CPU autocast runs `log_prob` and `log` in their inputs'
+dtype, so the logs they take (of a scale) run in float16 exactly when the inputs
+were float16. amplint must report that twin, at the exact line, and not the other.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import write_package
+
+RUN = '''\
+import torch
+from pkg.heads import Head
+from pkg.step import step
+
+
+def main():
+    torch.manual_seed(0)
+    return step(Head(), torch.randn(8, 4), torch.randn(8, 2))
+'''
+STEP = '''\
+import torch
+from pkg.objective import objective
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return objective(model, h, y)
+'''
+BELIEF = '''\
+class Belief:
+    def __init__(self, dist):
+        self.dist = dist
+'''
+WRAPPER_HEAD = '''\
+import torch
+from torch import nn
+from torch.distributions import Normal
+from pkg.belief import Belief
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, h):
+        loc, raw = self.lin(h).chunk(2, dim=-1)
+        return Belief(Normal(loc.float(), raw.exp().float()))
+'''
+WRAPPER_OBJECTIVE = '''\
+def objective(model, h, y):
+    d = model(h)
+    return d.dist.log_prob(y).mean()
+'''
+DENSITY = '''\
+import math
+import torch
+
+
+class Density:
+    def __init__(self, mu, sigma):
+        self.mu = mu
+        self.sigma = sigma
+
+    def log_p(self, x):
+        return -0.5 * ((x - self.mu) / self.sigma) ** 2 - torch.log(self.sigma) - 0.5 * math.log(2 * math.pi)
+'''
+PARAMS_HEAD = '''\
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, h):
+        mu, raw = self.lin(h).chunk(2, dim=-1)
+        return mu, raw.exp()
+'''
+DENSITY_OBJECTIVE = '''\
+from pkg.density import Density
+
+
+def objective(model, h, y):
+    mu, sigma = model(h)
+    return Density(mu.float(), sigma.float()).log_p(y).mean()
+'''
+REBOUND_OBJECTIVE = '''\
+from pkg.density import Density
+
+
+def objective(model, h, y, cast=True):
+    mu, sigma = model(h)
+    mu, sigma = mu.float(), sigma.float()
+    return Density(mu, sigma).log_p(y).mean()
+'''
+BRANCH_OBJECTIVE = '''\
+from pkg.density import Density
+
+
+def objective(model, h, y, cast=False):
+    mu, sigma = model(h)
+    if cast:
+        mu, sigma = mu.float(), sigma.float()
+    return Density(mu, sigma).log_p(y).mean()
+'''
+TWO_FAMILIES_HEAD = '''\
+import torch
+from torch import nn
+from torch.distributions import Laplace, Normal
+
+
+class Head(nn.Module):
+    def __init__(self, family="normal"):
+        super().__init__()
+        self.family = family
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, h):
+        loc, raw = self.lin(h).chunk(2, dim=-1)
+        if self.family == "normal":
+            d = Normal(loc.float(), raw.exp().float())
+        else:
+            d = Laplace(loc.float(), raw.exp().float())
+        return d
+'''
+TWO_FAMILIES_OBJECTIVE = '''\
+def objective(model, h, y):
+    d = model(h)
+    return d.log_prob(y).mean()
+'''
+
+
+def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "run.py").write_text(RUN)
+    write_package(tmp_path, {"step.py": STEP, **files})
+    return tmp_path
+
+
+def _findings(root: Path) -> List[Tuple[str, int, int, str]]:
+    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode in (0, 1), done.stderr
+    return [(f["path"], f["line"], f["column"], f["code"]) for f in json.loads(done.stdout)]
+
+
+def _log_dtypes(root: Path) -> List[str]:
+    """The dtypes every `log` of the step ran in, run for real (`Normal.log_prob` takes the log of its scale):
+    float16 exactly when the probability code was given float16 inputs."""
+    torch = pytest.importorskip("torch")
+    from torch.overrides import TorchFunctionMode
+
+    seen: List[str] = []
+
+    class Logs(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in (torch.log, torch.Tensor.log) and args:
+                seen.append(str(args[0].dtype))
+            return func(*args, **(kwargs or {}))
+
+    sys.path.insert(0, str(root))
+    try:
+        for name in [m for m in sys.modules if m in ("pkg", "run") or m.startswith("pkg.")]:
+            del sys.modules[name]
+        main = importlib.import_module("run").main
+        with Logs():
+            main()
+        return sorted(set(seen))
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m in ("pkg", "run") or m.startswith("pkg.")]:
+            del sys.modules[name]
+
+
+def _uncast(text: str) -> str:
+    return text.replace(".float()", "")
+
+
+CASES = {
+    # name: (files of the casting twin, the finding of the twin that does not cast)
+    "wrapper": ({"belief.py": BELIEF, "heads.py": WRAPPER_HEAD, "objective.py": WRAPPER_OBJECTIVE},
+                ("pkg/objective.py", 3, 12, "AMP001")),
+    "constructor_attributes": ({"density.py": DENSITY, "heads.py": PARAMS_HEAD, "objective.py": DENSITY_OBJECTIVE},
+                               ("pkg/density.py", 11, 16, "AMP003")),
+    "rebinding": ({"density.py": DENSITY, "heads.py": PARAMS_HEAD, "objective.py": REBOUND_OBJECTIVE},
+                  ("pkg/density.py", 11, 16, "AMP003")),
+    "two_families": ({"heads.py": TWO_FAMILIES_HEAD, "objective.py": TWO_FAMILIES_OBJECTIVE},
+                     ("pkg/objective.py", 3, 12, "AMP001")),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_value_cast_where_it_is_made_is_float32_where_it_is_read(tmp_path: Path, case: str) -> None:
+    files, _ = CASES[case]
+    root = _project(tmp_path, files)
+    assert _log_dtypes(root) == ["torch.float32"]
+    assert _findings(root) == []
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_twin_that_does_not_cast_is_reported(tmp_path: Path, case: str) -> None:
+    files, expected = CASES[case]
+    root = _project(tmp_path, {name: _uncast(text) for name, text in files.items()})
+    assert "torch.float16" in _log_dtypes(root)
+    assert _findings(root) == [expected]
+
+
+@pytest.mark.torch
+def test_a_cast_in_one_branch_does_not_reach_past_it(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"density.py": DENSITY, "heads.py": PARAMS_HEAD, "objective.py": BRANCH_OBJECTIVE})
+    assert "torch.float16" in _log_dtypes(root)
+    assert _findings(root) == [("pkg/density.py", 11, 16, "AMP003")]
+
+
+@pytest.mark.torch
+def test_one_family_built_from_float16_is_reported_and_named(tmp_path: Path) -> None:
+    head = TWO_FAMILIES_HEAD.replace("Laplace(loc.float(), raw.exp().float())", "Laplace(loc, raw.exp())")
+    root = _project(tmp_path, {"heads.py": head, "objective.py": TWO_FAMILIES_OBJECTIVE})
+    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    findings = json.loads(done.stdout)
+    assert [(f["path"], f["line"], f["code"]) for f in findings] == [("pkg/objective.py", 3, "AMP001")]
+    assert "`loc`, `raw.exp()`" in findings[0]["message"] and "pkg/heads.py:17" in findings[0]["message"]
+
+
+# Reaching definitions: what the parameters of `Density` hold depends on which bindings of `mu` and `sigma`
+# reach the call. Each body runs; `reported` is what torch computes in (a float16 log: reported).
+BODIES = {
+    "if_else_both_cast": (False, '''\
+    if mode == "a":
+        mu, sigma = mu.float(), sigma.float()
+    else:
+        mu, sigma = mu.float() * 1.0, sigma.float() * 1.0
+'''),
+    "conditional_expression": (True, '''\
+    mu = mu.float() if mode == "b" else mu
+'''),
+    "try_except_both_cast": (False, '''\
+    try:
+        mu, sigma = mu.float(), sigma.float()
+    except RuntimeError:
+        mu, sigma = mu.double().float(), sigma.double().float()
+'''),
+    "a_later_arm_undoes_the_cast": (True, '''\
+    try:
+        mu, sigma = mu.float(), sigma.float()
+    except RuntimeError:
+        pass
+    if mode == "a":
+        sigma = sigma.half()
+'''),
+    "match_every_arm_casts": (False, '''\
+    match mode:
+        case "a":
+            mu, sigma = mu.float(), sigma.float()
+        case _:
+            mu, sigma = mu.float() + 0.0, sigma.float() + 0.0
+'''),
+    "match_without_catch_all": (True, '''\
+    match mode:
+        case "b":
+            mu, sigma = mu.float(), sigma.float()
+'''),
+    "loop_casts_before_the_read": (False, '''\
+    total = 0.0
+    for _ in range(2):
+        mu, sigma = mu.float(), sigma.float()
+        total = total + Density(mu, sigma).log_p(y).mean()
+'''),
+    "loop_casts_after_the_read": (True, '''\
+    total = 0.0
+    for _ in range(2):
+        total = total + Density(mu, sigma).log_p(y).mean()
+        mu, sigma = mu.float(), sigma.float()
+'''),
+}
+
+
+def _body_objective(body: str) -> str:
+    tail = "    return total\n" if "total" in body else "    return Density(mu, sigma).log_p(y).mean()\n"
+    return ("from pkg.density import Density\n\n\ndef objective(model, h, y, mode=\"a\"):\n"
+            "    mu, sigma = model(h)\n" + body + tail)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_the_bindings_that_reach_the_call_decide(tmp_path: Path, name: str) -> None:
+    reported, body = BODIES[name]
+    root = _project(tmp_path, {"density.py": DENSITY, "heads.py": PARAMS_HEAD, "objective.py": _body_objective(body)})
+    assert ("torch.float16" in _log_dtypes(root)) is reported
+    assert _findings(root) == ([("pkg/density.py", 11, 16, "AMP003")] if reported else [])
