@@ -39,6 +39,7 @@ ELEMENTWISE_METHODS = frozenset(
         "clamp", "clamp_min", "clamp_max", "clip", "log", "log1p", "expm1", "neg", "reciprocal",
         "pow", "relu", "contiguous", "squeeze", "unsqueeze", "view", "reshape", "expand", "expand_as",
         "transpose", "permute", "detach", "clone", "chunk", "split", "flatten", "add", "mul", "sub", "div",
+        "unbind", "tensor_split", "narrow", "select", "neg",
         # Reductions: float32 in, float32 out (CUDA autocast widens `sum`/`prod`, never narrows).
         "mean", "sum", "amax", "amin", "cumsum", "std", "var",
     }
@@ -50,6 +51,9 @@ ELEMENTWISE_FUNCTIONS = frozenset(
         "torch.nn.functional.softplus", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
         "torch.nn.functional.sigmoid", "torch.nn.functional.elu", "torch.nn.functional.relu",
         "torch.nn.functional.tanh", "torch.squeeze", "torch.unsqueeze", "torch.reshape",
+        # Views and splits: `loc, s = torch.chunk(out.float(), 2, dim=-1)` are float32 halves.
+        "torch.chunk", "torch.split", "torch.tensor_split", "torch.unbind", "torch.flatten", "torch.transpose",
+        "torch.permute", "torch.narrow", "torch.select", "torch.neg", "torch.mean", "torch.sum",
     }
 )
 ARITHMETIC_METHODS = frozenset({"add", "mul", "sub", "div"})

@@ -20,6 +20,7 @@ SHAPES = {
     "log-of-prob": "a log of probabilities",
     "log-sum-exp": "a log-softmax written out (log of a sum of exps)",
     "gaussian": "a Gaussian log-density written out",
+    "laplace": "a Laplace log-density written out",
     LGAMMA: "a log-gamma normaliser (`lgamma`) written out",
     LOG_PARAMETER: "a log-density in log-parameter form (a tensor beside its `exp`) written out",
 }
@@ -146,6 +147,14 @@ def entropy(head, x):
         "not rewritten: cast the tensors it reads to float32 by hand, or use `torch.distributions`."
     ),
     valid=(
+        # The Laplace NLL of the INVALID cases with the head's output cast: float32 throughout.
+        """
+import torch
+with torch.autocast("cpu", dtype=torch.float16):
+    mu, raw = head(x).float().chunk(2, dim=-1)
+    b = 1e-3 * torch.sigmoid(raw)
+    nll = (torch.abs(y.float() - mu) / b + torch.log(2 * b)).sum(-1)
+""",
         # The fused primitive.
         """
 import torch
@@ -219,6 +228,19 @@ with torch.autocast("cpu", dtype=torch.float16):
 """,
             4,
             16,
+        ),
+        # A Laplace NLL: `|y - mu| / b` beside `log(2 * b)`; a `1e-3 * sigmoid` scale rounds to 0 in float16
+        # once `raw` < -10.4: `log(0)` is -inf.
+        Invalid(
+            """
+import torch
+with torch.autocast("cpu", dtype=torch.float16):
+    mu, raw = head(x).chunk(2, dim=-1)
+    b = 1e-3 * torch.sigmoid(raw)
+    nll = (torch.abs(y.float() - mu) / b + torch.log(2 * b)).sum(-1)
+""",
+            5,
+            12,
         ),
         # A VAE's KL in log-variance form: no log to see, and `logvar.exp()` is inf above 11.1.
         Invalid(

@@ -90,7 +90,7 @@ class MathSites:
                 return None  # one site per written sum, not one per sub-sum
             env = self._env(function, owner)
             self._claimed.update(id(inner) for inner in shapes.inner_sums(node, env))
-            operands = shapes.gaussian(node, env) or log_parameter_form(node, env)
+            operands = shapes.gaussian(node, env) or shapes.laplace(node, env) or log_parameter_form(node, env)
             return None if operands is None else list(operands)
         return None
 

@@ -25,6 +25,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from amplint.facts import astnodes as nodes
 from amplint.facts.astmathenv import Env
 from amplint.facts.mathnames import (
+    ABS_FUNCTIONS, ABS_METHODS,
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
     PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS,
     SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
@@ -371,12 +372,22 @@ def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
 
 def gaussian(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
     """`probmath.gaussian`: a sum with a squared tensor term beside a log term: its tensor operands, else None."""
+    return _density_sum(node, env, _is_square_of_tensor)
+
+
+def laplace(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
+    """`probmath.laplace`: a sum with a tensor's magnitude beside a log term: its tensor operands, else None."""
+    return _density_sum(node, env, _is_abs_of_tensor)
+
+
+def _density_sum(node: ast.expr, env: Env,
+                 deviation: Callable[[ast.expr, Env], bool]) -> Optional[Tuple[ast.expr, ...]]:
     if not is_additive(node):
         return None
     terms = list(additive_terms(node, env))
     if len(terms) < 2:
         return None
-    squares = [t for t in terms if _has(t, env, _is_square_of_tensor)]
+    squares = [t for t in terms if _has(t, env, deviation)]
     if not squares:
         return None
     logs = [t for t in terms if _has(t, env, _is_log_term)]
@@ -460,6 +471,18 @@ def _is_square_of_tensor(node: ast.expr, env: Env) -> bool:
             positional = [a.value for a in nodes.call_args(call) if a.keyword is None]
             if _matches(call.func, SQUARE_FUNCTIONS, env) or (len(positional) == 2 and _number(positional[1]) == 2):
                 base = positional[0] if positional else None
+    return base is not None and _number(base) is None
+
+
+def _is_abs_of_tensor(node: ast.expr, env: Env) -> bool:
+    """`probmath._is_abs_of_tensor`: `torch.abs(y - mu)`, `(y - mu).abs()`, `abs(d)`."""
+    if type(node) is not ast.Call:
+        return False
+    if _method(node, ABS_METHODS, env) is not None:
+        base: Optional[ast.expr] = _receiver(node)
+    else:
+        call = _function(node, ABS_FUNCTIONS, env)
+        base = _first_arg(call) if call is not None else None
     return base is not None and _number(base) is None
 
 

@@ -32,6 +32,8 @@ KEEPS_PROB_FUNCTIONS = frozenset({"torch.mean", "torch.gather", "torch.index_sel
                                   "torch.unsqueeze"})
 FLOOR_METHODS = frozenset({"clamp", "clip", "clamp_min", "clamp_"})
 FLOOR_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.clamp_min", "torch.maximum", "torch.max"})
+ABS_METHODS = frozenset({"abs"})
+ABS_FUNCTIONS = frozenset({"torch.abs", "abs", "torch.absolute"})
 SQUARE_METHODS = frozenset({"square"})
 SQUARE_FUNCTIONS = frozenset({"torch.square"})
 POW_METHODS = frozenset({"pow"})

@@ -119,14 +119,16 @@ def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
 
 
 def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
-    """A sum with a squared tensor term and a log term: a Gaussian log-density or KL written out."""
+    """A sum with a squared tensor term (or a magnitude) and a log term: a Gaussian (or Laplace) log-density or
+    KL written out."""
     assert isinstance(node, cst.BinaryOperation)
     if id(node) in ctx.claimed_sums or ctx.inside_site(node):
         return None  # one site per written sum, not one per sub-sum
     _claim(node, ctx.claimed_sums)
     env = ctx.math_env()
-    found = probmath.gaussian(node, env)
-    method = "gaussian"
+    found, method = probmath.gaussian(node, env), "gaussian"
+    if found is None:
+        found, method = probmath.laplace(node, env), "laplace"
     if found is None:
         found, method = log_parameter_form(node, env), LOG_PARAMETER
     if found is None:

@@ -26,6 +26,7 @@ from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _f
 from amplint.facts.mathcalls import method_call as _method, receiver as _receiver
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
+    ABS_FUNCTIONS, ABS_METHODS,
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
     PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
     SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
@@ -121,9 +122,10 @@ def _site(node: cst.BaseExpression, env: Env) -> Optional[InlineSite]:
         if is_prob(inner, env):
             return InlineSite(node, "log-of-prob", tuple(leaves(inner, env)), epsilon)
         return None
-    found = gaussian(node, env)
-    if found is not None:
-        return InlineSite(node, "gaussian", found[0], anchor=found[1])
+    for shape, recognize in (("gaussian", gaussian), ("laplace", laplace)):
+        found = recognize(node, env)
+        if found is not None:
+            return InlineSite(node, shape, found[0], anchor=found[1])
     return None
 
 
@@ -411,10 +413,24 @@ def additive_terms(node: cst.BaseExpression, root: bool = True) -> Iterator[cst.
 def gaussian(node: cst.BaseExpression, env: Env
              ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
     """A sum with a squared tensor term beside a log term: (its tensor operands, where it starts), else None."""
-    if not is_additive(node):
-        return None
-    terms = list(additive_terms(node))
-    if len(terms) < 2 or not _gaussian_terms(terms, env):
+    return _density_sum(node, env, _is_square_of_tensor)
+
+
+def laplace(node: cst.BaseExpression, env: Env
+            ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
+    """A sum with a tensor's magnitude beside a log term (`abs(y - mu) / b + log(2 * b)`): a Laplace
+    log-density written out, whose `|y - mu| / b` overflows float16 for small scales as a square does."""
+    return _density_sum(node, env, _is_abs_of_tensor)
+
+
+def _density_sum(node: cst.BaseExpression, env: Env, deviation: Callable[[cst.BaseExpression, Env], bool]
+                 ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
+    """A deviation term (`deviation`: squared, or a magnitude) beside a log term (a tensor log or the
+    log(2*pi) constant) in one sum: (its tensor operands, where it starts), else None."""
+    terms = list(additive_terms(node)) if is_additive(node) else []
+    squares = [t for t in terms if _has(t, env, deviation)] if len(terms) > 1 else []
+    logs = [t for t in terms if _has(t, env, _is_log_term)] if squares else []  # most sums: no search
+    if not any(square is not log for square in squares for log in logs):
         return None
     return tuple(op for term in terms for op in leaves(term, env)), first_sum(node)
 
@@ -436,15 +452,6 @@ def first_sum(node: cst.BaseExpression) -> cst.BaseExpression:
 def _first_leaf(node: cst.BaseExpression) -> cst.BaseExpression:
     """For a parenthesised sum whose first term is not a sum: that first term."""
     return next(additive_terms(node))
-
-
-def _gaussian_terms(terms: List[cst.BaseExpression], env: Env) -> bool:
-    """A squared tensor term beside a log term (a tensor log or the log(2*pi) constant) in one sum."""
-    squares = [t for t in terms if _has(t, env, _is_square_of_tensor)]
-    if not squares:  # most sums: their logs need no search
-        return False
-    logs = [t for t in terms if _has(t, env, _is_log_term)]
-    return any(square is not log for square in squares for log in logs)
 
 
 def _has(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool],
@@ -495,6 +502,18 @@ def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
             if env.imports.matches(call.func, SQUARE_FUNCTIONS) or (
                     len(positional) == 2 and _number(positional[1]) == 2):
                 base = positional[0] if positional else None
+    return base is not None and _number(base) is None
+
+
+def _is_abs_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
+    """`torch.abs(y - mu)`, `(y - mu).abs()`, `abs(d)`: a tensor's magnitude."""
+    if type(node) is not cst.Call:
+        return False
+    if _method(node, ABS_METHODS, env) is not None:
+        base: Optional[cst.BaseExpression] = _receiver(node)  # type: ignore[arg-type]
+    else:
+        call = _function(node, ABS_FUNCTIONS, env)
+        base = _first_arg(call) if call is not None else None
     return base is not None and _number(base) is None
 
 
