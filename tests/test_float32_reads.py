@@ -148,11 +148,48 @@ def objective(model, h, y):
     return d.log_prob(y).mean()
 '''
 
+NORMAL_HEAD = '''\
+import torch
+from torch import nn
+from torch.distributions import Normal
 
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, h):
+        loc, raw = self.lin(h).chunk(2, dim=-1)
+        return Normal(loc.float(), raw.exp().float())
+'''
+REWRAPPED_OBJECTIVE = '''\
+from pkg.belief import Belief
+
+
+def objective(model, h, y):
+    d = model(h)
+    d = Belief(d)
+    return d.dist.log_prob(y).mean()
+'''
+BUNDLE_STEP = '''\
+import torch
+from pkg.objective import objective
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return objective({"policy": model}, h, y)
+'''
+BUNDLE_OBJECTIVE = '''\
+def objective(bundle, h, y):
+    net = bundle.get("policy")
+    return net(h).log_prob(y).mean()
+'''
 def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "run.py").write_text(RUN)
-    write_package(tmp_path, {"step.py": STEP, **files})
+    write_package(tmp_path, {"step.py": STEP, **files})  # a case's own `step.py` replaces this one
     return tmp_path
 
 
@@ -205,6 +242,12 @@ CASES = {
                   ("pkg/density.py", 11, 16, "AMP003")),
     "two_families": ({"heads.py": TWO_FAMILIES_HEAD, "objective.py": TWO_FAMILIES_OBJECTIVE},
                      ("pkg/objective.py", 3, 12, "AMP001")),
+    # `d = Belief(d)` reads the `d` bound before it.
+    "rewrapped": ({"belief.py": BELIEF, "heads.py": NORMAL_HEAD, "objective.py": REWRAPPED_OBJECTIVE},
+                  ("pkg/objective.py", 7, 12, "AMP001")),
+    # A model handed over in a dict and taken out with `.get`.
+    "dict_get": ({"heads.py": NORMAL_HEAD, "objective.py": BUNDLE_OBJECTIVE, "step.py": BUNDLE_STEP},
+                 ("pkg/objective.py", 3, 12, "AMP001")),
 }
 
 

@@ -26,7 +26,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from amplint.facts.astnodes import is_cast_call, is_number, is_wide, tensorish, transform_operands
 from amplint.facts.entry import Float32Reads
 from amplint.names import ImportTable, ast_qualnames, import_table
-from amplint.project.flow import MAX_HOPS, Flow, Function, Instance, call_argument
+from amplint.project.flow import MAX_HOPS, BoundMethod, Flow, Function, Instance, call_argument
 from amplint.project.flowtrees import dotted, own_nodes, param_names
 from amplint.project.reaching import reaching
 from amplint.project.summary import MODULE_KEY
@@ -115,9 +115,23 @@ class Float32Flow:
         if operands:
             return all(self.expression(path, scope, a, hops) for a in operands)
         callees = self.flow.value(path, scope, node.func, hops)
-        functions = [c for c in callees if isinstance(c, Function)]
-        return bool(functions) and len(functions) == len(callees) and all(
-            self._returns(c.path, c.key, hops + 1) for c in functions)
+        targets = [target for callee in callees for target in self._runs(callee)]
+        return bool(targets) and None not in targets and all(
+            self._returns(t[0], t[1], hops + 1) for t in targets)  # type: ignore[index]
+
+    def _runs(self, callee) -> List[Optional[Tuple[str, str]]]:
+        """(path, key) of each function calling `callee` runs: itself, a module's `forward`, a bound method;
+        None for a callee whose code is not known (a class: its instance is no tensor)."""
+        resolver = self.flow.resolver
+        if isinstance(callee, Function):
+            return [(callee.path, callee.key)]
+        if isinstance(callee, Instance):
+            found = resolver.instance_call(callee.cls, callee.exact, True)
+        elif isinstance(callee, BoundMethod):
+            found = resolver.method(callee.owner.cls, callee.name, callee.owner.exact, True)
+        else:
+            return [None]
+        return [(t.path, t.key) for t in found] or [None]
 
     def _returns(self, path: str, scope: str, hops: int) -> bool:
         def compute() -> bool:

@@ -62,6 +62,7 @@ SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double",
 WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel", "DDP", "FullyShardedDataParallel",
                             "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper"})
 CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
+ELEMENT_READS = frozenset({"get", "pop", "setdefault"})  # a container's methods that return one of its elements
 
 
 # The resolver's own symbols serve as values: an instance of a class, a function, a module.
@@ -274,6 +275,10 @@ class Flow:
             return frozenset(v for v in self.value(path, scope, func.value, hops) if isinstance(v, Instance))
         if name in WRAPPING_CALLS and node.args:
             return frozenset(v for v in self.value(path, scope, node.args[0], hops) if isinstance(v, Instance))
+        if isinstance(func, ast.Attribute) and name in ELEMENT_READS:  # `bundle.get("policy")`, `d.pop(k, None)`
+            held = elements(self.value(path, scope, func.value, hops))
+            if held:
+                return held | frozenset(v for default in node.args[1:2] for v in self.value(path, scope, default, hops))
         if name in CONTAINERS:
             if not node.args:
                 return _NONE

@@ -40,8 +40,9 @@ def reaching(function: ast.AST, bindings: Sequence[ast.AST], read: ast.AST) -> T
             break
         if depth > 0 and isinstance(chain[depth - 1][0][chain[depth - 1][1]], _LOOPS):
             return list(bindings), False  # the read's loop binds it later, or not on every pass
-    floor = _start(kill) if kill is not None else (0, 0)
-    return [b for b in bindings if floor <= _start(b) < _start(read)], kill is not None
+    floor, at = _start(kill) if kill is not None else (0, 0), _start(read)
+    # `q = Wrapper(q)` reads the `q` bound before it: a binding that holds the read is not yet made
+    return [b for b in bindings if floor <= _start(b) < at and not at <= _end(b)], kill is not None
 
 
 def _kills(stmt: ast.stmt, own: Set[int]) -> bool:
