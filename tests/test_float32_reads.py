@@ -42,26 +42,25 @@ def step(model, h, y):
     with torch.autocast("cpu", dtype=torch.float16):
         return objective(model, h, y)
 '''
+def _head(imports: str, returned: str) -> str:
+    """A head module: a Linear whose output's halves `forward` returns as `returned`."""
+    return ("import torch\nfrom torch import nn\n" + "".join(f"{line}\n" for line in imports.splitlines()) +
+            "\n\nclass Head(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(4, 4)\n\n"
+            "    def forward(self, h):\n        loc, raw = self.lin(h).chunk(2, dim=-1)\n"
+            f"        return {returned}\n")
+
+
+WRAPPER_HEAD = _head("from torch.distributions import Normal\nfrom pkg.belief import Belief",
+                     "Belief(Normal(loc.float(), raw.exp().float()))")
+PARAMS_HEAD = _head("", "loc, raw.exp()")
+NORMAL_HEAD = _head("from torch.distributions import Normal", "Normal(loc.float(), raw.exp().float())")
+
+
 BELIEF = '''\
 class Belief:
     def __init__(self, dist):
         self.dist = dist
-'''
-WRAPPER_HEAD = '''\
-import torch
-from torch import nn
-from torch.distributions import Normal
-from pkg.belief import Belief
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, h):
-        loc, raw = self.lin(h).chunk(2, dim=-1)
-        return Belief(Normal(loc.float(), raw.exp().float()))
 '''
 WRAPPER_OBJECTIVE = '''\
 def objective(model, h, y):
@@ -80,20 +79,6 @@ class Density:
 
     def log_p(self, x):
         return -0.5 * ((x - self.mu) / self.sigma) ** 2 - torch.log(self.sigma) - 0.5 * math.log(2 * math.pi)
-'''
-PARAMS_HEAD = '''\
-import torch
-from torch import nn
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, h):
-        mu, raw = self.lin(h).chunk(2, dim=-1)
-        return mu, raw.exp()
 '''
 DENSITY_OBJECTIVE = '''\
 from pkg.density import Density
@@ -148,21 +133,6 @@ def objective(model, h, y):
     return d.log_prob(y).mean()
 '''
 
-NORMAL_HEAD = '''\
-import torch
-from torch import nn
-from torch.distributions import Normal
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, h):
-        loc, raw = self.lin(h).chunk(2, dim=-1)
-        return Normal(loc.float(), raw.exp().float())
-'''
 REWRAPPED_OBJECTIVE = '''\
 from pkg.belief import Belief
 

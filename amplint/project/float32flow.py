@@ -52,15 +52,15 @@ class Float32Flow:
         node = tree.scopes.get(scope) if tree is not None else None
         if node is None or scope == MODULE_KEY:
             return ()
-        found: Dict[str, None] = {}
+        proved: Dict[str, bool] = {}  # a text is proved when every read of it is (`mu32` before and after
         for read in _reads(node, set(param_names(node)) | set(tree.scope_facts(scope).bound)):  # type: ignore
-            text = ".".join(dotted(read) or ())
-            try:
-                if text and text not in found and self.expression(path, scope, read, 0):
-                    found[text] = None
-            except RecursionError:  # an expression nested past Python's stack: not proved
-                continue
-        return tuple(found)
+            text = ".".join(dotted(read) or ())  # `mu32 = head(mu32)` is two values under one name)
+            if text and proved.get(text, True):
+                try:
+                    proved[text] = self.expression(path, scope, read, 0)
+                except RecursionError:  # an expression nested past Python's stack: not proved
+                    proved[text] = False
+        return tuple(sorted(text for text, ok in proved.items() if ok))
 
     # --- memo ----------------------------------------------------------------------------------------------
     def _ask(self, key: _Key, hops: int, compute) -> bool:
