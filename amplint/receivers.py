@@ -350,9 +350,9 @@ class Receivers:
     def import_time_object(self, receiver: cst.BaseExpression) -> bool:
         """`scipy.stats.beta`, `priors.PRIOR`: an object an imported module holds, made when it was imported,
         outside any autocast region; not a float16 distribution unless a distributions package names it."""
-        names = self.imports.qualnames(receiver) if dotted_name(receiver) is not None else frozenset()
-        root = dotted_name(receiver).split(".", 1)[0] if names else ""
-        return root in self.imports.bindings and not any(
+        text = dotted_name(receiver)
+        names = self.imports.qualnames_of(text) if text is not None else frozenset()
+        return text is not None and text.split(".", 1)[0] in self.imports.bindings and not any(
             dtypes.distribution_class(receiver, self.imports, self.extra) or f"{n}.".startswith(DISTRIBUTION_PACKAGES)
             for n in names)
 

@@ -59,7 +59,7 @@ class Env:
         if self._function is None or name not in self._bindings():
             return False
         if self._params is None:
-            self._params = frozenset(param for param, _ in _parameters(self._function))
+            self._params = frozenset(param for param, _ in parameters(self._function))
         return name not in self._params
 
     def parenthesized(self, node: ast.expr) -> bool:
@@ -93,7 +93,7 @@ def class_attributes(class_node: Optional[ast.ClassDef]) -> Callable[[], Binding
     return read
 
 
-def _parameters(function: Function) -> Iterator[Tuple[str, Optional[ast.expr]]]:
+def parameters(function: Function) -> Iterator[Tuple[str, Optional[ast.expr]]]:
     """Each named parameter with its default (`mathenv._params`: not `*args` or `**kwargs`)."""
     args = function.args
     positional = [*args.posonlyargs, *args.args]
@@ -106,7 +106,7 @@ def _bindings(function: Function, augmented: Set[int]) -> Bindings:
     """The function's bindings; the operations made for `x op= value` go in `augmented` (they stay alive in the
     bindings, so their ids do not change)."""
     found: Bindings = {}
-    for name, default in _parameters(function):
+    for name, default in parameters(function):
         if default is not None:
             found.setdefault(name, []).append(default)
     for node in statements_of(function.body):
@@ -136,7 +136,7 @@ def _attribute_bindings(class_node: ast.ClassDef) -> Bindings:
     for method in class_node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        defaults = dict(_parameters(method))
+        defaults = dict(parameters(method))
         for node in statements_of(method.body):
             if not isinstance(node, ast.Assign):
                 continue

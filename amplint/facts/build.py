@@ -63,10 +63,7 @@ def _drop_non_distributions(collector: Collector) -> None:
             if receivers is None:
                 receivers = Receivers(collector.module, collector.imports, collector.class_defs,
                                       collector.options.extend_distributions)
-            root = dotted_name(site.call.func.value)
-            local = root is not None and any(root.split(".")[0] in s.bound for s in _scope_chain(scope) if s.parent)
-            if site.kind == DISTRIBUTION and site.call.func.attr.value in SITE_METHODS and not local and \
-                    receivers.import_time_object(site.call.func.value):
+            if _import_time_receiver(site, scope, receivers):
                 scope.sites.remove(site)
                 continue
             chain = [s.node for s in _scope_chain(scope) if s.node is not None]
@@ -76,6 +73,16 @@ def _drop_non_distributions(collector: Collector) -> None:
             scope.sites.remove(site)
             for callee in callees:
                 _call_method(collector.scopes, receivers, scope, site, callee)
+
+
+def _import_time_receiver(site: Site, scope: Scope, receivers: Receivers) -> bool:
+    """`scipy.stats.beta.cdf(x)`: a distribution method's receiver an imported module holds
+    (`Receivers.import_time_object`), its root not rebound in the functions around the site."""
+    if site.kind != DISTRIBUTION or site.call.func.attr.value not in SITE_METHODS:
+        return False
+    root = (dotted_name(site.call.func.value) or "").split(".")[0]
+    return not any(root in each.bound for each in _scope_chain(scope) if each.parent) and \
+        receivers.import_time_object(site.call.func.value)
 
 
 def _drop_densities_with_sites(scopes: Dict[str, Scope]) -> None:

@@ -23,10 +23,11 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from amplint.facts.astnodes import is_cast_call, is_number, is_wide, tensorish, transform_operands
+from amplint.facts.astmathenv import parameters
+from amplint.facts.astnodes import is_number, is_wide, tensorish, transform_operands
 from amplint.facts.entry import Float32Reads
 from amplint.names import ImportTable, ast_qualnames, import_table
-from amplint.project.flow import MAX_HOPS, BoundMethod, Flow, Function, Instance, call_argument
+from amplint.project.flow import MAX_HOPS, Flow, Instance, call_argument
 from amplint.project.flowtrees import dotted, own_nodes, param_names
 from amplint.project.reaching import reaching
 from amplint.project.summary import MODULE_KEY
@@ -53,7 +54,7 @@ class Float32Flow:
         if node is None or scope == MODULE_KEY:
             return ()
         proved: Dict[str, bool] = {}  # a text is proved when every read of it is (`mu32` before and after
-        for read in _reads(node, set(param_names(node)) | set(tree.scope_facts(scope).bound)):  # type: ignore
+        for read in _reads(node, tree.scope_facts(scope).bound):  # type: ignore[union-attr]
             text = ".".join(dotted(read) or ())  # `mu32 = head(mu32)` is two values under one name)
             if text and proved.get(text, True):
                 try:
@@ -106,7 +107,7 @@ class Float32Flow:
 
     def _call(self, path: str, scope: str, node: ast.Call, hops: int) -> bool:
         table = self._table(path)
-        if is_cast_call(node, table) or is_wide(node, table, lambda name: False):
+        if is_wide(node, table, lambda name: False):
             return True  # a cast or a factory
         if distribution_name(ast_qualnames(node.func, table)) is not None:  # a float32 distribution
             tensors = [a for a in [*node.args, *(k.value for k in node.keywords)] if tensorish(a)]
@@ -114,24 +115,9 @@ class Float32Flow:
         operands = transform_operands(node, table)  # `x.float().clamp(min=1e-3)`, `torch.exp(x.float())`
         if operands:
             return all(self.expression(path, scope, a, hops) for a in operands)
-        callees = self.flow.value(path, scope, node.func, hops)
-        targets = [target for callee in callees for target in self._runs(callee)]
-        return bool(targets) and None not in targets and all(
-            self._returns(t[0], t[1], hops + 1) for t in targets)  # type: ignore[index]
-
-    def _runs(self, callee) -> List[Optional[Tuple[str, str]]]:
-        """(path, key) of each function calling `callee` runs: itself, a module's `forward`, a bound method;
-        None for a callee whose code is not known (a class: its instance is no tensor)."""
-        resolver = self.flow.resolver
-        if isinstance(callee, Function):
-            return [(callee.path, callee.key)]
-        if isinstance(callee, Instance):
-            found = resolver.instance_call(callee.cls, callee.exact, True)
-        elif isinstance(callee, BoundMethod):
-            found = resolver.method(callee.owner.cls, callee.name, callee.owner.exact, True)
-        else:
-            return [None]
-        return [(t.path, t.key) for t in found] or [None]
+        runs = [self.flow.runs(callee) for callee in self.flow.value(path, scope, node.func, hops)]
+        return bool(runs) and all(runs) and all(  # each callee runs known functions (a class: no tensor)
+            self._returns(at, key, hops + 1) for each in runs for at, key in each)  # type: ignore[union-attr]
 
     def _returns(self, path: str, scope: str, hops: int) -> bool:
         def compute() -> bool:
@@ -200,23 +186,8 @@ class Float32Flow:
 
     def _assigned(self, cls: ClassRef, attr: str, hops: int) -> bool:
         """Every assignment of `attr` on the classes an instance of `cls` may be is float32; at least one."""
-        resolver = self.flow.resolver
-        assignments = list(self._assignments([*resolver.mro(cls), *resolver.subclasses(cls)], attr))
+        assignments = list(self.flow.attr_assignments(cls, attr))
         return bool(assignments) and all(self.expression(p, s, v, hops) for p, s, v in assignments)
-
-    def _assignments(self, classes: List[ClassRef], attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
-        for ref in dict.fromkeys(classes):
-            tree = self.flow.tree(ref.path)
-            node = tree.classes.get(ref.name) if tree is not None else None
-            if node is None:
-                continue
-            for item in node.body:
-                if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None and any(
-                        isinstance(t, ast.Name) and t.id == attr
-                        for t in (item.targets if isinstance(item, ast.Assign) else [item.target])):
-                    yield ref.path, MODULE_KEY, item.value
-            for scope, value in tree.self_attrs(ref.name).get(attr, ()):  # type: ignore[union-attr]
-                yield ref.path, scope, value
 
 
 def float32_reads(flow: Flow, path: str, scopes: List[str]) -> Tuple[Float32Reads, ...]:
@@ -267,11 +238,7 @@ def _target_value(target: ast.AST, value: ast.expr, name: str) -> Iterator[ast.e
 
 
 def _default(function: ast.AST, name: str) -> Optional[ast.expr]:
-    args = function.args  # type: ignore[attr-defined]
-    positional = [*args.posonlyargs, *args.args]
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-    return next((default for arg, default in pairs if arg.arg == name), None)
+    return next((default for param, default in parameters(function) if param == name), None)  # type: ignore
 
 
 def _enclosing_class(tree, scope: str) -> Optional[str]:

@@ -296,13 +296,22 @@ class Flow:
         for callee in self.value(path, scope, func, hops):
             if isinstance(callee, ClassValue):
                 found.add(Instance(callee.cls, True))
-            elif isinstance(callee, Function):
-                found.update(self.returns(callee.path, callee.key, hops + 1))
-            elif isinstance(callee, (Instance, BoundMethod)):  # `policy(h)` runs `forward`; `fn(x)` the method
-                targets = self.resolver.instance_call(callee.cls, callee.exact, True) if isinstance(
-                    callee, Instance) else self.resolver.method(callee.owner.cls, callee.name, callee.owner.exact, True)
-                found.update(v for t in targets for v in self.returns(t.path, t.key, hops + 1))
+            else:
+                found.update(v for at, key in self.runs(callee) or () for v in self.returns(at, key, hops + 1))
         return frozenset(found)
+
+    def runs(self, callee: Value) -> Optional[List[Tuple[str, str]]]:
+        """(path, key) of each function a call of `callee` runs: itself, a module's `forward` (or `__call__`),
+        a bound method; None for a callee that is no function's (a class, a module, a container)."""
+        if isinstance(callee, Function):
+            return [(callee.path, callee.key)]
+        if isinstance(callee, Instance):
+            targets = self.resolver.instance_call(callee.cls, callee.exact, True)
+        elif isinstance(callee, BoundMethod):
+            targets = self.resolver.method(callee.owner.cls, callee.name, callee.owner.exact, True)
+        else:
+            return None
+        return [(t.path, t.key) for t in targets]
 
     def _absolute_module(self, path: str, dotted_name: str) -> Values:
         return frozenset(Module(p) for p, rest in self.resolver.modules.locate(path, dotted_name, None) if not rest)
@@ -348,8 +357,13 @@ class Flow:
         return self._ask(("attr", cls, attr), hops, lambda: self._attr_values(cls, attr, hops))
 
     def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
-        found: Set[Value] = set()
-        for ref in [*self.resolver.mro(cls), *self.resolver.subclasses(cls)]:
+        return frozenset(v for path, scope, value in self.attr_assignments(cls, attr)
+                         for v in self.value(path, scope, value, hops))
+
+    def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
+        """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class bodies
+        (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses."""
+        for ref in dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]):
             tree = self.tree(ref.path)
             node = tree.classes.get(ref.name) if tree is not None else None
             if node is None:
@@ -358,10 +372,9 @@ class Flow:
                 if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None:
                     targets = item.targets if isinstance(item, ast.Assign) else [item.target]
                     if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
-                        found.update(self.value(ref.path, MODULE_KEY, item.value, hops))
+                        yield ref.path, MODULE_KEY, item.value
             for scope, value in tree.self_attrs(ref.name).get(attr, ()):  # type: ignore[union-attr]
-                found.update(self.value(ref.path, scope, value, hops))
-        return frozenset(found)
+                yield ref.path, scope, value
 
     # --- parameters: the join over call sites ----------------------------------------------------------
     def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:

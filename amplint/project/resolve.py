@@ -439,9 +439,9 @@ class Resolver:
             mark = self._doubts.mark()
             classes = self.class_of(path, text)
             if not classes and call.root_local:  # `net = bundle.get("policy")` names no class: what it holds
-                classes_held = self.flowed_targets(self.flow.name_values(path, function.key, root), parts[1:])
-                if classes_held:
-                    return classes_held
+                flowed = self.flowed_targets(self.flow.name_values(path, function.key, root), parts[1:])
+                if flowed:
+                    return flowed
             if not classes:  # typed with a library class: `net: nn.Module`
                 return self._unknown_receiver(parts[1:], call, mark)
             return self._targets([s for c in classes for s in self._attribute(_Instance(c, bound_exact), parts[1:])])
