@@ -61,6 +61,7 @@ class SiteSpec:
     dists: Tuple[DistSpec, ...]  # one, or two for kl_divergence; empty if unknown
     values: Tuple[ArgSpec, ...]  # the value argument(s) of the method
     kind: str = "distribution"  # which recognizer found it (`amplint.facts.sites`)
+    spared: bool = False  # hand-written math its region's device computes with no range lost in float16
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,9 @@ def assess(finding: Finding) -> Risk:
     if device not in DEVICES:
         return _unknown("the region's device is not a literal", region.device)
     if site.method not in DISTRIBUTION_METHODS:
+        if site.spared and region.enabled:
+            return Risk("low", device, f"{device.upper()} autocast runs every range-losing op of it in float32 "
+                        "(read from its op lists, amplint/policies.py; not measured)")
         return _unknown(HANDWRITTEN.get(site.method, HANDWRITTEN[""]), device)
     if not site.dists:
         return _unknown("the distribution is built where the analysis cannot see it", device)

@@ -113,10 +113,16 @@ RULE = Rule(
         "arguments, plus the constructor's when the receiver was built in the same function "
         "(`posterior = DiagonalGaussian(z)`). In project mode, when the body holds sites of its own, those "
         "report instead of the call, so one hazard gives one finding, at the math. A finding is about inputs: "
-        "float16 ones with no cast are reported on every device. Where the region's device computes the value "
-        "in float32 anyway (CUDA autocast runs `softmax`, `exp`, `log`, `pow`, `sum`, `logsumexp`, `softplus` in "
-        "float32), the message says so: `torch.log(F.softmax(x, 1))` holds under CUDA autocast and fails under "
-        "CPU autocast, with autocast off, or once the code moves."
+        "float16 ones with no cast are reported on every device. Its risk is about the device: each op on the "
+        "way to the value runs in the dtype the region's policy gives it (CUDA autocast runs `softmax`, `exp`, "
+        "`log`, `pow`, `sum`, `logsumexp`, `softplus` in float32; CPU autocast none of them), and where no op "
+        "that loses range in float16 (`exp`, `pow`, `log`, `sigmoid`, `lgamma`, a product or quotient of "
+        "tensors, ...) runs in float16 there, the risk is `low` and the message says so (`--min-risk high` "
+        "leaves such findings out): `torch.log(F.softmax(x, 1))` holds under CUDA autocast and fails under "
+        "CPU autocast, with autocast off, or once the code moves. A parameter the region does not make (`y` "
+        "in `y - mu`, the caller's data) counts as float32 there. A cast written after float16 already lost "
+        "range (`torch.sigmoid(z).float()`, and `torch.exp(s).float()` under CPU autocast) comes too late: "
+        "the inputs are then the tensors that op read, and fix A casts them there."
     ),
     why_bad=(
         "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
@@ -170,6 +176,14 @@ import torch.nn.functional as F
 with torch.autocast("cuda"):
     probs = F.softmax(head(x).float(), dim=1)
     ent = -(probs * torch.log(probs)).sum(1)
+""",
+        # A cast before the sigmoid: the probabilities are made in float32.
+        """
+import torch
+def bernoulli_nll(head, x):
+    with torch.autocast("cuda", dtype=torch.float16):
+        p = torch.sigmoid(head(x).float())
+        return -torch.log(p)
 """,
         # bfloat16 region.
         """
@@ -253,6 +267,19 @@ with torch.autocast("cpu", dtype=torch.float16):
 """,
             4,
             27,
+        ),
+        # A cast after the sigmoid comes too late: float16 already rounded its small values to 0, and the
+        # log of 0 is -inf on every device. Reported at the log, with `head(x)` as its input.
+        Invalid(
+            """
+import torch
+def bernoulli_nll(head, x):
+    with torch.autocast("cuda", dtype=torch.float16):
+        p = torch.sigmoid(head(x)).float()
+        return -torch.log(p)
+""",
+            5,
+            17,
         ),
         # A log-rate Poisson NLL: `exp(eta)` beside `k * eta`.
         Invalid(

@@ -49,8 +49,9 @@ RULE = Rule(
         "bound to one, or a `self.` attribute set from one. `p` must hold probabilities (the shapes of "
         "AMP003) that are not cast to float32, in a float16 region or a function reached from one. It is "
         "reported at the literal. A literal between 6.0e-8 and float16's smallest normal (6.1e-5) survives "
-        "as a subnormal and is not reported. It is reported on every device; where CUDA's policy computes the "
-        "probabilities in float32 (a softmax written in the expression), the message of the log says so."
+        "as a subnormal and is not reported. It is reported on every device; where the region's policy computes the "
+        "probabilities in float32 (CUDA runs a softmax in float32, not a sigmoid), the floor is kept there and "
+        "the finding's risk is `low` (`--min-risk high` leaves it out)."
     ),
     why_bad=(
         "float16 cannot hold the literal: `torch.tensor(1e-10, dtype=torch.float16)` is 0, so `p + 1e-10` "

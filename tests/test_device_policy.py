@@ -64,11 +64,16 @@ def test_findings_follow_the_inputs_on_every_device(tmp_path: Path) -> None:
 
 
 def test_the_message_names_the_device_whose_policy_spares_the_value(tmp_path: Path) -> None:
-    """`torch.log(F.softmax(head(x), 1))`: CUDA runs the softmax in float32; a sigmoid it does not."""
+    """`torch.log(F.softmax(head(x), 1))`, and the log of `p` bound to a softmax: CUDA runs the softmax in float32,
+    so the floor under `p` survives too (its risk is `low` there); a sigmoid it runs in float16."""
     cuda, cpu = _findings(tmp_path, "cuda"), _findings(tmp_path, "cpu")
-    assert NOTE + ";" in cuda[(8, 16, "AMP003")]
+    spared = {(8, 16, "AMP003"), (11, 22, "AMP003")}
+    assert all(NOTE + ";" in cuda[where] for where in spared)
     assert all(NOTE not in text for text in cpu.values())
-    assert all(NOTE not in text for where, text in cuda.items() if where != (8, 16, "AMP003"))
+    assert all(NOTE not in text for where, text in cuda.items() if where not in spared)
+    low = {where for where, text in cuda.items() if "; risk low on CUDA: " in text}
+    assert low == spared | {(11, 36, "AMP004"), (17, 16, "AMP001")}
+    assert not any("; risk low on" in text for where, text in cpu.items() if where[2] != "AMP001")
 
 
 @pytest.mark.parametrize("strategy", ["cast", "disable-autocast"])

@@ -41,8 +41,13 @@ SAMPLE = 200  # about 4 s on one core: generated, run on both devices and four r
 # CUDA column counts as false alarms what CUDA's policy spares and the message says it spares. With the
 # log-gamma and log-parameter shapes: cpu 96 of 112 (85.7%) and 96 of 118 (81.4%), cuda 19 of 22 (86.4%) and
 # 19 of 118 (16.1%): CUDA runs the `exp` of a log-variance in float32, so those reports hold there.
+# A cast after the op that lost range (`sigmoid(z).float()`) is too late: cpu 101 of 112 (90.2%) and 101 of 119
+# (84.9%), cuda 20 of 22 (90.9%) and 20 of 115 (17.4%). Counting only findings that say the expression fails on
+# the device (risk not `low`: each op runs in the dtype the device's policy gives it, `facts/devicemath.py`):
+# cpu 101 of 116 (87.1%), cuda 20 of 26 (76.9%).
 # A fall below these floors means the analyzer lost agreement with the measured truth; raise them as it gains.
-FLOORS = {"cpu": (0.82, 0.78), "cuda": (0.82, 0.14)}  # (recall, precision)
+FLOORS = {"cpu": (0.88, 0.82), "cuda": (0.88, 0.15)}  # (recall, precision), every finding
+CLAIM_FLOORS = {"cpu": (0.88, 0.85), "cuda": (0.88, 0.72)}  # (recall, precision), findings whose risk is not `low`
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +147,8 @@ def test_recall_and_precision_stay_above_todays(results: List[CaseResult]) -> No
         assert overall["scored"] == SAMPLE
         assert overall["recall"] >= recall, (device, overall)
         assert overall["precision"] >= precision, (device, overall)
+    for device, (recall, precision) in CLAIM_FLOORS.items():
+        claims = summary[device]["claims"]
+        assert claims["scored"] == SAMPLE
+        assert claims["recall"] >= recall, (device, claims)
+        assert claims["precision"] >= precision, (device, claims)

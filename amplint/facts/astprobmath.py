@@ -280,7 +280,7 @@ def _is_sum(node: ast.expr, env: Env) -> bool:
 
 
 def is_sum_of_exp(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
-    node = _unwrap(node)
+    node = _through_casts(node, env)
     call = _method(node, SUM_METHODS, env)
     summed = _receiver(call) if call is not None else None
     if summed is None:
@@ -294,7 +294,7 @@ def is_sum_of_exp(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
 
 
 def _is_exp(node: ast.expr, env: Env, depth: int) -> bool:
-    node = _unwrap(node)
+    node = _through_casts(node, env)
     if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
         return True
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
@@ -302,6 +302,14 @@ def _is_exp(node: ast.expr, env: Env, depth: int) -> bool:
     if isinstance(node, ast.Name) and depth > 0:
         return any(_is_exp(value, env, depth - 1) for value in env.values(node.id))
     return False
+
+
+def _through_casts(node: ast.expr, env: Env) -> ast.expr:
+    """`probmath._through_casts`: what `x.exp().float()` casts."""
+    while isinstance(node := _unwrap(node), ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(
+            node, env.imports):
+        node = node.func.value
+    return node
 
 
 def straight_from_producer(node: ast.expr, env: Env) -> bool:

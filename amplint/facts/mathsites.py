@@ -15,22 +15,25 @@ protect a distribution's parameters.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Protocol, Set, Tuple
+from typing import TYPE_CHECKING, FrozenSet, List, Optional, Protocol, Set, Tuple
 
 import libcst as cst
 
 from amplint.facts import probmath
+from amplint.facts.devicemath import cast_too_late, spared_by_policy
 from amplint.facts.logparams import log_parameter_form
 from amplint.facts.mathenv import Env
+from amplint.facts.nodes import every_param
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.facts.model import DistRef, Site
+    from amplint.facts.model import DistRef, Scope, Site
 
 
 class SiteContext(Protocol):
     """The part of `amplint.facts.sites.SiteContext` these recognizers use."""
 
     claimed_sums: Set[int]  # id()s of the inner nodes of sums already judged whole (see `_gaussian_site`)
+    scope: "Scope"  # the scope being read: its region decides the device's policy
 
     def math_env(self) -> Env: ...
 
@@ -48,18 +51,47 @@ LGAMMA = "lgamma"  # an INLINE site's method: `torch.lgamma(alpha)` of a Gamma, 
 LOG_PARAMETER = "log-parameter"  # an INLINE site's method: `s + d ** 2 * torch.exp(-s)` (`facts.logparams`)
 
 
-def _inputs(inner: cst.BaseExpression, ctx: "SiteContext") -> List[cst.BaseExpression]:
+def _inputs(inner: cst.BaseExpression, ctx: "SiteContext", floor: bool = False) -> List[cst.BaseExpression]:
     """The tensors the math reads; the value itself where it is float32 already (`torch.where(c, p.float(),
-    1.0)`: its condition is no input of the log)."""
-    return [inner] if ctx.is_wide(inner) else list(probmath.leaves(inner, ctx.math_env()))
+    1.0)`: its condition is no input of the log), unless the cast came after float16 lost its range (a floor
+    added after the cast is kept whatever came before: `floor` leaves the value as it is)."""
+    if not ctx.is_wide(inner):
+        return list(probmath.leaves(inner, ctx.math_env()))
+    return [inner] if floor else _in_time([inner], ctx)
 
 
-def _spared(site: Optional["Site"], inner: cst.BaseExpression, ctx: "SiteContext") -> Optional["Site"]:
-    """Mark a site whose value the region's policy computes in float32 anyway (CUDA's `softmax`): it is still
-    reported, its inputs float16 with no cast, and the message names the device that spares it."""
-    if site is not None and site.uncast and ctx.is_wide(inner, on_device=True):
-        site.promoted = list(site.uncast)
+def _in_time(inputs: List[cst.BaseExpression], ctx: "SiteContext") -> List[cst.BaseExpression]:
+    """`inputs`, each float32 one cast too late replaced by the float16 tensors it lost range from
+    (`torch.sigmoid(z).float()` under CPU autocast reads `z`: `amplint.facts.devicemath.cast_too_late`)."""
+    entry = ctx.scope.effective()
+    policy = entry.policy if entry is not None else None
+    out: List[cst.BaseExpression] = []
+    for node in inputs:
+        late = cast_too_late(node, ctx.math_env(), policy, ctx.is_wide) if policy and ctx.is_wide(node) else []
+        out += late or [node]
+    return out
+
+
+def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext", floor: bool = False
+            ) -> Optional["Site"]:
+    """Mark a site the region's policy computes with no range lost in float16 (CUDA runs `softmax`, `exp`, `pow`
+    and `log` in float32: `amplint.facts.devicemath`): it is still reported, its inputs float16 with no cast, and
+    the message and its risk name the device that spares it. `floor`: `expr` is what a floor is added to."""
+    if site is not None:
+        spared = bool(site.uncast) and site.state is not None and spared_by_policy(
+            expr, ctx.math_env(), site.state.policy, ctx.is_wide, _data(ctx), floor)
+        site.promoted = list(site.uncast) if spared else []
     return site
+
+
+def _data(ctx: "SiteContext") -> FrozenSet[str]:
+    """The parameters of the function never rebound in it: under a region of the function they hold what its
+    caller gave, made outside the region (float32 data as often as not: `Site.data`)."""
+    function, env = ctx.scope.node, ctx.math_env()
+    if not isinstance(function, cst.FunctionDef):
+        return frozenset()
+    return frozenset(p.name.value for p in every_param(function.params)
+                     if len(env.values(p.name.value)) == (p.default is not None))
 
 
 def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:
@@ -97,11 +129,11 @@ def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     env = ctx.math_env()
     operand = probmath.lgamma_operand(node, env)
     if operand is not None:  # a log-normaliser: float16 rounds its argument and overflows its value
-        return ctx.make_site(node, LGAMMA, [], [], _inputs(operand, ctx), INLINE)
+        return _spared(ctx.make_site(node, LGAMMA, [], [], _inputs(operand, ctx), INLINE), node, ctx)
     shape, inner = _log_shape(node, env)
     if shape is None or shape == GUARDED:
         return None
-    site = _spared(ctx.make_site(node, shape, [], [], _inputs(inner, ctx), INLINE), inner, ctx)
+    site = _spared(ctx.make_site(node, shape, [], [], _inputs(inner, ctx), INLINE), node, ctx)
     return _at_producers(site, env) if shape == "log-of-prob" else site
 
 
@@ -115,7 +147,8 @@ def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     shape, inner = _log_shape(log, env)
     if shape is not None:
         return None  # the log is a site of its own
-    return _at_producers(ctx.make_site(node, "log-of-prob", [], [], _inputs(inner, ctx), INLINE, at=log), env)
+    site = ctx.make_site(node, "log-of-prob", [], [], _inputs(inner, ctx), INLINE, at=log)
+    return _at_producers(_spared(site, node, ctx), env)
 
 
 def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
@@ -134,7 +167,7 @@ def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     if found is None:
         return None
     operands, anchor = found
-    return ctx.make_site(node, method, [], [], list(operands), INLINE, at=anchor)
+    return _spared(ctx.make_site(node, method, [], [], _in_time(list(operands), ctx), INLINE, at=anchor), node, ctx)
 
 
 def _claim(node: cst.BaseExpression, claimed: Set[int]) -> None:
@@ -159,7 +192,8 @@ def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     if epsilon is None or not epsilon.vanishes or inner is node or not probmath.is_prob(inner, env):
         return None
     at = epsilon.node if isinstance(epsilon.node, cst.Float) else node
-    site = _spared(ctx.make_site(node, "epsilon", [], [], _inputs(inner, ctx), EPSILON, at=at), inner, ctx)
+    site = _spared(ctx.make_site(node, "epsilon", [], [], _inputs(inner, ctx, floor=True), EPSILON, at=at), inner,
+                   ctx, True)
     return _at_producers(site, env)
 
 

@@ -26,11 +26,9 @@ from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _f
 from amplint.facts.mathcalls import method_call as _method, receiver as _receiver
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
-    ABS_FUNCTIONS, ABS_METHODS,
-    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
-    PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
-    SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
-)
+    ABS_FUNCTIONS, ABS_METHODS, EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS,
+    LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
+    SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability)
 from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
@@ -362,7 +360,7 @@ def _is_sum(node: cst.BaseExpression, env: Env) -> bool:
 
 def is_sum_of_exp(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
     """`exp(x).sum(...)`, `torch.sum(torch.exp(x))`, or a name bound to one: a log-normaliser's argument."""
-    node = _unwrap(node)
+    node = _through_casts(node, env)
     call = _method(node, SUM_METHODS, env)
     summed = _receiver(call) if call is not None else None
     if summed is None:
@@ -376,7 +374,7 @@ def is_sum_of_exp(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bo
 
 
 def _is_exp(node: cst.BaseExpression, env: Env, depth: int) -> bool:
-    node = _unwrap(node)
+    node = _through_casts(node, env)
     if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
         return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
@@ -384,6 +382,14 @@ def _is_exp(node: cst.BaseExpression, env: Env, depth: int) -> bool:
     if isinstance(node, cst.Name) and depth > 0:
         return any(_is_exp(value, env, depth - 1) for value in env.values(node.value))
     return False
+
+
+def _through_casts(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
+    """What `x.exp().float()` casts: a cast changes no shape (whether it came in time is `devicemath`'s)."""
+    while isinstance(node := _unwrap(node), cst.Call) and isinstance(node.func, cst.Attribute) and (
+            dtypes.is_cast_call(node, env.imports)):
+        node = node.func.value
+    return node
 
 
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------

@@ -8,6 +8,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.facts.model import DistRef, Site
+from amplint.facts.sites import DISTRIBUTION
 from amplint.model import ArgSpec, DistSpec, SiteSpec
 from amplint.names import ImportTable
 
@@ -22,7 +23,8 @@ def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
             break
         values.append(specs.arg_spec(arg, position if arg.keyword is None else None))
         position += 1
-    return SiteSpec(site.method, tuple(specs.dist_spec(d) for d in site.dists), tuple(values), site.kind)
+    spared = site.kind != DISTRIBUTION and bool(site.uncast) and len(site.promoted) == len(site.uncast)
+    return SiteSpec(site.method, tuple(specs.dist_spec(d) for d in site.dists), tuple(values), site.kind, spared)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ class Verdict:
     lines: Tuple[int, ...]   # the body statements (0-based) they are on
     other: Tuple[str, ...] = ()  # any other code reported (none expected)
     error: Optional[str] = None  # amplint could not read the module
+    claims: bool = False  # a finding says it fails on the region's device: its risk is not `low`
 
     @property
     def reported(self) -> bool:
@@ -54,11 +55,19 @@ class CaseResult:
     @property
     def outcome(self) -> str:
         """tp (hazardous, reported), fn (a miss), fp (a false alarm), tn, or unscored."""
+        return self.outcome_of(self.verdict.reported)
+
+    @property
+    def claim_outcome(self) -> str:
+        """The outcome when only findings that say the expression fails on this device count (risk not `low`:
+        what `--min-risk high` keeps); a finding whose device's policy spares it says it holds there."""
+        return self.outcome_of(self.verdict.claims)
+
+    def outcome_of(self, reported: bool) -> str:
         if not self.scored:
             return "unscored"
-        hazardous, reported = self.truth.hazardous, self.verdict.reported
         return {(True, True): "tp", (True, False): "fn", (False, True): "fp", (False, False): "tn"}[
-            (hazardous, reported)]
+            (self.truth.hazardous, reported)]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"seed": self.case.seed, "index": self.case.index, "device": self.device, "outcome": self.outcome,
@@ -77,7 +86,8 @@ def verdict(case: MathCase, device: str) -> Verdict:
     ours = [f for f in result.findings if f.code in CODES]
     lines = sorted({n for n in (body_line(case, f.line) for f in ours) if n is not None})
     return Verdict(tuple(sorted({f.code for f in ours})), tuple(lines),
-                   tuple(sorted({f.code for f in result.findings if f.code not in CODES})))
+                   tuple(sorted({f.code for f in result.findings if f.code not in CODES})),
+                   claims=any(f.risk is None or f.risk.level != "low" for f in ours))
 
 
 def score_cases(cases: Iterable[MathCase], seed: int, devices: Sequence[str] = DEVICES,
@@ -113,11 +123,11 @@ def _ratio(num: int, den: int) -> Optional[float]:
     return num / den if den else None
 
 
-def counts(results: Iterable[CaseResult]) -> Dict[str, Any]:
-    """Outcome counts, recall and precision over `results` (one device's)."""
+def counts(results: Iterable[CaseResult], claims: bool = False) -> Dict[str, Any]:
+    """Outcome counts, recall and precision over `results` (one device's); `claims`: of `claim_outcome`."""
     c: Dict[str, int] = defaultdict(int)
     for r in results:
-        c[r.outcome] += 1
+        c[r.claim_outcome if claims else r.outcome] += 1
     tp, fn, fp, tn = c["tp"], c["fn"], c["fp"], c["tn"]
     return {"expressions": tp + fn + fp + tn + c["unscored"], "scored": tp + fn + fp + tn,
             "hazardous": tp + fn, "reported": tp + fp, "tp": tp, "fn": fn, "fp": fp, "tn": tn,
@@ -138,12 +148,12 @@ BREAKDOWNS: Dict[str, Key] = {
 }
 
 
-def breakdown(results: Sequence[CaseResult], key: Key) -> Dict[str, Dict[str, Any]]:
+def breakdown(results: Sequence[CaseResult], key: Key, claims: bool = False) -> Dict[str, Dict[str, Any]]:
     groups: Dict[str, List[CaseResult]] = defaultdict(list)
     for r in results:
         for value in key(r):
             groups[value].append(r)
-    return {name: counts(group) for name, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))}
+    return {name: counts(group, claims) for name, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))}
 
 
 def summarize(results: Sequence[CaseResult]) -> Dict[str, Any]:
@@ -155,7 +165,9 @@ def summarize(results: Sequence[CaseResult]) -> Dict[str, Any]:
         for r in mine:
             for name in r.truth.to_dict()["hazardous_regimes"]:
                 regimes[name] += 1
-        out[device] = {"overall": counts(mine), **{name: breakdown(mine, key) for name, key in BREAKDOWNS.items()},
+        out[device] = {"overall": counts(mine), "claims": counts(mine, claims=True),
+                       **{name: breakdown(mine, key) for name, key in BREAKDOWNS.items()},
+                       "family_claims": breakdown(mine, BREAKDOWNS["family"], claims=True),
                        "hazardous_by_regime": dict(regimes),
                        "dropped_rows": sum(r.truth.dropped for r in mine),
                        "errors": [(r.case.index, r.truth.error or r.verdict.error) for r in mine if not r.scored]}

@@ -1,0 +1,255 @@
+"""Which range-losing ops of a hand-written computation run in float16 under its region's device policy.
+
+Why: the same written-out Gaussian NLL overflows under CPU float16 autocast
+and holds under CUDA's, which runs `exp`, `pow`, `log`, `softmax` and `sum`
+in float32 (`amplint.policies`); a `sigmoid`, a product of two tensors or a
+division runs in its inputs' dtype on both. So whether a site loses range on
+a device is a question about each op on the way to its value: in which dtype
+does it run there, and does float16 lose range in it?
+
+Each expression is evaluated once, bottom up, to a `Computed`: the dtype it
+has on the device (float16, float32, or a Python number) and the ops that
+lost range on the way (`lossy`). An op loses range when it runs in float16
+and overflows or underflows there (`RANGE_OPS`: `exp`, `pow`, `sigmoid`, a
+product or quotient of tensors, ...), or when it reads a float16 value in
+which a zero is fatal (`log`, `lgamma`, a denominator: `ZERO_FATAL`), since
+that value may already have underflowed. A cast keeps the losses below it: a
+sigmoid that saturated in float16 stays saturated after `.float()`.
+
+Conservative where it cannot see: a value that is not a number, not proved
+float32 (`is_wide`) and not computed here is float16; a call of a project
+function is a value of its own (its body is judged where it is written).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from amplint import dtypes
+from amplint.facts.mathenv import Env, self_attribute
+from amplint.names import dotted_name
+from amplint.policies import FLOAT32, LOWER, AutocastPolicy
+
+F16, F32, NUMBER = "float16", "float32", "number"
+
+# Ops that overflow, underflow or saturate when they run in float16.
+RANGE_OPS = frozenset({
+    "exp", "expm1", "exp2", "pow", "square", "softmax", "logsumexp", "sum", "nansum", "prod", "cumsum",
+    "cumprod", "lgamma", "digamma", "log", "log2", "log10", "log1p", "sigmoid", "softplus", "reciprocal",
+    "rsqrt", "sinh", "cosh", "erfc", "div", "mul",
+})
+# Ops whose result is non-finite when the value they read is a zero float16 produced by rounding.
+ZERO_FATAL = frozenset({"log", "log2", "log10", "lgamma", "digamma", "reciprocal", "rsqrt"})
+# Ops of two tensors that lose range only when both are tensors (`0.5 * x` is no product of tensors).
+PRODUCTS = frozenset({"mul", "div"})
+_OPERATORS = {cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div", cst.Power: "pow",
+              cst.MatrixMultiply: "matmul", cst.FloorDivide: "floor_divide", cst.Modulo: "remainder"}
+_BINARY_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "atan2", "xlogy"})
+# Spellings autocast sees as another op: `torch.square` dispatches `pow` (float32 on CUDA), `divide` is `div`.
+_SAME_OP = {"square": "pow", "float_power": "pow", "divide": "div", "true_divide": "div", "multiply": "mul",
+            "subtract": "sub", "expit": "sigmoid"}
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+_DEPTH = 8  # how many bindings back a name is followed
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A value's dtype on the device, and the ops that lost range on the way to it."""
+
+    dtype: str
+    lossy: Tuple[str, ...] = ()
+    # The float16 operands of the first ops that lost range: where a cast would have saved it.
+    sources: Tuple[cst.BaseExpression, ...] = ()
+
+
+OPAQUE = Computed(F16, ("an expression the analysis does not read",))
+
+
+class DeviceMath:
+    """Evaluates expressions of one function under one policy; answers are memoized per node."""
+
+    def __init__(self, env: Env, policy: AutocastPolicy, is_wide: Callable[[cst.BaseExpression], bool],
+                 data: FrozenSet[str] = frozenset()) -> None:
+        self.env = env
+        self.data = data  # parameters that hold the caller's values (`Site.data`): float32 data, not float16
+        self.policy = policy
+        self.is_wide = is_wide
+        self._memo: Dict[int, Tuple[cst.CSTNode, Computed]] = {}
+        self._following: List[str] = []
+
+    def of(self, node: cst.BaseExpression) -> Computed:
+        entry = self._memo.get(id(node))
+        if entry is not None and entry[0] is node:
+            return entry[1]
+        result = self._compute(node)
+        self._memo[id(node)] = (node, result)
+        return result
+
+    # --- leaves ----------------------------------------------------------------------------------------
+    def _compute(self, node: cst.BaseExpression) -> Computed:
+        if dtypes.is_number(node) or isinstance(node, _STRINGS):
+            return Computed(NUMBER)
+        if isinstance(node, (cst.Name, cst.Attribute)) and self._is_constant(node):
+            return Computed(NUMBER)
+        if isinstance(node, cst.Name):
+            return self._name(node)
+        if isinstance(node, cst.Attribute):
+            attr = self_attribute(node)
+            if attr is not None:
+                return self._bound(f"self.{attr}", self.env.attribute_values(attr), node)
+            return self._leaf(node) if self.is_wide(node) else self.of(node.value)  # `x.T`, `x.data`
+        if isinstance(node, cst.Subscript):  # a view or an element keeps its dtype
+            return self.of(node.value)
+        if isinstance(node, cst.UnaryOperation):
+            return self.of(node.expression)
+        if isinstance(node, cst.BinaryOperation):
+            op = _OPERATORS.get(type(node.operator), "add")
+            return self._op(op, [node.left, node.right], denominator=node.right if op == "div" else None)
+        if isinstance(node, cst.IfExp):
+            return _either([self.of(node.body), self.of(node.orelse)])
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        return OPAQUE
+
+    def _is_constant(self, node: cst.BaseExpression) -> bool:
+        name = dotted_name(node)
+        return name is not None and name.split(".")[0] in self.env.imports.bindings and any(
+            q.split(".")[0] in ("math", "numpy", "np") for q in self.env.imports.qualnames_of(name.split(".")[0]))
+
+    def _leaf(self, node: cst.BaseExpression) -> Computed:
+        return Computed(F32 if self.is_wide(node) else F16)
+
+    def _name(self, node: cst.Name) -> Computed:
+        """A local is its bindings (a cast among them keeps what was lost before it); anything else a leaf."""
+        values = self.env.values(node.value) if self.env.is_local(node.value) or self._default(node) else ()
+        if not values and node.value in self.data:
+            return Computed(F32)
+        return self._bound(node.value, values, node)
+
+    def _default(self, node: cst.Name) -> bool:
+        """A parameter with a number default (`eps=1e-6`) is that number."""
+        return all(dtypes.is_number(value) for value in self.env.values(node.value)) and bool(
+            self.env.values(node.value))
+
+    def _bound(self, key: str, values: Sequence[cst.BaseExpression], node: cst.BaseExpression) -> Computed:
+        """The join of a name's bindings (every binding counts: the mathenv is flow-insensitive)."""
+        if not values or key in self._following or len(self._following) >= _DEPTH:
+            return self._leaf(node)
+        self._following.append(key)
+        try:
+            return _either([self.of(value) for value in values])
+        finally:
+            self._following.pop()
+
+    # --- ops -------------------------------------------------------------------------------------------
+    def _call(self, node: cst.Call) -> Computed:
+        table = self.env.imports
+        if dtypes.is_float32_factory(node, table):
+            return Computed(F32)
+        func = node.func
+        receiver = func.value if isinstance(func, cst.Attribute) and not self._module(func.value) else None
+        if dtypes.is_cast_call(node, table):
+            inner = self.of(receiver) if receiver is not None else Computed(F32)
+            return Computed(F32, inner.lossy, inner.sources)
+        args = [arg.value for arg in node.args if not arg.star and arg.keyword is None]
+        if receiver is not None:
+            op = func.attr.value  # type: ignore[union-attr]
+            if op == "half":
+                inner = self.of(receiver)
+                return Computed(F16, inner.lossy, inner.sources)
+            if op in ("to", "type", "detach", "clone", "contiguous", "cpu", "cuda"):
+                return self.of(receiver)
+            op = _SAME_OP.get(op, op)
+            operands = [receiver] + [a for a in args[:1] if op in _BINARY_FUNCTIONS]
+            return self._op(op, operands, denominator=args[0] if op == "div" and args else None)
+        op = self._torch_op(func)
+        if op is None:
+            return Computed(NUMBER) if self._is_constant(func) else self._leaf(node)
+        op = _SAME_OP.get(op, op)
+        operands = args[1:3] if op == "where" else args[:2] if op in _BINARY_FUNCTIONS else args[:1]
+        return self._op(op, operands, denominator=args[1] if op == "div" and len(args) > 1 else None)
+
+    def _module(self, node: cst.BaseExpression) -> bool:
+        name = dotted_name(node)
+        return name is not None and name.split(".")[0] in self.env.imports.bindings
+
+    def _torch_op(self, func: cst.BaseExpression) -> Optional[str]:
+        """`exp` of `torch.exp`, `F.softplus`, `torch.special.expit`; None for anything not torch's."""
+        name = dotted_name(func)
+        if name is None:
+            return None
+        qualnames = sorted(q for q in self.env.imports.qualnames_of(name.split(".")[0]) if q.split(".")[0] == "torch")
+        if not qualnames:
+            return None
+        return name.rsplit(".", 1)[-1]
+
+    def _op(self, op: str, operands: Sequence[cst.BaseExpression],
+            denominator: Optional[cst.BaseExpression] = None) -> Computed:
+        inputs = [self.of(each) for each in operands]
+        tensors = [each for each in inputs if each.dtype != NUMBER]
+        lossy = tuple(dict.fromkeys(name for each in inputs for name in each.lossy))
+        sources = _union(each.sources for each in inputs)
+        if not tensors:
+            return Computed(NUMBER, lossy, sources)
+        policy = self.policy.policy_of(op)
+        if policy == FLOAT32:
+            runs = F32
+        elif policy == LOWER:
+            runs = F16
+        else:
+            runs = F32 if any(each.dtype == F32 for each in tensors) else F16
+        read_float16 = any(each.dtype == F16 for each in tensors)
+        loses = op in RANGE_OPS and runs == F16 and (op not in PRODUCTS or len(tensors) == 2)
+        if denominator is not None and self.of(denominator).dtype == F16:
+            loses = True  # a float16 denominator may have rounded to 0
+        if op in ZERO_FATAL and read_float16:
+            loses = True
+        if loses:
+            lossy += (op,) if op not in lossy else ()
+            sources = _union([sources, tuple(node for node, each in zip(operands, inputs)
+                                             if each.dtype == F16 and not each.lossy)])
+        return Computed(runs, lossy, sources)
+
+
+def _either(results: Sequence[Computed]) -> Computed:
+    """Alternatives (a name's bindings, an `if` expression's arms): float16 if any is, losses of all."""
+    if not results:
+        return OPAQUE
+    dtypes_seen = {each.dtype for each in results}
+    dtype = F16 if F16 in dtypes_seen else F32 if F32 in dtypes_seen else NUMBER
+    return Computed(dtype, tuple(dict.fromkeys(name for each in results for name in each.lossy)),
+                    _union(each.sources for each in results))
+
+
+def _union(groups: Iterable[Tuple[cst.BaseExpression, ...]]) -> Tuple[cst.BaseExpression, ...]:
+    seen: Dict[int, cst.BaseExpression] = {}
+    for group in groups:
+        for node in group:
+            seen.setdefault(id(node), node)
+    return tuple(seen.values())
+
+
+def spared_by_policy(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],
+                     is_wide: Callable[[cst.BaseExpression], bool], data: FrozenSet[str] = frozenset(),
+                     floor: bool = False) -> bool:
+    """Does `policy` compute `node` with no range lost in float16? `data`: parameters read as float32 data.
+    `floor`: `node` is what a floor is added to, so it must also be float32 there (an add runs in its inputs'
+    dtype, and float16 rounds the floor to 0)."""
+    if policy is None:
+        return False
+    computed = DeviceMath(env, policy, is_wide, data).of(node)
+    return not computed.lossy and (not floor or computed.dtype != F16)
+
+
+def cast_too_late(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],
+                  is_wide: Callable[[cst.BaseExpression], bool]) -> List[cst.BaseExpression]:
+    """The float16 tensors a float32 `node` was computed from with range lost first (`sigmoid(z).float()`,
+    `torch.exp(s).float()` under CPU autocast): the cast comes after float16 saturated or overflowed, so it
+    restores nothing, and these are what a cast must reach. [] when `node` lost nothing, or the device is not
+    known."""
+    if policy is None:
+        return []
+    computed = DeviceMath(env, policy, is_wide).of(node)
+    return list(computed.sources) if computed.dtype == F32 and computed.lossy else []
