@@ -53,7 +53,9 @@ def test_statements_memo_gives_what_a_fresh_read_gives_and_reads_once() -> None:
     assert memo.of(forward.body) is first  # the second read is the first's answer
     assert memo.attributes(head) is memo.attributes(head)
     assert {k: [cst.Module([]).code_for_node(v) for v in vs] for k, vs in memo.attributes(head).items()} == {
-        "scale": ["None"], "floor": ["1e-6"], "last": ["name"]}  # a parameter stands for its default
+        # A parameter stands for its default, a local of the method for what the method binds it to (a `for`
+        # target: its iterable, which the recognizers read as one of its elements).
+        "scale": ["None"], "floor": ["1e-6"], "last": ['("a", "b")']}
     assert memo.attributes(head).keys() == _attribute_bindings(head, Statements()).keys()
 
 

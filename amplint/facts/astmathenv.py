@@ -131,12 +131,14 @@ def _bindings(function: Function, augmented: Set[int]) -> Bindings:
 
 
 def _attribute_bindings(class_node: ast.ClassDef) -> Bindings:
-    """`self.attr = value` in any method; a parameter assigned as is stands for its default."""
+    """`mathenv._attribute_bindings`: `self.attr = value` in any method; a parameter assigned as is stands for its
+    default, a local of the method for what the method binds it to."""
     found: Bindings = {}
     for method in class_node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         defaults = dict(parameters(method))
+        local: Optional[Bindings] = None
         for node in statements_of(method.body):
             if not isinstance(node, ast.Assign):
                 continue
@@ -149,6 +151,11 @@ def _attribute_bindings(class_node: ast.ClassDef) -> Bindings:
                     default = defaults[value.id]
                     if default is not None:
                         value = default  # no default: the name itself, unknown, keeps values apart
+                elif isinstance(value, ast.Name):
+                    local = _bindings(method, set()) if local is None else local
+                    if local.get(value.id):
+                        found.setdefault(attr, []).extend(local[value.id])
+                        continue
                 found.setdefault(attr, []).append(value)
     return found
 

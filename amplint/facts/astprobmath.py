@@ -211,7 +211,10 @@ def is_prob(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         return env.by_name and names_probability(name)
     attr = nodes.self_attribute(node)
-    return attr is not None and env.by_name and names_probability(attr)
+    if attr is None:
+        return False
+    return env.by_name and names_probability(attr) or depth > 0 and any(
+        is_prob(value, env, depth - 1) for value in env.attribute_values(attr))
 
 
 def _is_prob_operation(node: ast.BinOp, env: Env, depth: int) -> bool:

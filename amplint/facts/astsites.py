@@ -113,6 +113,13 @@ class SiteJudge:
             return statement
         return function
 
+    def _logs_reached(self, function: Optional[ast.AST], statement: ast.AST) -> ast.AST:
+        """Where what a log reads may be computed: its function, unless that reads a `self.` attribute; then its
+        top-level statement, as the class's other methods assign it (`mathenv._attribute_bindings`)."""
+        if function is None or self._screened(_reads_attributes, function):
+            return statement
+        return function
+
     # --- calls ------------------------------------------------------------------------------------
     def call(self, node: ast.Call, args: Sequence[nodes.Arg], counted: bool, scope: Scope,
              owner: Optional[ast.ClassDef], function: Optional[ast.AST], statement: ast.AST,
@@ -131,7 +138,7 @@ class SiteJudge:
                         wide, _callee_key(node.func, scope))
             return DENSITY
         if counted and is_log_call(node, self.imports):
-            if scalar_log(node, self.imports) or self._quiet_log(node, function or statement):
+            if scalar_log(node, self.imports) or self._quiet_log(node, self._logs_reached(function, statement)):
                 return None
             if self.maths is None:
                 self._math_seen(scope)
@@ -233,6 +240,10 @@ class _Mark(NamedTuple):
 
     density: Optional[str]
     exposed: bool
+
+
+def _reads_attributes(function: ast.AST) -> bool:
+    return any(nodes.self_attribute(node) is not None for node in walk(function))
 
 
 def _callee_key(func: ast.expr, scope: Scope) -> str:

@@ -147,12 +147,15 @@ _AUG_TO_BINARY = {
 
 
 def _attribute_bindings(class_node: cst.ClassDef, statements: Statements) -> dict:
-    """`self.attr = value` in any method; a parameter assigned as is stands for its default."""
+    """`self.attr = value` in any method; a parameter assigned as is stands for its default, and a local of the
+    method for what the method binds it to (`p = probabilities(net(x)); self.p = p`: another method reads
+    `self.p` where `p` means nothing)."""
     found: dict = {}
     for method in class_node.body.body:
         if not isinstance(method, cst.FunctionDef):
             continue
         defaults = {p.name.value: p.default for p in _params(method)}
+        local: Optional[dict] = None
         for node in statements.of(method.body):
             if not isinstance(node, cst.Assign):
                 continue
@@ -167,6 +170,11 @@ def _attribute_bindings(class_node: cst.ClassDef, statements: Statements) -> dic
                         found.setdefault(attr, []).append(value)  # no default: unknown, keeps values apart
                         continue
                     value = default
+                elif isinstance(value, cst.Name):
+                    local = _bindings(method, statements) if local is None else local
+                    if local.get(value.value):
+                        found.setdefault(attr, []).extend(local[value.value])
+                        continue
                 found.setdefault(attr, []).append(value)
     return found
 

@@ -285,9 +285,8 @@ def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
             return _is_one(node.left, env) and is_prob(node.right, env, depth)
         return False
     if isinstance(node, cst.Name):
-        if depth > 0:
-            if any(is_prob(value, env, depth - 1) for value in env.values(node.value)):
-                return True
+        if depth > 0 and any(is_prob(value, env, depth - 1) for value in env.values(node.value)):
+            return True
         return not env.is_local(node.value) and names_probability(node.value)
     if env.calls_producer(node):
         return True  # a project function whose body returns probabilities (`project.probreturns`)
@@ -295,8 +294,9 @@ def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
         name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
         return isinstance(name, str) and names_probability(name)  # normal_cdf(x), self.likelihood(y)
     attr = _self_attribute(node)
-    if attr is not None:
-        return names_probability(attr)
+    if attr is not None:  # `self.p`: what the class's methods assign it, else its name
+        return names_probability(attr) or depth > 0 and any(
+            is_prob(value, env, depth - 1) for value in env.attribute_values(attr))
     return False
 
 

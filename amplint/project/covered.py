@@ -21,12 +21,11 @@ from typing import Optional, Sequence, Set, Tuple
 
 from amplint.densitynames import is_density_name
 from amplint.facts.entry import CoveredCall, DensityCall, ProbabilityCallees
-from amplint.facts.modulecalls import EXPRESSION
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
-from amplint.project.summary import CallSummary, EntryContext, FunctionSummary
+from amplint.project.summary import EntryContext, FunctionSummary
 from amplint.project.symbols import Target
-from amplint.project.walk import returns_prob, shown
+from amplint.project.walk import names_a_function, returns_prob, shown
 
 
 MAX_CALLEE_DEPTH = 4  # calls followed from a density's body to find the op that loses range; past it, assume one
@@ -99,14 +98,7 @@ def probability_callees(loader: Loader, resolver: Resolver, path: str) -> Tuple[
     the judge counts a call of one as probabilities (`project.probreturns`)."""
     summary = loader.summary(path) if path in loader.info else None
     callees = sorted({call.callee for function in (summary.functions.values() if summary is not None else ())
-                      for call in function.calls if _names_a_function(call)
+                      for call in function.calls if names_a_function(call)
                       and any(returns_prob(loader, t)
                               for t in resolver.call_targets(path, function, call, None, False))})
     return (ProbabilityCallees(tuple(callees)),) if callees else ()
-
-
-def _names_a_function(call: CallSummary) -> bool:
-    """`to_probs(x)`, `heads.to_probs(x)`: a callee its name or its module names, not a method of some object
-    (whose class the walk asks the flow about, and by name at worst)."""
-    root = call.callee.split(".", 1)[0]
-    return call.receiver is None and not call.root_local and root not in ("self", "cls", EXPRESSION)

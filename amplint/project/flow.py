@@ -63,6 +63,9 @@ WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel"
                             "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper"})
 CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
 ELEMENT_READS = frozenset({"get", "pop", "setdefault"})  # a container's methods that return one of its elements
+# Collections whose calls run the same method of every member: torchmetrics' `MetricCollection(metrics)`, whose
+# `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.
+FANOUT_CALLS = frozenset({"MetricCollection"})
 
 
 # The resolver's own symbols serve as values: an instance of a class, a function, a module.
@@ -84,6 +87,13 @@ class Container:
 
 
 @dataclass(frozen=True)
+class Fanout:
+    """A collection whose method calls run on each member (`FANOUT_CALLS`); indexed, it is one of them."""
+
+    elements: FrozenSet["Value"]
+
+
+@dataclass(frozen=True)
 class BoundMethod:
     """`model.loss` read, not called (`fn = model.loss; fn(x)`): calling it calls the method."""
 
@@ -91,13 +101,13 @@ class BoundMethod:
     name: str
 
 
-Value = Union[Instance, Function, ClassValue, Module, Container, BoundMethod]
+Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod]
 Values = FrozenSet[Value]
 _NONE: Values = frozenset()
 
 
 def elements(values: Values) -> Values:
-    return frozenset(e for v in values if isinstance(v, Container) for e in v.elements)
+    return frozenset(e for v in values if isinstance(v, (Container, Fanout)) for e in v.elements)
 
 
 class Flow:
@@ -273,6 +283,11 @@ class Flow:
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if isinstance(func, ast.Attribute) and name in SAME_MODULE_METHODS:
             return frozenset(v for v in self.value(path, scope, func.value, hops) if isinstance(v, Instance))
+        if isinstance(func, ast.Attribute) and name == "clone":  # `metrics.clone(prefix="val/")`: the same members
+            return frozenset(v for v in self.value(path, scope, func.value, hops) if isinstance(v, Fanout))
+        if name in FANOUT_CALLS and node.args:  # `MetricCollection({"nll": NLL(), ...})`, `MetricCollection([a, b])`
+            given = frozenset(v for arg in node.args for v in self.value(path, scope, arg, hops))
+            return frozenset({Fanout(elements(given) | frozenset(v for v in given if isinstance(v, Instance)))})
         if name in WRAPPING_CALLS and node.args:
             return frozenset(v for v in self.value(path, scope, node.args[0], hops) if isinstance(v, Instance))
         if isinstance(func, ast.Attribute) and name in ELEMENT_READS:  # `bundle.get("policy")`, `d.pop(k, None)`

@@ -11,20 +11,42 @@ unknown call, or a parameter passed along, is no helper of this kind.
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from amplint.facts.astmathenv import Env, Unsure
 from amplint.facts.astprobmath import is_prob
 from amplint.facts.astsource import SourceText
-from amplint.names import ImportTable
-from amplint.project.flowtrees import index_tree
+from amplint.names import ImportTable, ast_dotted as dotted_name
+from amplint.project.flowtrees import FileTree, index_tree
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def probability_returns(tree: ast.Module, text: str, imports: ImportTable) -> FrozenSet[str]:
-    """The scope keys of the functions that may return probabilities (a softmax, a sigmoid, a normalisation)."""
+ReturnedCall = Tuple[int, str, int]  # (line, callee as written, index: -1 for the whole value)
+
+
+@dataclass(frozen=True)
+class FunctionReturns:
+    """What a file's functions return, judged on CPython's tree: for the summary's `returns_prob` and
+    `returned_calls`."""
+
+    producers: FrozenSet[str]  # scope keys of functions that may return probabilities they compute
+    calls: Dict[str, Tuple[ReturnedCall, ...]]  # scope key -> the calls whose value it returns
+
+
+def function_returns(tree: ast.Module, text: str, imports: ImportTable) -> FunctionReturns:
+    """The file's `FunctionReturns`; producers are none where the tree is too deep to judge."""
     indexed = index_tree(tree)
+    try:
+        producers = _probability_returns(indexed, text, imports)
+    except RecursionError:  # a tree too deep to judge: no claim
+        producers = frozenset()
+    return FunctionReturns(producers, _returned_calls(indexed))
+
+
+def _probability_returns(indexed: FileTree, text: str, imports: ImportTable) -> FrozenSet[str]:
+    """The scope keys of the functions that may return probabilities (a softmax, a sigmoid, a normalisation)."""
     source = SourceText(text)
     found = set()
     for key, node in indexed.scopes.items():
@@ -40,3 +62,31 @@ def probability_returns(tree: ast.Module, text: str, imports: ImportTable) -> Fr
                 break
     return frozenset(found)
 
+
+def _returned_calls(indexed: FileTree) -> Dict[str, Tuple[ReturnedCall, ...]]:
+    """Per function, the calls whose value it returns as it is or an element of (`return self.inner(h)`,
+    `return net(x)[0]`, `out = net(x); return out`): a wrapper hands on what the call returns, and the project
+    follows it there (`returnflow.call_returns`)."""
+    found: Dict[str, Tuple[ReturnedCall, ...]] = {}
+    for key, node in indexed.scopes.items():
+        if not isinstance(node, _FUNCTIONS):
+            continue
+        facts = indexed.scope_facts(key)
+        calls = [call for call in (_returned_call(value, facts.bindings) for value in facts.returns) if call]
+        if calls:
+            found[key] = tuple(dict.fromkeys(calls))
+    return found
+
+
+def _returned_call(value: ast.expr, bindings: Dict[str, List[ast.AST]]) -> Optional[ReturnedCall]:
+    index = -1
+    if isinstance(value, ast.Name) and len(bindings.get(value.id, ())) == 1:
+        binding = bindings[value.id][0]
+        if isinstance(binding, ast.Assign) and len(binding.targets) == 1 and isinstance(binding.targets[0], ast.Name):
+            value = binding.value
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and type(value.slice.value) is int:
+        index, value = value.slice.value, value.value
+        if index < 0:
+            return None
+    callee = dotted_name(value.func) if isinstance(value, ast.Call) else None
+    return (value.lineno, callee, index) if callee else None

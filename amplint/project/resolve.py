@@ -486,6 +486,8 @@ class Resolver:
                 found = self._targets(self.lookup(value.path, [rest[-1]], for_call=True))
             elif isinstance(value, flow.ClassValue) and rest:
                 found = self._targets([_Method(value.cls, rest[-1], False)])
+            elif isinstance(value, flow.Fanout):  # `metrics.update(p, y)`: each member's `update`
+                found = self.flowed_targets(value.elements, rest)
             else:
                 found = []
             targets.extend(t for t in found if t not in targets)

@@ -10,13 +10,17 @@ the other file (`amplint.fix.remote`).
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
-from amplint.facts.entry import CallReturn, DistArgument
+from amplint.facts.entry import CallReturn, DistArgument, ReturnedDist
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
 from amplint.project.summary import CallSummary, EntryContext, FunctionSummary
+from amplint.project.symbols import Target
 from amplint.project.walk import call_hop, shown
+
+MAX_RETURN_HOPS = 8  # calls whose value a function returns, followed from one call: bounds the work
 
 
 def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
@@ -28,11 +32,35 @@ def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
     found: List[CallReturn] = []
     for function, call in summary.float16_calls({entry.function for entry in entries}):
         for target in resolver.call_targets(path, function, call, None, False):
-            callee = loader.summary(target.path) if target.path != path else None
-            built = callee.functions.get(target.key) if callee is not None else None
-            for dist in built.returns if built is not None else ():  # one cast where built too: no inputs here
-                found.append(CallReturn(call.line, call.column, dist, shown(target.path, root), target.path))
+            if target.path == path:
+                continue  # the file's own returns: `facts.returns` follows them
+            for dist, where in returned(loader, resolver, target):  # one cast where built too: no inputs here
+                found.append(CallReturn(call.line, call.column, dist, shown(where, root), where))
     return tuple(sorted(dict.fromkeys(found), key=lambda r: (r.line, r.column, r.dist.index)))
+
+
+def returned(loader: Loader, resolver: Resolver, target: Target, depth: int = MAX_RETURN_HOPS,
+             seen: FrozenSet[Target] = frozenset()) -> Iterator[Tuple[ReturnedDist, str]]:
+    """The distributions `target` returns, each with the file that builds it: its own, and through a call whose
+    value it returns (`return self.inner(h)`: a wrapper's `forward`; `return make(x)[0]`), what that call's
+    targets return, up to `depth` such hops. A cycle returns nothing more."""
+    summary = loader.summary(target.path)
+    built = summary.functions.get(target.key) if summary is not None else None
+    if built is None or target in seen:
+        return
+    yield from ((dist, target.path) for dist in built.returns)
+    if built.returns or depth <= 0:
+        return
+    for line, callee, index in built.returned_calls:
+        call = next((c for c in built.calls if c.line == line and c.callee == callee and c.region is None), None)
+        if call is None:
+            continue
+        for inner in resolver.call_targets(target.path, built, call, None, False):
+            for dist, where in returned(loader, resolver, inner, depth - 1, seen | {target}):
+                if index < 0:
+                    yield dist, where
+                elif dist.index == index:
+                    yield replace(dist, index=-1), where
 
 
 def dist_arguments(loader: Loader, resolver: Resolver, files: Sequence[str], entries: Dict[str, List[EntryContext]],

@@ -114,7 +114,8 @@ def _walk_and_report(
     contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()))
                 + tuple(arguments.get(p, ())) + covered_density_calls(loader, resolver, p)
                 + resolved_density_calls(loader, resolver, p, root, entries.get(p, ()))
-                + probability_callees(loader, resolver, p) + _float32_reads(loader, resolver, p) for p in contextual}
+                + probability_callees(loader, resolver, p) + _float32_reads(loader, resolver, p, entries.get(p, ()))
+                for p in contextual}
     contexts = {p: found for p, found in contexts.items() if found}
     results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
     loader.prepare_findings([(path, contexts.get(path, ())) for path in parsed])
@@ -133,8 +134,11 @@ def _walk_and_report(
     return results, {path: tuple(found) for path, found in contexts.items()}
 
 
-def _float32_reads(loader: Loader, resolver: Resolver, path: str) -> tuple:
-    """What the functions of `path` that hold sites read that is float32 on every path (`project.float32flow`)."""
+def _float32_reads(loader: Loader, resolver: Resolver, path: str, entered: Sequence[EntryContext]) -> tuple:
+    """What the functions of `path` that hold sites read that is float32 on every path (`project.float32flow`);
+    also those the walk entered, whose sites the summary may not see (`self.p` stored from a project helper)."""
     summary = loader.summary(path) if path in loader.info else None
-    scopes = [key for key, function in (summary.functions.items() if summary is not None else ()) if function.sites]
+    walked = {entry.function for entry in entered}
+    scopes = [key for key, function in (summary.functions.items() if summary is not None else ())
+              if function.sites or key in walked]
     return float32_reads(resolver.flow, path, scopes) if scopes else ()

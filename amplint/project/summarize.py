@@ -7,7 +7,7 @@ project results cannot drift apart.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from amplint.facts.frameworks import ACCELERATOR
 from amplint.project.summary import (
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.model import CallRecord, RegionEntry, Scope
     from amplint.facts.entry import ReturnedDist
     from amplint.names import ImportTable
+    from amplint.project.probreturns import FunctionReturns, ReturnedCall
 
 
 def _region(entry: "Optional[RegionEntry]") -> Optional[RegionRef]:
@@ -52,19 +53,19 @@ def _call(call: "CallRecord") -> CallSummary:
 
 
 def _function(scope: "Scope", imports: "ImportTable",
-              returns: Dict[str, Tuple["ReturnedDist", ...]], producers: FrozenSet[str]) -> FunctionSummary:
+              returns: Dict[str, Tuple["ReturnedDist", ...]], told: "FunctionReturns") -> FunctionSummary:
     from amplint.facts.densitycalls import loses_range
     from amplint.facts.signatures import distribution_params, parameter_names  # the parser is loaded
 
     exposed = sum(1 for site in scope.sites if site.state is None and site.uncast)
     return _function_summary(scope, returns.get(scope.key, ()), distribution_params(scope.node, imports),
                              parameter_names(scope.node), loses_range(scope.node, imports),
-                             (len(scope.sites), exposed), scope.key in producers)
+                             (len(scope.sites), exposed), scope.key in told.producers, told.calls.get(scope.key, ()))
 
 
 def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_params: Tuple[str, ...],
                       params: Tuple[str, ...], losing: bool, sites: Tuple[int, int],
-                      returns_prob: bool) -> FunctionSummary:
+                      returns_prob: bool, returned_calls: Tuple["ReturnedCall", ...] = ()) -> FunctionSummary:
     """`sites`: how many sites the function holds, and how many of them are exposed (no region of their own,
     some input not cast to float32)."""
     count, exposed = sites
@@ -82,6 +83,7 @@ def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_
         params=params,
         loses_range=losing,
         returns_prob=returns_prob,
+        returned_calls=returned_calls,
     )
 
 
@@ -90,24 +92,26 @@ def summarize(analysis: "ModuleAnalysis", text: str) -> FileSummary:
     `text` (`SourceAnalysis.parsed_text`)."""
     import ast
 
-    from amplint.project.probreturns import probability_returns
+    from amplint.project.probreturns import FunctionReturns, function_returns
 
     returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
     try:
-        producers = probability_returns(ast.parse(text), text, analysis.imports)
+        told = function_returns(ast.parse(text), text, analysis.imports)
     except (SyntaxError, ValueError, RecursionError):  # what this Python cannot read, or too deep: no claim
-        producers = frozenset()
+        told = FunctionReturns(frozenset(), {})
     functions: Dict[str, FunctionSummary] = {
-        key: _function(scope, analysis.imports, returns, producers) for key, scope in analysis.scopes.items()}
+        key: _function(scope, analysis.imports, returns, told) for key, scope in analysis.scopes.items()}
     return _file_summary(analysis.imports, functions, analysis.scopes, analysis.class_bases, analysis.class_attrs,
                          analysis.facts.class_items, tuple(analysis.framework_calls))
 
 
-def summarize_ast(facts: "AstFacts", imports: "ImportTable", producers: FrozenSet[str] = frozenset()) -> FileSummary:
+def summarize_ast(facts: "AstFacts", imports: "ImportTable", told: "Optional[FunctionReturns]" = None) -> FileSummary:
     """The summary of a file read from CPython's tree (`facts.astcalls`): no distribution, and no site but the
-    project's density calls and hand-written math. `producers`: `probreturns.probability_returns`."""
+    project's density calls and hand-written math. `told`: `probreturns.function_returns`."""
+    producers, calls = (told.producers, told.calls) if told is not None else (frozenset(), {})
     functions = {key: _function_summary(scope, (), facts.dist_params.get(key, ()), facts.params.get(key, ()),
-                                        key in facts.losing, facts.sites.get(key, (0, 0)), key in producers)
+                                        key in facts.losing, facts.sites.get(key, (0, 0)), key in producers,
+                                        calls.get(key, ()))
                  for key, scope in facts.scopes.items()}
     return _file_summary(imports, functions, facts.scopes, facts.class_bases, facts.class_attrs, facts.class_items,
                          tuple(facts.framework_calls))
@@ -162,7 +166,7 @@ def read_summary(
     from amplint.cpython_trees import parse
     from amplint.facts.astcalls import ast_facts
     from amplint.facts.astscreen import DISTRIBUTIONS, may_name_distributions
-    from amplint.project.probreturns import probability_returns
+    from amplint.project.probreturns import function_returns
 
     if _names_what_only_libcst_reads(text, config):
         return None, None
@@ -177,11 +181,7 @@ def read_summary(
         return None, parsed
     if trees is not None and any(count for count, _ in facts.sites.values()):
         trees.keep(text, parsed)  # the walk may enter its sites: their findings are read with this tree
-    try:
-        producers = probability_returns(tree, text, imports)
-    except RecursionError:  # a tree too deep to judge: no claim
-        producers = frozenset()
-    return summarize_ast(facts, imports, producers), None
+    return summarize_ast(facts, imports, function_returns(tree, text, imports)), None
 
 
 def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:

@@ -86,6 +86,8 @@ class FunctionSummary:
     params: Tuple[str, ...] = ()  # positional parameters, `self`/`cls` left out, then keyword-only ones
     loses_range: bool = False  # computes with tensor ops float16 can push out of range (`densitycalls.loses_range`)
     returns_prob: bool = False  # may return probabilities it computes (`project.probreturns`)
+    # Calls whose value it returns, whole or an element: (line, callee as written, index or -1) (`probreturns`)
+    returned_calls: Tuple[Tuple[int, str, int], ...] = ()
 
 
 @dataclass(frozen=True)

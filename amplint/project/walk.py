@@ -21,10 +21,11 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Deque, Dict, List, Set, Tuple
 
+from amplint.facts.modulecalls import EXPRESSION
 from amplint.model import Hop
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver, Target
-from amplint.project.summary import CallSummary, EntryContext, RegionRef
+from amplint.project.summary import CallSummary, EntryContext, FunctionSummary, RegionRef
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,27 @@ def returns_prob(loader: Loader, target: Target) -> bool:
     return function is not None and function.returns_prob
 
 
+def names_a_function(call: CallSummary) -> bool:
+    """`to_probs(x)`, `heads.to_probs(x)`: a callee its name or its module names, not a method of some object
+    (whose class the walk asks the flow about, and by name at worst)."""
+    root = call.callee.split(".", 1)[0]
+    return call.receiver is None and not call.root_local and root not in ("self", "cls", EXPRESSION)
+
+
+def stores_probabilities(loader: Loader, resolver: Resolver, path: str, function: FunctionSummary) -> bool:
+    """May a method read probabilities its class's other methods stored on `self` (`self.p = to_probs(x)` in one,
+    `torch.log(self.p)` in another)? Its summary cannot see them: a call of a project function that returns
+    probabilities counts only once resolved. True when a method of its class makes such a call."""
+    summary = loader.summary(path)
+    cls = summary.classes.get(function.class_name) if summary is not None and function.class_name else None
+    if cls is None:
+        return False
+    methods = [summary.functions.get(f"{cls.name}.{name}") for name in cls.methods]
+    return any(returns_prob(loader, target) for method in methods if method is not None
+               for call in method.calls if names_a_function(call)
+               for target in resolver.call_targets(path, method, call, None, False))
+
+
 @dataclass
 class Walked:
     """What the walk reached, per file path: functions with exposed sites, and those that give distributions."""
@@ -94,6 +116,7 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, 
     entered: Set[Target] = set()
     reported: Set[Tuple[str, str]] = set()
     entries: Dict[str, List[EntryContext]] = {}
+    stored: Dict[Tuple[str, str], bool] = {}  # (path, class): `stores_probabilities` of its methods
     givers: Dict[str, List[EntryContext]] = {}
     while queue:
         seed, depth = queue.popleft()
@@ -111,7 +134,8 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, 
         targets = [(call, resolver.call_targets(target.path, function, call, target.receiver, target.exact))
                    for call in function.calls if call.region is None]
         # A call of a project function that returns probabilities may feed a site the summary could not see.
-        probable = any(returns_prob(loader, t) for _, found in targets for t in found)
+        probable = any(returns_prob(loader, t) for _, found in targets for t in found) or (
+            not function.exposed and _class_stores(stored, loader, resolver, target.path, function))
         if (function.exposed or gives or probable) and (target.path, target.key) not in reported:
             reported.add((target.path, target.key))
             found = entries if function.exposed or probable else givers
@@ -129,3 +153,14 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, 
                 chain = seed.chain + (replace(at, name=resolver.display(nxt)),)
                 queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
     return Walked(entries, givers)
+
+
+def _class_stores(memo: Dict[Tuple[str, str], bool], loader: Loader, resolver: Resolver, path: str,
+                  function: FunctionSummary) -> bool:
+    """`stores_probabilities`, once per class: every method of a class asks the same question."""
+    if function.class_name is None:
+        return False
+    key = (path, function.class_name)
+    if key not in memo:
+        memo[key] = stores_probabilities(loader, resolver, path, function)
+    return memo[key]
