@@ -211,20 +211,29 @@ def test_namespace_packages_and_scripts_resolve(tmp_path: Path) -> None:
     assert lines == ["models/vae.py:7:16 AMP001 via model(x) → VAE.forward from scripts/train.py:6"]
 
 
-@pytest.mark.parametrize("count, reported", [(2, 2), (MAX_OVERRIDES, MAX_OVERRIDES), (MAX_OVERRIDES + 1, 0)])
-def test_dispatch_reaches_overrides_up_to_the_bound(tmp_path: Path, count: int, reported: int) -> None:
+@pytest.mark.parametrize("count, constructed, reported", [
+    (2, (), 2), (MAX_OVERRIDES, (), MAX_OVERRIDES), (MAX_OVERRIDES + 1, (), 0),
+    (40, (3, 17, 38), 3), (40, tuple(range(40)), 40)])
+def test_dispatch_reaches_the_overrides_of_the_classes_the_project_constructs(
+        tmp_path: Path, count: int, constructed: tuple, reported: int) -> None:
+    """Up to MAX_OVERRIDES overrides, every one (class-hierarchy analysis); past it, those of the classes the
+    project constructs (a registry here: rapid type analysis), however many: no cap drops a class that runs."""
     subclasses = "".join(
         f"\n\nclass Sub{i}(Base):\n    def nll(self, x):\n        return Normal(x, 1.0).log_prob(x)\n"
         for i in range(count)
     )
+    registry = "REGISTRY = {%s}\n" % ", ".join(f'"s{i}": subs.Sub{i}' for i in constructed)
     _write(tmp_path, {
         "base.py": "import torch\n\n\nclass Base:\n    def run(self, x):\n        with torch.autocast('cuda'):\n"
                    "            return self.nll(x)\n\n    def nll(self, x):\n        return x\n",
         "subs.py": "from torch.distributions import Normal\n\nfrom base import Base\n" + subclasses,
+        "registry.py": "import subs\n\n" + registry,
     })
     found = [f for r in run_project([str(tmp_path)], Config(), use_cache=False).results for f in r.findings]
     assert len(found) == reported
     assert all(f.chain[0].name == "self.nll(x)" and f.chain[1].name.endswith(".nll") for f in found)
+    if constructed and count > MAX_OVERRIDES:
+        assert sorted(f.chain[1].name for f in found) == sorted(f"Sub{i}.nll" for i in constructed)
 
 
 @pytest.mark.parametrize(

@@ -174,35 +174,31 @@ def test_a_speculative_pass_does_not_search_by_name_for_a_receiver_in_a_file_it_
     assert [(f.path, f.line, f.code) for r in pooled.results for f in r.findings] == [(coder, 6, "AMP001")]
 
 
-def test_a_speculative_pass_stops_a_subclass_search_where_it_missed_a_file(forced: None, tmp_path: Path) -> None:
-    """The subclass search stops at MAX_SUBCLASSES classes, in file order: `many.py`'s come first.
+def test_the_subclass_search_has_no_cap_and_every_pass_agrees(forced: None, tmp_path: Path) -> None:
+    """Thirty-two subclasses in `many.py` come first in file order; `Deep`, a subclass of `Lone` in `deep.py`,
+    overrides `score`, and is still found: the search is bounded by the project's classes, not by a count.
 
-    The first pass reads `one.py` (for `helper`) and misses `base.py`; the second reads `Base`'s
-    subclass lines, in `many.py` and `one.py`, and misses `many.py`. Finding `Lone` alone, it would
-    go on to `Lone`'s subclasses in `deep.py`, which a pass with `many.py` never reaches. It stops
-    instead; the third pass has everything and finishes.
+    The first pass reads `one.py` (for `helper`) and misses `base.py`; the next ones read `Base`'s subclass lines
+    and the files they name. A pass that missed a file stops its search there (`Resolver._deferred`), and the last
+    pass, which has everything, gives the serial walk's answer.
     """
-    from amplint.project.resolve import MAX_SUBCLASSES
-
     package = write_package(tmp_path, {
         "base.py": "from torch import nn\nfrom torch.distributions import Normal\n\n\nclass Base(nn.Module):\n"
                    "    def score(self, x):\n        return Normal(x, 1.0).log_prob(x)\n",
         "many.py": "from pkg.base import Base\n" + "".join(
-            f"\n\nclass Many{n}(Base):\n    pass\n" for n in range(MAX_SUBCLASSES)),
+            f"\n\nclass Many{n}(Base):\n    pass\n" for n in range(32)),
         "one.py": "from pkg.base import Base\n\n\ndef helper(x):\n    return x\n\n\nclass Lone(Base):\n    pass\n",
-        "deep.py": "from pkg.one import Lone\n\n\nclass Deep(Lone):\n    pass\n",
+        "deep.py": "from torch.distributions import Normal\n\nfrom pkg.one import Lone\n\n\nclass Deep(Lone):\n"
+                   "    def score(self, x):\n        return Normal(x, 2.0).log_prob(x)\n",
         "top.py": "import torch\n\nfrom pkg.base import Base\nfrom pkg.one import helper\n\n\n"
                   "def run(model: Base, x):\n    with torch.autocast('cuda'):\n        return model.score(helper(x))\n",
     })
     alone = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
     pooled = run_project([str(tmp_path)], Config(jobs=2), use_cache=False)
-    deep = str(package / "deep.py")
-    assert deep not in alone.stats.parsed + alone.stats.from_ast
-    assert pooled.stats.ahead == [str(package / name) for name in ("base.py", "one.py", "many.py")]
-    assert pooled.stats.ahead_unused == [] and pooled.stats.waves == 3
+    assert pooled.stats.ahead_unused == []
     assert pooled.entries == alone.entries and _as_data(pooled.results) == _as_data(alone.results)
-    assert [(f.path, f.line, f.code) for r in pooled.results for f in r.findings] == [
-        (str(package / "base.py"), 7, "AMP001")]
+    assert sorted((f.path, f.line, f.code) for r in pooled.results for f in r.findings) == [
+        (str(package / "base.py"), 7, "AMP001"), (str(package / "deep.py"), 8, "AMP001")]
 
 
 def test_the_workers_start_with_what_reading_a_summary_imports(tmp_path: Path) -> None:

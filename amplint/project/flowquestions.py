@@ -51,7 +51,7 @@ class FlowQuestions:
 
     def mentions(self, path: str, name: str) -> bool:
         """Does the file's text hold `name` as a word? Its words are read once: cheaper than parsing it."""
-        words = self._answer(path, "words", lambda text: self._words(path, text), frozenset())  # type: ignore
+        words = self.answer(path, "words", lambda text: self._words(path, text), frozenset())  # type: ignore
         return name in words
 
     def _words(self, path: str, text: str) -> frozenset:

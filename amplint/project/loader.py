@@ -173,13 +173,13 @@ class Loader(FlowQuestions):
 
     def method_definitions(self, path: str, name: str) -> int:
         """How many methods named `name` the file's text defines (`prefilter.method_definitions`)."""
-        return self._answer(path, ("def", name), lambda text: prefilter.method_definitions(text, name), 0)
+        return self.answer(path, ("def", name), lambda text: prefilter.method_definitions(text, name), 0)
 
     def matches(self, path: str, pattern: "re.Pattern[str]") -> bool:
         """Does the file's text match `pattern`?"""
-        return self._answer(path, pattern, lambda text: pattern.search(text) is not None, False)
+        return self.answer(path, pattern, lambda text: pattern.search(text) is not None, False)
 
-    def _answer(self, path: str, question: object, read: Callable[[str], T], unread: T) -> T:
+    def answer(self, path: str, question: object, read: Callable[[str], T], unread: T) -> T:
         """`read(text)` of the file (`unread` if it cannot be read), once per question: the text is read again, not
         kept, so memory stays flat, and the answer kept, as the walk's speculative passes ask again."""
         key = (path, question)

@@ -13,9 +13,9 @@ one, else `forward` when the class is an `nn.Module` (a known torch,
 Lightning or transformers base on its MRO). A method call runs the first
 definition on the MRO; when the receiver's exact class is not known (`self`
 in a method, an annotated parameter) the overrides in project subclasses run
-too (class-hierarchy analysis), unless there are more than `MAX_OVERRIDES`,
-where the call is too polymorphic to say which one and only the static target
-is followed.
+too (class-hierarchy analysis); past `MAX_OVERRIDES` of them, those of the
+classes the project constructs (rapid type analysis, `project.constructed`),
+however many.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from amplint.facts import frameworks
 from amplint.facts.modulecalls import EXPRESSION
 from amplint.project import flow
 from amplint.project.flowtrees import writer_of
+from amplint.project.constructed import Constructed
 from amplint.project.memo import Doubts, Memo
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Method, _Module
 from amplint.project.shape import FileShape, Shape
@@ -35,9 +36,11 @@ from amplint.project.summary import MODULE_KEY, CallSummary, FileSummary, Functi
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.loader import Loader
 
+# Past this many overrides of a method on subclasses, a call goes to those of the classes the project constructs
+# (`project.constructed`: rapid type analysis), however many: a bound on the guessing, not on the answer.
 MAX_OVERRIDES = 16
 # A call on a receiver of unknown class (a parameter typed `nn.Module`, an attribute set from a config)
-# goes to every project class defining the method, when there are at most this many (see `inferred`).
+# goes to every project class defining the method; past this many, to those the project constructs.
 MAX_INFERRED = 4
 # Methods that library objects have: tensors, modules, optimizers, scalers, containers, and torch
 # distributions. A receiver of unknown class calling one of them is more likely a library object than a
@@ -50,7 +53,6 @@ LIBRARY_METHODS = frozenset({
     "clone", "copy", "get", "items", "keys", "values", "append", "extend", "pop", "format", "join", "split",
     "read", "write", "close", "add", "log", "info", "warning", "run", "start", "reset", "save", "load",
 })
-MAX_SUBCLASSES = 32
 MAX_IMPORT_HOPS = 8
 
 
@@ -67,6 +69,7 @@ class Resolver:
         self.loader = loader
         self._built = built  # names of the classes the project's config files build (read on first use)
         self._built_names: Optional[FrozenSet[str]] = None
+        self.constructed = Constructed(loader, self._built_classes)
         self.modules = loader.modules
         self._doubts = Doubts(lambda: loader.misses)
         memo = self._doubts.memo
@@ -288,7 +291,7 @@ class Resolver:
         members: Set[ClassRef] = {cls}  # found, and the class itself
         frontier = [cls]
         mark = self._doubts.mark()
-        while frontier and len(found) < MAX_SUBCLASSES and not self._deferred(mark):
+        while frontier and not self._deferred(mark):  # each class once: bounded by the project's classes
             current = frontier.pop(0)
             short = current.name.rsplit(".", 1)[-1]
             for ref in self._subclass_lines(short).get(current, ()):
@@ -349,8 +352,9 @@ class Resolver:
             targets.append(Target(defining.path, f"{defining.name}.{name}", cls, exact))
         if not exact:
             overrides = [s for s in self.subclasses(cls) if name in self._methods(s)]
-            if len(overrides) <= MAX_OVERRIDES:
-                targets.extend(Target(s.path, f"{s.name}.{name}", s, False) for s in overrides)
+            if len(overrides) > MAX_OVERRIDES:
+                overrides = self.constructed.classes(overrides)
+            targets.extend(Target(s.path, f"{s.name}.{name}", s, False) for s in overrides)
         return targets
 
     def _methods(self, cls: ClassRef) -> Tuple[str, ...]:
@@ -508,29 +512,23 @@ class Resolver:
     def inferred(self, name: str) -> List[Target]:
         """`recv.name(...)` on a receiver of unknown class: each project class that defines `name` (CHA by name).
 
-        Bounded by MAX_INFERRED classes, and never for LIBRARY_METHODS: past that
-        the call says too little about its receiver to follow it, unless the
-        project's config files name few enough of them (`target: pkg.Class`):
-        what a config builds is what a receiver made from a config holds.
-        Chains mark these targets as inferred.
+        Never for LIBRARY_METHODS. Past MAX_INFERRED classes, only those the project constructs (a call, a
+        registry's value, a string, a config's `target:`: `project.constructed`), however many: a class nothing
+        makes cannot be the receiver. Chains mark these targets as inferred.
         """
         if name in LIBRARY_METHODS or name.startswith("__") or not self.loader.may_define_usefully(name):
             return []
         files = self.loader.defining_files(name)
-        built = self._built_classes()
-        # A text count of indented `def name(` lines bounds the classes before any file is parsed.
-        if len(files) > MAX_INFERRED or sum(self.loader.method_definitions(p, name) for p in files) > MAX_INFERRED:
-            # Too many for the name alone: only the files that define a class a config builds.
-            pattern = re.compile(r"class\s+(?:%s)\b" % "|".join(map(re.escape, sorted(built)))) if built else None
-            files = [p for p in files if pattern is not None and self.loader.matches(p, pattern)]
-            if len(files) > MAX_INFERRED * 4:
-                return []
+        # A text count of indented `def name(` lines tells, before any file is parsed, whether there are many.
+        many = len(files) > MAX_INFERRED or sum(self.loader.method_definitions(p, name) for p in files) > MAX_INFERRED
+        if many:  # only the files that define a class the project constructs: the others cannot run
+            live = {c.name for c in self.constructed.classes(
+                [ClassRef(p, n) for p in files for n in self.loader.info[p].classes if p in self.loader.info])}
+            files = [p for p in files if p in self.loader.info and live & set(self.loader.info[p].classes)]
         classes = [ClassRef(path, cls) for path in files for cls, info in sorted(self._classes(path).items())
                    if name in info.methods]
-        if len(classes) > MAX_INFERRED:
-            classes = [c for c in classes if c.name.rsplit(".", 1)[-1] in built]
-        if not classes or len(classes) > MAX_INFERRED:
-            return []
+        if many or len(classes) > MAX_INFERRED:
+            classes = self.constructed.classes(classes)
         return [Target(c.path, f"{c.name}.{name}", c, False, inferred=True) for c in classes]
 
     def _unknown_receiver(self, rest: Sequence[str], call: CallSummary, mark: Optional[int] = None) -> List[Target]:
@@ -551,7 +549,7 @@ class Resolver:
         """Project methods named one of `names` whose parameter in one of `slots` is annotated as a distribution.
 
         `self.loss(dist, y)` with `loss` picked by a config runs some `forward(self, dist: Distribution, y)`:
-        the annotation is the one fact that names it. Bounded by MAX_INFERRED; marked inferred.
+        the annotation is the one fact that names it. Past MAX_INFERRED, the constructed ones; marked inferred.
         """
         return list(self._typed.get((names, slots), lambda: self._search_typed(names, slots)))
 
@@ -567,7 +565,10 @@ class Resolver:
                     function = summary.functions.get(f"{cls}.{name}")  # type: ignore[union-attr]
                     if function is not None and set(function.dist_params) & set(slots):
                         found.append(Target(path, function.key, ClassRef(path, cls), False, inferred=True))
-        return tuple(found) if len(found) <= MAX_INFERRED else ()
+        if len(found) > MAX_INFERRED:
+            live = set(self.constructed.classes([t.receiver for t in found if t.receiver is not None]))
+            found = [t for t in found if t.receiver in live]
+        return tuple(found)
 
     def _built_classes(self) -> FrozenSet[str]:
         if self._built_names is None:
