@@ -8,9 +8,6 @@
   no distribution of its own, so the project follows the call whose value it returns to the head that builds
   one (`returnflow.returned`), and the finding names that constructor, which `--fix` casts.
 
-- A project wrapper whose own `log_prob` calls its distribution's (`Belief(d).log_prob(x)`): the call is a call
-  of the wrapper's method, entered like any, and the distribution's `log_prob` in it reports, or is proved
-  float32 there; the call is no distribution site of its own (`build.drop_covered`).
 - A metric updated through torchmetrics' `MetricCollection` (`self.val_metrics.update(probs, y)`): the
   collection's calls run every member's (`flow.Fanout`), so the walk enters `CategoricalNLL.update`.
 
@@ -251,69 +248,3 @@ def test_a_metric_updated_through_a_metric_collection(tmp_path: Path, logits: st
     root = write(tmp_path / "project", FANNED_OUT, logits=logits)
     assert findings(root) == ([("pkg/metrics.py", 12, 34, "AMP003")] if reported else [])
     assert (nonfinite(root) > 0) is reported
-
-
-WRAPPED = {
-    "pyproject.toml": "",
-    "pkg/__init__.py": "",
-    "pkg/densities.py": '''\
-class Belief:
-    def __init__(self, dist):
-        self.dist = dist
-
-    def log_prob(self, x):
-        return self.dist.log_prob(x)
-''',
-    "pkg/heads.py": '''\
-import torch
-from torch import nn
-from torch.distributions import Normal
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, h):
-        loc, raw = self.lin(h).chunk(2, dim=-1)
-        return Normal({loc}, {scale})
-''',
-    "pkg/objectives.py": '''\
-from .densities import Belief
-
-
-def objective(net, h, y):
-    d = net(h)
-    d = Belief(d)
-    return -d.log_prob(y)
-''',
-    "train.py": '''\
-import torch
-
-from pkg.heads import Head
-from pkg.objectives import objective
-
-
-def step(net, h, y):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return objective(net, h, y)
-
-
-if __name__ == "__main__":
-    torch.manual_seed(0)
-    net = Head()
-    with torch.no_grad():
-        net.lin.bias[2:] = -9.0
-    out = step(net, torch.randn(64, 4), torch.randn(64, 2) * 3)
-    print(int((~torch.isfinite(out)).sum()))
-''',
-}
-
-
-@pytest.mark.parametrize("cast", [False, True])
-def test_a_project_wrapper_s_own_log_prob_is_entered(tmp_path: Path, cast: bool) -> None:
-    suffix = ".float()" if cast else ""
-    root = write(tmp_path / "project", WRAPPED, loc=f"loc{suffix}", scale=f"raw.exp(){suffix}")
-    assert findings(root) == ([] if cast else [("pkg/densities.py", 6, 16, "AMP001")])
-    assert (nonfinite(root) > 0) is not cast

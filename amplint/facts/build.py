@@ -104,12 +104,11 @@ def _drop_densities_with_sites(scopes: Dict[str, Scope]) -> None:
 
 
 def drop_covered(facts: FileFacts, covered: Sequence[CoveredCall]) -> None:
-    """Forget the density-call sites, and the distribution-method calls on a project class of their own, that the
-    project walk found covered by their bodies' own sites."""
+    """Forget the density-call sites the project walk found covered by their bodies' own sites."""
     places = {(c.line, c.column) for c in covered}
     for scope in facts.scopes.values() if places else ():
         scope.sites[:] = [s for s in scope.sites if not (
-            s.kind in (DENSITY, DISTRIBUTION) and (s.position.start.line, s.position.start.column + 1) in places)]
+            s.kind == DENSITY and (s.position.start.line, s.position.start.column + 1) in places)]
 
 
 def _scope_chain(scope: Scope) -> Iterator[Scope]:

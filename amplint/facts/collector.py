@@ -452,10 +452,7 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
             ref = self._dist_ref(node)
             self.requested.extend([Requested(wanted, ref, self.scope)] if ref is not None else [])
         site = self.recognize(node)
-        # A probability site is not also a call, but a density is entered, and so is a distribution's method on a
-        # receiver not seen built: the project may resolve it to a class of its own (`Belief(d).log_prob(x)`).
-        unseen = site is not None and site.kind == DISTRIBUTION and not site.dists and self.options.project
-        if site is None or site.kind == DENSITY or unseen:
+        if site is None or site.kind == DENSITY:  # a probability site is not also a call, but a density is entered
             self._record_call(node, site is not None)
 
     def _record_call(self, node: cst.Call, density: bool = False) -> None:
@@ -555,8 +552,10 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         self, node: cst.CSTNode, method: str, dists: List[DistRef], values: List[cst.BaseExpression],
         inputs: List[cst.BaseExpression], kind: str, at: Optional[cst.CSTNode] = None,
     ) -> Site:
-        """A site at `node` in the current scope and region, with its uncast and region-made inputs, reported at
-        `at` (an epsilon's literal) when that has a recorded position."""
+        """A site at `node` in the current scope and region, with its uncast and region-made inputs.
+
+        It is reported at `at` (an epsilon's literal) when that has a recorded position.
+        """
         uncast = [i for i in inputs if not self._wide(i)]
         scope = self.scope
         statement = self.statements[-1] if self.statements else None
