@@ -238,23 +238,24 @@ def runs_in_float32(node: cst.BaseExpression, table: ImportTable, policy: Autoca
     inputs (CUDA's list; CPU's holds none of these). A function of another module is not a torch op."""
     if isinstance(node, cst.BinaryOperation):
         return isinstance(node.operator, cst.Power) and policy.policy_of("pow") == FLOAT32
-    if not isinstance(node, cst.Call):
-        return False
-    func = node.func
+    op = torch_op(node.func, table) if isinstance(node, cst.Call) else None
+    return op is not None and policy.policy_of(op) == FLOAT32
+
+
+def torch_op(func: cst.BaseExpression, table: ImportTable) -> Optional[str]:
+    """The op a call's function names, as autocast's lists name it: `exp` of `torch.exp(x)`, `x.exp()`,
+    `from torch import exp as e; e(x)`, `softplus` of `F.softplus(x)`. None for a function of another module
+    (`np.exp`, `math.log`) or of the project (`exp(x)` with no torch import)."""
     if isinstance(func, cst.Attribute):
         root = dotted_name_of(func.value)
         if root is not None and root.split(".")[0] in table.bindings and not any(
                 q.split(".")[0] == "torch" for q in table.qualnames_of(root.split(".")[0])):
-            return False  # `np.exp(x)`, `self.log(...)` of a module that is not torch's
-        op = func.attr.value
-    elif isinstance(func, cst.Name):
+            return None  # `np.exp(x)`, `self.log(...)` of a module that is not torch's
+        return func.attr.value
+    if isinstance(func, cst.Name):
         names = sorted(q for q in table.qualnames_of(func.value) if q.split(".")[0] == "torch")
-        if not names:
-            return False  # `exp(x)` of the project or of `math`
-        op = names[0].rsplit(".", 1)[-1]
-    else:
-        return False
-    return policy.policy_of(op) == FLOAT32
+        return names[0].rsplit(".", 1)[-1] if names else None
+    return None
 
 
 def _casts_tensors(node: cst.BaseExpression, table: ImportTable) -> bool:

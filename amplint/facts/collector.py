@@ -529,9 +529,9 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
 
     dist_refs = dist_refs_of  # the `SiteContext` name
 
-    def is_wide(self, node: cst.BaseExpression, on_device: bool = False) -> bool:
-        """Float32 or wider here (a cast, a factory, a name bound to one); `on_device`: or by the region's policy."""
-        return self._wide(node, on_device)
+    def is_wide(self, node: cst.BaseExpression) -> bool:
+        """Float32 or wider here: a cast, a factory, a name bound to one (`facts.devicemath` asks the device)."""
+        return self._wide(node)
 
     def math_env(self) -> Env:
         """The current function's bindings (and its class's `self.` attributes), for `amplint.facts.probmath`."""

@@ -28,7 +28,9 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence
 import libcst as cst
 
 from amplint import dtypes
+from amplint.facts.mathcalls import imported
 from amplint.facts.mathenv import Env, self_attribute
+from amplint.facts.mathnames import python_math
 from amplint.names import dotted_name
 from amplint.policies import FLOAT32, LOWER, AutocastPolicy
 
@@ -114,9 +116,9 @@ class DeviceMath:
         return OPAQUE
 
     def _is_constant(self, node: cst.BaseExpression) -> bool:
+        """`math.pi`, `np.log(2 * np.pi)`: Python or NumPy math, a number."""
         name = dotted_name(node)
-        return name is not None and name.split(".")[0] in self.env.imports.bindings and any(
-            q.split(".")[0] in ("math", "numpy", "np") for q in self.env.imports.qualnames_of(name.split(".")[0]))
+        return name is not None and python_math(name, self.env.imports)
 
     def _leaf(self, node: cst.BaseExpression) -> Computed:
         return Computed(F32 if self.is_wide(node) else F16)
@@ -149,7 +151,7 @@ class DeviceMath:
         if dtypes.is_float32_factory(node, table):
             return Computed(F32)
         func = node.func
-        receiver = func.value if isinstance(func, cst.Attribute) and not self._module(func.value) else None
+        receiver = func.value if isinstance(func, cst.Attribute) and not imported(func.value, self.env) else None
         if dtypes.is_cast_call(node, table):
             inner = self.of(receiver) if receiver is not None else Computed(F32)
             return Computed(F32, inner.lossy, inner.sources)
@@ -164,26 +166,12 @@ class DeviceMath:
             op = _SAME_OP.get(op, op)
             operands = [receiver] + [a for a in args[:1] if op in _BINARY_FUNCTIONS]
             return self._op(op, operands, denominator=args[0] if op == "div" and args else None)
-        op = self._torch_op(func)
+        op = dtypes.torch_op(func, table)  # `torch.exp(x)`, `F.softplus(x)`: a module's function
         if op is None:
             return Computed(NUMBER) if self._is_constant(func) else self._leaf(node)
         op = _SAME_OP.get(op, op)
         operands = args[1:3] if op == "where" else args[:2] if op in _BINARY_FUNCTIONS else args[:1]
         return self._op(op, operands, denominator=args[1] if op == "div" and len(args) > 1 else None)
-
-    def _module(self, node: cst.BaseExpression) -> bool:
-        name = dotted_name(node)
-        return name is not None and name.split(".")[0] in self.env.imports.bindings
-
-    def _torch_op(self, func: cst.BaseExpression) -> Optional[str]:
-        """`exp` of `torch.exp`, `F.softplus`, `torch.special.expit`; None for anything not torch's."""
-        name = dotted_name(func)
-        if name is None:
-            return None
-        qualnames = sorted(q for q in self.env.imports.qualnames_of(name.split(".")[0]) if q.split(".")[0] == "torch")
-        if not qualnames:
-            return None
-        return name.rsplit(".", 1)[-1]
 
     def _op(self, op: str, operands: Sequence[cst.BaseExpression],
             denominator: Optional[cst.BaseExpression] = None) -> Computed:

@@ -11,7 +11,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence
 import libcst as cst
 
 from amplint.cstwalk import descendants, type_test
-from amplint.facts.nodes import literal_pairs
+from amplint.facts.nodes import every_param, literal_pairs
 from amplint.names import ImportTable, dotted_name
 
 Bindings = Dict[str, List[cst.BaseExpression]]
@@ -105,6 +105,15 @@ class Statements:
         if entry is None or entry[0] is not class_node:
             entry = self._classes[id(class_node)] = (class_node, _attribute_bindings(class_node, self))
         return entry[1]
+
+
+def unrebound_parameters(function: Optional[cst.CSTNode], env: Env) -> FrozenSet[str]:
+    """The parameters of `function` its body never assigns (`env.values` holds only a default, if any): in a
+    region of the function they hold what its caller gave, made outside the region (`Site.data`)."""
+    if not isinstance(function, cst.FunctionDef):
+        return frozenset()
+    return frozenset(p.name.value for p in every_param(function.params)
+                     if len(env.values(p.name.value)) == (p.default is not None))
 
 
 def _is_param(function: cst.FunctionDef, name: str) -> bool:

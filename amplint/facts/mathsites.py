@@ -15,15 +15,14 @@ protect a distribution's parameters.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, FrozenSet, List, Optional, Protocol, Set, Tuple
+from typing import TYPE_CHECKING, List, Optional, Protocol, Set, Tuple
 
 import libcst as cst
 
 from amplint.facts import probmath
 from amplint.facts.devicemath import cast_too_late, spared_by_policy
 from amplint.facts.logparams import log_parameter_form
-from amplint.facts.mathenv import Env
-from amplint.facts.nodes import every_param
+from amplint.facts.mathenv import Env, unrebound_parameters
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.model import DistRef, Scope, Site
@@ -37,7 +36,7 @@ class SiteContext(Protocol):
 
     def math_env(self) -> Env: ...
 
-    def is_wide(self, node: cst.BaseExpression, on_device: bool = False) -> bool: ...
+    def is_wide(self, node: cst.BaseExpression) -> bool: ...
 
     def inside_site(self, node: cst.CSTNode) -> bool: ...
 
@@ -79,19 +78,10 @@ def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext"
     the message and its risk name the device that spares it. `floor`: `expr` is what a floor is added to."""
     if site is not None:
         spared = bool(site.uncast) and site.state is not None and spared_by_policy(
-            expr, ctx.math_env(), site.state.policy, ctx.is_wide, _data(ctx), floor)
+            expr, ctx.math_env(), site.state.policy, ctx.is_wide, unrebound_parameters(ctx.scope.node, ctx.math_env()),
+            floor)
         site.promoted = list(site.uncast) if spared else []
     return site
-
-
-def _data(ctx: "SiteContext") -> FrozenSet[str]:
-    """The parameters of the function never rebound in it: under a region of the function they hold what its
-    caller gave, made outside the region (float32 data as often as not: `Site.data`)."""
-    function, env = ctx.scope.node, ctx.math_env()
-    if not isinstance(function, cst.FunctionDef):
-        return frozenset()
-    return frozenset(p.name.value for p in every_param(function.params)
-                     if len(env.values(p.name.value)) == (p.default is not None))
 
 
 def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:

@@ -25,8 +25,8 @@ import libcst as cst
 from amplint import dtypes
 from amplint.facts import densitycalls, mathsites
 from amplint.facts.discrete import value_inputs
+from amplint.facts.mathenv import unrebound_parameters
 from amplint.facts.model import DistRef, Scope, Site
-from amplint.facts.nodes import every_param
 from amplint.facts.signatures import distribution_params
 from amplint.names import dotted_name
 from amplint.screen import SITE_METHODS
@@ -94,11 +94,10 @@ def typed_receiver(receiver: cst.BaseExpression, ctx: "SiteContext") -> bool:
 def parameter_inputs(function: Optional[cst.CSTNode], uncast: List[cst.BaseExpression], env: "Env"
                      ) -> List[cst.BaseExpression]:
     """The uncast inputs that are parameters of `function` never assigned in its body (`Site.data`)."""
-    if not isinstance(function, cst.FunctionDef) or not uncast:
+    if not uncast:
         return []
-    defaults = {p.name.value: p.default is not None for p in every_param(function.params)}
-    return [i for i in uncast if isinstance(i, cst.Name) and i.value in defaults
-            and len(env.values(i.value)) == defaults[i.value]]
+    kept = unrebound_parameters(function, env)
+    return [i for i in uncast if isinstance(i, cst.Name) and i.value in kept]
 
 
 def wide_result(node: cst.BaseExpression, ctx: "SiteContext") -> bool:

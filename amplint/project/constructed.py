@@ -41,12 +41,12 @@ class Constructed:
         asked = sorted(name for name in names if name not in self._known)
         if asked:
             live = self._built() & set(asked)
-            rest = [name for name in asked if name not in live]
+            rest = set(asked) - live
             if rest:
-                pattern = use_pattern(rest)
+                pattern = use_pattern(sorted(rest))
                 for path in sorted(self._loader.info):
-                    live |= self._found(path, pattern) & set(rest)
-                    if live >= set(rest):
+                    live |= self._found(path, pattern) & rest
+                    if live >= rest:
                         break
             self._known.update((name, name in live) for name in asked)
         return [cls for cls in classes if self._known[cls.name.rsplit(".", 1)[-1]]]
