@@ -87,12 +87,16 @@ def syntax_error(text: str) -> Optional[str]:
     return None
 
 
-# Syntax a later Python accepts, by the line CPython refuses: (version, pattern, what it is).
+# Syntax a later Python accepts, by the line CPython refuses: (version, pattern, what it is, the start of the
+# message an older CPython gives for it, "" for any).
 _NEWER_SYNTAX = (
-    ((3, 12), re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+[A-Za-z_]\w*\s*\["), "type parameters (PEP 695)"),
-    ((3, 12), re.compile(r"^\s*type\s+[A-Za-z_]\w*\s*(?:\[.*\])?\s*="), "a `type` statement (PEP 695)"),
-    ((3, 11), re.compile(r"^\s*except\s*\*"), "`except*` (PEP 654)"),
-    ((3, 10), re.compile(r"^\s*match\s+[^=]*:\s*(?:#.*)?$"), "a `match` statement (PEP 634)"),
+    ((3, 12), re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+[A-Za-z_]\w*\s*\["), "type parameters (PEP 695)", ""),
+    ((3, 12), re.compile(r"^\s*type\s+[A-Za-z_]\w*\s*(?:\[.*\])?\s*="), "a `type` statement (PEP 695)", ""),
+    # `f"{d["key"]}"`: the f-string's own quote inside its braces, which ended the string before 3.12.
+    ((3, 12), re.compile(r"(?i)(?<![\w'\"])(?:f|rf|fr)(['\"])(?:(?!\1).)*?(?<!\{)\{(?!\{)[^}]*?\1.*?\}"),
+     "its f-string's own quote inside the braces (PEP 701)", "f-string"),
+    ((3, 11), re.compile(r"^\s*except\s*\*"), "`except*` (PEP 654)", ""),
+    ((3, 10), re.compile(r"^\s*match\s+[^=]*:\s*(?:#.*)?$"), "a `match` statement (PEP 634)", ""),
 )
 
 
@@ -105,8 +109,8 @@ def refusal(text: str, exc: SyntaxError) -> str:
         return f"syntax error: {exc.msg}"
     lines = text.splitlines()
     line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
-    for version, pattern, what in _NEWER_SYNTAX:
-        if sys.version_info[:2] < version and pattern.match(line):
+    for version, pattern, what, message in _NEWER_SYNTAX:
+        if sys.version_info[:2] < version and exc.msg.startswith(message) and pattern.search(line):
             running = ".".join(map(str, sys.version_info[:2]))
             return (f"line {exc.lineno} uses {what}, which needs Python {version[0]}.{version[1]} or newer; "
                     f"amplint runs on Python {running} here: run it with a newer Python to check this file")

@@ -48,6 +48,7 @@ class DistSpec:
     qualname: str  # e.g. "torch.distributions.Normal"
     args: Tuple[ArgSpec, ...]
     components: Tuple["DistSpec", ...] = ()  # distributions passed as arguments
+    mapping: Optional[ArgSpec] = None  # `**params` with keys unknown: it feeds each tensor parameter of the class
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ LEVELS = ("unknown", "low", "high")
 MEASURED_ORDER = ("low", "high")
 DEVICES = ("cuda", "cpu")
 TRANSFORM_KINDS = ("exp", "softplus", "sigmoid", "softmax", "log_softmax")
+UNSEEN = "the distribution is built where the analysis cannot see it"  # check's words, and verify's
 
 
 @functools.lru_cache(maxsize=1)
@@ -114,7 +115,7 @@ def assess(finding: Finding) -> Risk:
                         "(read from its op lists, amplint/policies.py; not measured)")
         return _unknown(HANDWRITTEN.get(site.method, HANDWRITTEN[""]), device)
     if not site.dists:
-        return _unknown("the distribution is built where the analysis cannot see it", device)
+        return _unknown(UNSEEN, device)
     classes = {spec.qualname.rsplit(".", 1)[-1] for spec in site.dists}
     name = site.dists[0].qualname.rsplit(".", 1)[-1]
     if len(classes) != 1:

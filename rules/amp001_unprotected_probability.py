@@ -98,9 +98,12 @@ RULE = Rule(
         "`torch.nn` class, or a class of the same file with no base that may be a distribution. An object an "
         "imported module holds (`scipy.stats.beta`) was made at import time and is no float16 distribution. "
         "In project mode a receiver or input proved float32 on every path (a wrapper around a distribution "
-        "built from cast tensors, a `self.` attribute every assignment of which is cast) is no input. A "
-        "distribution built in another function and returned (`return Normal(mu, std)` in `forward`, "
-        "`return preds, dist`, `get_dist(...)`) is followed into the caller, in the same file and, in project "
+        "built from cast tensors, an instance of a project class with no library base every attribute of which "
+        "is, element 0 of a returned tuple, a `self.` attribute every assignment of which is cast) is no input. "
+        "A distribution built in another function and returned (`return Normal(mu, std)` in `forward`, "
+        "`return preds, dist`, `get_dist(...)`), or assigned to `self.dist` by a method of the class when "
+        "every assignment builds one (`self.dist = None` aside), is followed into the caller, in the same file "
+        "and, for returns in project "
         "mode, across files: its constructor's parameters are inputs of the caller's `log_prob`/`entropy`/"
         "`cdf`, so casting the value alone does not silence it, and the message names where it is built. A "
         "parameter annotated as a distribution (`dist: Distribution`) is an input too: it carries the caller's "
@@ -222,6 +225,17 @@ with torch.autocast("cuda"):
     lb = Independent(Bernoulli(logits=l.float()), 1).log_prob(labels)
     lc = Poisson(rate.float()).log_prob(counts)
 """,
+        # A `self.` attribute every assignment of which builds the distribution from cast tensors.
+        """
+import torch
+from torch.distributions import Normal
+class Head(torch.nn.Module):
+    def forward(self, x, y):
+        with torch.autocast("cuda"):
+            out = self.lin(x).float()
+            self.dist = Normal(out, out.exp())
+            return self.dist.log_prob(y.float())
+""",
         # Disabled region with cast inputs (fix C).
         """
 import torch
@@ -255,6 +269,21 @@ with torch.cuda.amp.autocast():
 """,
             5,
             10,
+        ),
+        # The distribution a method assigns to `self.dist` (here or in another method): its parameters are inputs.
+        Invalid(
+            """
+import torch
+from torch.distributions import Normal
+class Head(torch.nn.Module):
+    def forward(self, x, y):
+        with torch.autocast("cuda"):
+            out = self.lin(x)
+            self.dist = Normal(out, out.exp())
+            return self.dist.log_prob(y.float())
+""",
+            8,
+            20,
         ),
         Invalid(
             """

@@ -134,6 +134,13 @@ def forced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
 
 
+def chain_via(chain) -> str:
+    """` via f → g` for the calls of a chain, as `.expected` files list them; a chain of `built` hops alone (a
+    distribution built in another method of the class) has no call, and no `via`."""
+    names = chain_names(chain)
+    return f" via {' → '.join(names)}" if names else ""
+
+
 def chain_names(chain) -> List[str]:
     """The calls of a finding's chain by name (`Hop`s, or their JSON): what `.expected` files list after `via`;
     the places are checked in tests/test_chain_locations.py."""

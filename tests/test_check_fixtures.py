@@ -8,15 +8,14 @@ import pytest
 
 from amplint.config import Config
 from amplint.engine import check_paths
-from conftest import FIXTURES, chain_names, expected_lines, run_amplint
+from conftest import FIXTURES, chain_via, expected_lines, run_amplint
 
 CHECK = FIXTURES / "check"
 CASES = sorted(CHECK.glob("*.py"))
 
 
 def _render(finding) -> str:
-    via = f" via {' → '.join(chain_names(finding.chain))}" if finding.chain else ""
-    return f"{finding.line}:{finding.column} {finding.code}{via}"
+    return f"{finding.line}:{finding.column} {finding.code}{chain_via(finding.chain)}"
 
 
 def test_every_fixture_has_expectations() -> None:
@@ -40,8 +39,7 @@ def test_cli_on_fixture_directory_matches_expected_files() -> None:
         (str(case), line) for case in CASES for line in expected_lines(case.with_suffix(".expected"))
     )
     got = sorted(
-        (f["path"], f"{f['line']}:{f['column']} {f['code']}"
-         + (f" via {' → '.join(chain_names(f['chain']))}" if f["chain"] else ""))
+        (f["path"], f"{f['line']}:{f['column']} {f['code']}{chain_via(f['chain'])}")
         for f in findings
     )
     assert got == expected

@@ -142,6 +142,42 @@ def objective(model, h, y):
     d = Belief(d)
     return d.dist.log_prob(y).mean()
 '''
+TUPLE_HEAD = _head("from torch.distributions import Normal", "Normal(loc.float(), raw.exp().float()), loc")
+ELEMENT_OBJECTIVE = '''\
+from pkg.belief import Belief
+
+
+def objective(model, h, y):
+    d = model(h)[0]
+    d = Belief(d)
+    return d.dist.log_prob(y).mean()
+'''
+UNPACKED_OBJECTIVE = '''\
+from pkg.belief import Belief
+
+
+def objective(model, h, y):
+    d, loc = model(h)
+    kept = Belief(d)
+    return kept.dist.log_prob(y).mean() + loc.sum()
+'''
+BELIEF_METHOD = '''\
+class Belief:
+    def __init__(self, dist):
+        self.dist = dist
+
+    def log_prob(self, x):
+        return self.dist.log_prob(x)
+'''
+METHOD_OBJECTIVE = '''\
+from pkg.belief import Belief
+
+
+def objective(model, h, y):
+    d = model(h)
+    d = Belief(d)
+    return d.log_prob(y).mean()
+'''
 BUNDLE_STEP = '''\
 import torch
 from pkg.objective import objective
@@ -215,6 +251,14 @@ CASES = {
     # `d = Belief(d)` reads the `d` bound before it.
     "rewrapped": ({"belief.py": BELIEF, "heads.py": NORMAL_HEAD, "objective.py": REWRAPPED_OBJECTIVE},
                   ("pkg/objective.py", 7, 12, "AMP001")),
+    # Element 0 of the tuple a head returns (`return Normal(...), loc`: `loc` stays float16), indexed or unpacked.
+    "tuple_element": ({"belief.py": BELIEF, "heads.py": TUPLE_HEAD, "objective.py": ELEMENT_OBJECTIVE},
+                      ("pkg/objective.py", 7, 12, "AMP001")),
+    "tuple_unpacked": ({"belief.py": BELIEF, "heads.py": TUPLE_HEAD, "objective.py": UNPACKED_OBJECTIVE},
+                       ("pkg/objective.py", 7, 12, "AMP001")),
+    # A plain project class's own `log_prob` on what it holds: the instance carries only the cast distribution.
+    "wrapper_method": ({"belief.py": BELIEF_METHOD, "heads.py": NORMAL_HEAD, "objective.py": METHOD_OBJECTIVE},
+                       ("pkg/objective.py", 7, 12, "AMP001")),
     # A model handed over in a dict and taken out with `.get`.
     "dict_get": ({"heads.py": NORMAL_HEAD, "objective.py": BUNDLE_OBJECTIVE, "step.py": BUNDLE_STEP},
                  ("pkg/objective.py", 3, 12, "AMP001")),
@@ -323,3 +367,28 @@ def test_the_bindings_that_reach_the_call_decide(tmp_path: Path, name: str) -> N
     root = _project(tmp_path, {"density.py": DENSITY, "heads.py": PARAMS_HEAD, "objective.py": _body_objective(body)})
     assert ("torch.float16" in _log_dtypes(root)) is reported
     assert _findings(root) == ([("pkg/density.py", 11, 16, "AMP003")] if reported else [])
+
+
+SUBCLASS = '''\
+from torch.distributions import Normal
+
+
+class MyNormal(Normal):
+    pass
+'''
+SUBCLASS_OBJECTIVE = '''\
+from pkg.dists import MyNormal
+
+
+def objective(model, h, y):
+    loc, scale = model(h)
+    d = MyNormal(loc, scale)
+    return d.log_prob(y.float()).mean()
+'''
+
+
+def test_an_instance_of_a_class_with_a_torch_base_is_not_proved_float32(tmp_path: Path) -> None:
+    """A `Normal` subclass holds the tensors its torch base's `__init__` stores, which no `self.` assignment of
+    the project shows: the instance is never proved float32 from its (empty) attributes."""
+    root = _project(tmp_path, {"dists.py": SUBCLASS, "heads.py": PARAMS_HEAD, "objective.py": SUBCLASS_OBJECTIVE})
+    assert _findings(root) == [("pkg/objective.py", 7, 12, "AMP001")]

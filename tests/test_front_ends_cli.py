@@ -70,6 +70,20 @@ def test_syntax_of_a_newer_python_names_the_python_it_needs(project: Path) -> No
     assert result.returncode == 2  # nothing could be checked
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="PEP 701 f-strings parse from Python 3.12")
+def test_an_f_string_of_a_newer_python_names_it_and_a_broken_one_stays_a_syntax_error() -> None:
+    from amplint.deep import syntax_error
+
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    for line in ('label = f"{row["name"]}"', "label = f'{d['k']!r:>8}'", 'p = rf"{m["a"]}\\d"'):
+        assert syntax_error(f"import torch\n{line}\n") == (
+            "line 2 uses its f-string's own quote inside the braces (PEP 701), which needs Python 3.12 or newer; "
+            f"amplint runs on Python {running} here: run it with a newer Python to check this file"), line
+    for line in ('label = f"{row"', 'label = f"{{"a"}}"', 'label = f"{x}" + f"{y"'):  # broken on every Python
+        message = syntax_error(f"import torch\n{line}\n")
+        assert message is not None and message.startswith("syntax error at line 2"), line
+
+
 # --- item 7: unknown risk is not below low ---------------------------------------------------------------------
 
 def _risks(project: Path, *argv: str) -> list:

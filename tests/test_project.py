@@ -17,7 +17,7 @@ from amplint.project.cache import DiskCache
 from amplint.project.resolve import MAX_OVERRIDES
 from amplint.project.frameworks import LiteralArg
 from amplint.project.run import run_project
-from conftest import FIXTURES, chain_names, expected_lines, run_amplint
+from conftest import FIXTURES, chain_names, chain_via, expected_lines, run_amplint
 
 PROJECT = FIXTURES / "project"
 CHECK = FIXTURES / "check"
@@ -30,8 +30,7 @@ def _render(results: List[FileResult], root: Path) -> List[str]:
         for f in result.findings:
             where = os.path.relpath(f.path, root).replace(os.sep, "/")
             region = os.path.relpath(f.region_path or f.path, root).replace(os.sep, "/")
-            via = f" via {' → '.join(chain_names(f.chain))}" if f.chain else ""
-            lines.append(f"{where}:{f.line}:{f.column} {f.code}{via} from {region}:{f.region.line}")
+            lines.append(f"{where}:{f.line}:{f.column} {f.code}{chain_via(f.chain)} from {region}:{f.region.line}")
     return lines
 
 
@@ -87,7 +86,7 @@ def test_no_project_gives_the_single_file_results_on_the_check_fixtures() -> Non
         for case in sorted(CHECK.glob("*.py")) for line in expected_lines(case.with_suffix(".expected"))
     )
     got = sorted(
-        (f.path, f"{f.line}:{f.column} {f.code}" + (f" via {' → '.join(chain_names(f.chain))}" if f.chain else ""))
+        (f.path, f"{f.line}:{f.column} {f.code}{chain_via(f.chain)}")
         for r in single for f in r.findings
     )
     assert got == expected

@@ -35,6 +35,22 @@ def test_components_and_literals() -> None:
     assert plan.label == "MixtureSameFamily(Categorical, Normal).log_prob"
 
 
+def test_a_mapping_feeds_each_tensor_parameter_the_call_does_not_pass() -> None:
+    """`Normal(**params)`, `Categorical(**params)`: the keys are unknown, so every tensor parameter is fed (for
+    `probs`/`logits`, which exclude each other, `logits`); a parameter the call passes keeps its argument."""
+    from dataclasses import replace
+
+    mapping = arg("params")
+    plan = plan_site(log_prob(replace(dist("torch.distributions.Normal", arg("mu", 0)), mapping=mapping)))
+    assert isinstance(plan, SitePlan)
+    [normal] = plan.dists
+    assert [(t.param, t.spec.code) for t in normal.tensors] == [("loc", "mu"), ("scale", "params")]
+    assert normal.notes == ("`**params` (its keys are not in the code) fed Normal's tensor parameters: scale",)
+    plan = plan_site(log_prob(replace(dist("torch.distributions.Categorical"), mapping=mapping)))
+    assert isinstance(plan, SitePlan)
+    assert [t.param for t in plan.dists[0].tensors] == ["logits"]
+
+
 @pytest.mark.parametrize(
     "qualname",
     ["os.system", "torch.nn.Linear", "torch.distributions.kl_divergence", "torch.distributions.Nope",
@@ -58,7 +74,7 @@ def test_pyro_names_fall_back_to_the_torch_class_with_a_note() -> None:
 @pytest.mark.parametrize(
     "site, reason",
     [
-        (SiteSpec("log_prob", (), (arg("x", 0),)), "cannot be resolved statically"),
+        (SiteSpec("log_prob", (), (arg("x", 0),)), "as check says: verify rebuilds what check reads"),
         (None, "no computation"),
         (log_prob(dist("torch.distributions.Independent", arg("n", 1), components=(NORMAL,))),
          "neither a number literal nor a tensor parameter"),

@@ -113,8 +113,9 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
             found = self.scope.dist_bindings.get(node.value)
             return found if found is not None or not self.options.arguments else given_ref(
                 self.options.arguments, self.scope, node.value)
-        if not isinstance(node, cst.Call):  # `net(x)[0]`: element 0 of the tuple `net(x)` returns
-            return self._returned(*element) if (element := returned_element(node)) is not None else None
+        if not isinstance(node, cst.Call):  # `net(x)[0]` (element 0 of what `net(x)` returns), or `self.dist`
+            element = returned_element(node)
+            return self._returned(*element) if element else self.returns.attribute(node, self.scope.class_name)
         qualname = self.dist_class(node.func)
         if qualname is None:
             return self._returned(node)

@@ -55,6 +55,7 @@ class ReturnIndex:
         self.line_of = line_of
         self._functions: Optional[Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
         self._returns: Dict[str, Dict[Optional[int], List[Returned]]] = {}
+        self._attributes: Dict[Tuple[str, str], Optional[Returned]] = {}  # (class, attr) -> what `attribute` found
 
     def ref(self, call: cst.Call, env: Env, class_name: Optional[str], index: Optional[int],
             remote: Sequence[CallReturn], start: CodePosition) -> Optional[DistRef]:
@@ -62,7 +63,7 @@ class ReturnIndex:
         found = self.for_call(call, env, class_name, index) if self.builds else None
         if found is None:
             return remote_ref(remote, start, index)
-        return replace(found.ref, built_in=(found.owner, f"line {self.line_of(found.ref.ctor)}"))
+        return self._placed(found)
 
     def for_call(self, call: cst.Call, env: Env, class_name: Optional[str],
                  index: Optional[int] = None) -> Optional[Returned]:
@@ -71,6 +72,39 @@ class ReturnIndex:
         second run the next)."""
         key = self._callee(call.func, env, class_name)
         built = self._returned(key).get(index, []) if key is not None else []
+        return next((each for each in built if each.ref.all_inputs()), built[0] if built else None)
+
+    def attribute(self, node: cst.BaseExpression, class_name: Optional[str]) -> Optional[DistRef]:
+        """`self.dist` in a method: the constructors its class's methods assign it (`self.dist = Normal(...)` in
+        `forward`), joined as `for_call` joins returns; None when any assignment is something else."""
+        attr = self_attribute(node)
+        if attr is None or class_name is None or not self.builds:
+            return None
+        if (class_name, attr) not in self._attributes:
+            self._attributes[(class_name, attr)] = self._assigned(class_name, attr)
+        found = self._attributes[(class_name, attr)]
+        return None if found is None else self._placed(found)
+
+    def _placed(self, found: Returned) -> DistRef:
+        """The ref, named where it is built (messages: "built in `Head.forward` at line 13")."""
+        return replace(found.ref, built_in=(found.owner, f"line {self.line_of(found.ref.ctor)}"))
+
+    def _assigned(self, class_name: str, attr: str) -> Optional[Returned]:
+        """Of the constructors the methods of `class_name` assign to `self.<attr>`, the first with uncast inputs."""
+        built: List[Returned] = []
+        for key, (function, cls) in self._table().items():
+            if cls is None or key.rpartition(".")[0] != class_name:
+                continue
+            env = function_env(function, self.imports, cls, self.statements)
+            for statement in self.statements.of(function.body):
+                if not isinstance(statement, cst.Assign) or all(
+                        self_attribute(target.target) != attr for target in statement.targets) or (
+                        isinstance(statement.value, cst.Name) and statement.value.value == "None"):
+                    continue  # `self.dist = None` until a method builds it: no receiver of a method call
+                ctors = self._ctors(statement.value, env, _DEPTH)
+                if ctors is None:
+                    return None
+                built.extend(Returned(self._ref(*ctor, env), key) for ctor in ctors)
         return next((each for each in built if each.ref.all_inputs()), built[0] if built else None)
 
     # --- which function a call runs ----------------------------------------

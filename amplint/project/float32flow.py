@@ -27,7 +27,7 @@ from amplint.facts.astmathenv import parameters
 from amplint.facts.astnodes import is_number, is_wide, tensorish, transform_operands
 from amplint.facts.entry import Float32Reads
 from amplint.names import ImportTable, ast_qualnames, import_table
-from amplint.project.flow import MAX_HOPS, Flow, Instance, call_argument
+from amplint.project.flow import MAX_HOPS, ClassValue, Flow, Instance, call_argument
 from amplint.project.flowtrees import dotted, own_nodes, param_names
 from amplint.project.reaching import reaching
 from amplint.project.summary import MODULE_KEY
@@ -94,8 +94,12 @@ class Float32Flow:
             return self._attribute(path, scope, node, hops)
         if isinstance(node, ast.Call):
             return self._call(path, scope, node, hops)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and _index(node) is not None:
+            return self._call(path, scope, node.value, hops, _index(node))  # `head(x)[0]`: what it returns there
         if isinstance(node, (ast.Subscript, ast.Starred)):
             return self.expression(path, scope, node.value, hops)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(self.expression(path, scope, element, hops) for element in node.elts)
         if isinstance(node, ast.UnaryOp):
             return self.expression(path, scope, node.operand, hops)
         if isinstance(node, ast.BinOp):
@@ -105,7 +109,8 @@ class Float32Flow:
             return all(self.expression(path, scope, arm, hops) for arm in (node.body, node.orelse))
         return False
 
-    def _call(self, path: str, scope: str, node: ast.Call, hops: int) -> bool:
+    def _call(self, path: str, scope: str, node: ast.Call, hops: int, index: Optional[int] = None) -> bool:
+        """`index`: element `index` of what the call returns (`head(x)[0]`, `d, loc = head(x)`)."""
         table = self._table(path)
         if is_wide(node, table, lambda name: False):
             return True  # a cast or a factory
@@ -115,17 +120,21 @@ class Float32Flow:
         operands = transform_operands(node, table)  # `x.float().clamp(min=1e-3)`, `torch.exp(x.float())`
         if operands:
             return all(self.expression(path, scope, a, hops) for a in operands)
-        runs = [self.flow.runs(callee) for callee in self.flow.value(path, scope, node.func, hops)]
+        callees = self.flow.value(path, scope, node.func, hops)
+        if callees and all(isinstance(callee, ClassValue) for callee in callees):  # `Belief(d)`: an instance
+            return all(self._ask(("instance", c.cls.path, c.cls.name), hops,  # type: ignore[union-attr]
+                                 lambda c=c: self._instance(c.cls, hops + 1)) for c in callees)  # type: ignore
+        runs = [self.flow.runs(callee) for callee in callees]
         return bool(runs) and all(runs) and all(  # each callee runs known functions (a class: no tensor)
-            self._returns(at, key, hops + 1) for each in runs for at, key in each)  # type: ignore[union-attr]
+            self._returns(at, key, hops + 1, index) for each in runs for at, key in each)  # type: ignore[union-attr]
 
-    def _returns(self, path: str, scope: str, hops: int) -> bool:
+    def _returns(self, path: str, scope: str, hops: int, index: Optional[int] = None) -> bool:
         def compute() -> bool:
             tree = self.flow.tree(path)
             node = tree.scopes.get(scope) if tree is not None else None
             returned = tree.scope_facts(scope).returns if node is not None else []  # type: ignore[union-attr]
-            return bool(returned) and all(self.expression(path, scope, r, hops) for r in returned)
-        return self._ask(("returns", path, scope), hops, compute)
+            return bool(returned) and all(self.expression(path, scope, _element(r, index), hops) for r in returned)
+        return self._ask(("returns", path, scope, str(index)), hops, compute)
 
     # --- names ---------------------------------------------------------------------------------------------
     def _name(self, path: str, scope: str, read: ast.Name, hops: int) -> bool:
@@ -184,6 +193,23 @@ class Float32Flow:
         return bool(classes) and all(self._ask(("attr", c.path, c.name, node.attr), hops,
                                                lambda c=c: self._assigned(c, node.attr, hops)) for c in classes)
 
+    def _instance(self, cls: ClassRef, hops: int) -> bool:
+        """An instance of a plain project class (no base outside the project: a torch `Distribution` or
+        `nn.Module` base keeps tensors `self.` does not show) holds float32 state when every attribute its
+        classes assign is float32 (`self.dist = dist`: what every construction passes). Its methods' own
+        computations are sites of their own; this only says the object carries no float16 tensor."""
+        if self.flow.resolver.external_bases(cls) - {"object", "builtins.object"}:
+            return False
+        attrs: Set[str] = set()
+        for ref in dict.fromkeys([*self.flow.resolver.mro(cls), *self.flow.resolver.subclasses(cls)]):
+            tree = self.flow.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            if node is None or _updates_self(node):
+                return False
+            attrs.update(tree.self_attrs(ref.name))  # type: ignore[union-attr]
+        return all(self._ask(("attr", cls.path, cls.name, attr), hops,
+                             lambda attr=attr: self._assigned(cls, attr, hops)) for attr in sorted(attrs))
+
     def _assigned(self, cls: ClassRef, attr: str, hops: int) -> bool:
         """Every assignment of `attr` on the classes an instance of `cls` may be is float32; at least one."""
         assignments = list(self.flow.attr_assignments(cls, attr))
@@ -233,8 +259,38 @@ def _target_value(target: ast.AST, value: ast.expr, name: str) -> Iterator[ast.e
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
             for sub_target, sub_value in zip(target.elts, value.elts):
                 yield from _target_value(sub_target, sub_value, name)
+        elif isinstance(value, ast.Call) and not any(isinstance(t, ast.Starred) for t in target.elts):
+            for position, sub_target in enumerate(target.elts):  # `d, loc = head(x)`: `head(x)[0]` for `d`
+                element = ast.copy_location(ast.Subscript(value, ast.Constant(position), ast.Load()), value)
+                yield from _target_value(sub_target, element, name)
         elif any(name in {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t in target.elts):
             yield value  # `loc, raw = out.float().chunk(2)`: an element of a float32 value
+
+
+def _updates_self(cls: ast.ClassDef) -> bool:
+    """`self.total += x`, `setattr(self, ...)`: state a plain assignment does not show."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            return True
+    return False
+
+
+def _index(node: ast.Subscript) -> Optional[int]:
+    """The literal non-negative index of `x[0]`, else None."""
+    index = node.slice
+    if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
+        return index.value
+    return None
+
+
+def _element(returned: ast.expr, index: Optional[int]) -> ast.expr:
+    """Element `index` of a returned tuple (`return d, loc`), or the whole value when it is no tuple literal."""
+    if (index is not None and isinstance(returned, (ast.Tuple, ast.List)) and index < len(returned.elts)
+            and not any(isinstance(e, ast.Starred) for e in returned.elts[:index + 1])):
+        return returned.elts[index]
+    return returned
 
 
 def _default(function: ast.AST, name: str) -> Optional[ast.expr]:

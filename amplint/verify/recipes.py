@@ -13,9 +13,12 @@ leave the caller's RNG alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
 
 import torch
+
+if TYPE_CHECKING:
+    from amplint.verify.resolve import DistPlan
 
 Shape = Tuple[int, ...]
 Known = Mapping[str, object]  # targets already drawn for this constructor, and its literals
@@ -298,3 +301,15 @@ def recipes_for(cls: type) -> Tuple[Recipe, ...]:
         if klass.__module__.startswith(("torch.distributions", "pyro.distributions")) and klass.__name__ in RECIPES:
             return RECIPES[klass.__name__]
     return (GENERIC,)
+
+
+def recipes_for_plan(plan: "DistPlan") -> Tuple[Recipe, ...]:
+    """A wrapper's recipes (`Independent`, `MixtureSameFamily`) where it wraps a Normal, as they are written
+    for (`loc`, `scale`, a value from the mean); else those of its innermost component, whose support and
+    moments the wrapper's value recipe would get wrong (a Cauchy has no mean, a Gamma no negative values)."""
+    leaf = plan
+    while leaf.components:
+        leaf = leaf.components[-1][1]
+    if leaf is plan or any(klass.__name__ == "Normal" for klass in leaf.cls.__mro__):
+        return recipes_for(plan.cls)
+    return recipes_for(leaf.cls)

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from amplint import dtypes
 from amplint.model import ArgSpec, DistSpec, SiteSpec
+from amplint.risk import UNSEEN
 from amplint.transforms import Chain, parse_chain
 
 ALLOWED_ROOTS = ("torch.distributions", "pyro.distributions")
@@ -91,6 +92,18 @@ class SitePlan:
         return tuple(notes)
 
 
+def spec_label(spec: DistSpec) -> str:
+    """`Independent(Normal)` for a spec as `DistPlan.label` names a plan, before (or without) a plan."""
+    name = spec.qualname.rsplit(".", 1)[-1]
+    inner = ", ".join(spec_label(component) for component in spec.components)
+    return f"{name}({inner})" if inner else name
+
+
+def qualnames_in(spec: DistSpec) -> Tuple[str, ...]:
+    """The classes a spec names, its components' included, outermost first."""
+    return (spec.qualname,) + tuple(name for component in spec.components for name in qualnames_in(component))
+
+
 def value_class(plan: DistPlan) -> Optional[str]:
     """The discrete class whose value `plan`'s `log_prob` takes (through `Independent` & co.), else None."""
     return dtypes.discrete_value_class(plan.qualname, [value_class(c) for _, c in plan.components])
@@ -106,10 +119,7 @@ def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:
             "your own code unless asked: --run-user-code runs a slice of it (docs/verify.md)")
     expected = 2 if site.method == "kl_divergence" else 1
     if len(site.dists) != expected:
-        return Unverifiable(
-            "the distribution is not constructed where the analysis can see it (a parameter, an attribute "
-            "or a return value), so its class cannot be resolved statically"
-        )
+        return Unverifiable(f"{UNSEEN}, as check says: verify rebuilds what check reads, so its class is unknown")
     dists = []
     for spec in site.dists:
         plan = plan_dist(spec)
@@ -209,6 +219,12 @@ def plan_dist(spec: DistSpec) -> Union[DistPlan, Unverifiable]:
                 f"`{arg.code}` for {cls.__name__}({param}=...) is neither a number literal nor a tensor "
                 "parameter; verify does not guess its value"
             )
+    if spec.mapping is not None:
+        fed = _mapped(constraints, names, bound)
+        tensors.extend(_tensor_arg(param, spec.mapping) for param in fed)
+        bound.extend(fed)
+        extra_notes.append(f"`**{spec.mapping.code}` (its keys are not in the code) fed {cls.__name__}'s tensor "
+                           f"parameters: {', '.join(fed) or 'none'}")
     free = [name for name in positional + sorted(names - set(positional)) if _is_dist_param(name) and name not in bound]
     if len(spec.components) > len(free):
         return Unverifiable(f"{cls.__name__}() takes fewer distributions than the call passes")
@@ -222,6 +238,13 @@ def plan_dist(spec: DistSpec) -> Union[DistPlan, Unverifiable]:
     if missing:
         return Unverifiable(f"{cls.__name__}() is missing its `{missing[0]}` argument")
     return DistPlan(cls, spec.qualname, tuple(tensors), tuple(literals), tuple(components), notes + tuple(extra_notes))
+
+
+def _mapped(constraints: Dict[str, object], names: set, bound: List[str]) -> List[str]:
+    """The tensor parameters a `**mapping` fills: each the call does not pass, `logits` for `probs`/`logits`
+    (a model's head gives logits; the two exclude each other)."""
+    fed = [name for name in constraints if name in names and name not in bound]
+    return [name for name in fed if not (name == "probs" and "logits" in fed)]
 
 
 def _required(cls: type, name: str) -> bool:

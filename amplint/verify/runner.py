@@ -7,8 +7,8 @@ allowed, a cast, or an allowlisted transform. Nothing of the user's runs.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -20,8 +20,8 @@ from amplint.verify.chains import apply_chain
 from amplint.verify.devices import Device, emulation_limit, to_host
 from amplint.verify.inputs import Head, Synthesis, reference_output, synthesize
 from amplint.verify.measure import grads_finite as _grads_finite, measure
-from amplint.verify.recipes import Recipe, recipes_for
-from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site
+from amplint.verify.recipes import Recipe, recipes_for_plan
+from amplint.verify.resolve import DistPlan, SitePlan, Unverifiable, plan_site, qualnames_in, spec_label
 from amplint.verify.results import TIMING_THREADS, FindingReport, Timing, Verdict, VersionResult
 from amplint.verify.timing import WARMUPS, median_seconds
 from amplint.verify.targets import Target  # noqa: F401 - defined there, torch-free; re-exported
@@ -73,10 +73,49 @@ def computes_disabled(target: Target) -> bool:
 
 
 def verify_target(target: Target, settings: RunSettings) -> FindingReport:
-    """Rebuild, synthesize, run the three versions and give the verdict; never raises for user input."""
+    """Rebuild, synthesize, run the three versions and give the verdict; never raises for user input.
+
+    When check's text of the distribution cannot be rebuilt and the constructor at the place check names
+    could be read (`Target.alternatives`), each class it may be runs, and the worst verdict is reported."""
+    plan = plan_site(target.site)
+    if target.alternatives and target.site is not None and (isinstance(plan, Unverifiable) or target.preferred):
+        return _verify_alternatives(target, settings)
+    return _verify_plan(target, plan, settings)
+
+
+# The verdict reported of several alternatives: the one that says most about the fix, then the first.
+VERDICT_RANK = (Verdict.FIX_INSUFFICIENT, Verdict.CONFIRMED, Verdict.NOT_REPRODUCED, Verdict.UNVERIFIABLE)
+
+
+def _verify_alternatives(target: Target, settings: RunSettings) -> FindingReport:
+    assert target.site is not None
+    reports = []
+    for spec in target.alternatives:
+        site = replace(target.site, dists=(spec,))
+        report = _verify_plan(replace(target, site=site), plan_site(site), settings)
+        reports.append(replace(report, computation=f"{spec_label(spec)}.{site.method}")
+                       if report.verdict is Verdict.UNVERIFIABLE else report)
+    chosen = min(reports, key=lambda report: VERDICT_RANK.index(report.verdict))
+    if len(reports) == 1:
+        summary = f"ran {chosen.computation}"
+    else:
+        groups: Dict[Tuple[Verdict, str], List[str]] = {}  # (verdict, reason with the label as "it") -> labels
+        for spec, report in zip(target.alternatives, reports):
+            reason = report.reason or ""
+            names = (report.computation, report.computation.rsplit(".", 1)[0], *qualnames_in(spec))
+            for name in sorted(names, key=len, reverse=True):
+                reason = reason.replace(name, "it")
+            groups.setdefault((report.verdict, reason), []).append(report.computation)
+        ran = "; ".join(f"{verdict.value}: {', '.join(labels)}" + (f" ({reason})" if reason else "")
+                        for verdict in VERDICT_RANK for (each, reason), labels in groups.items() if each is verdict)
+        summary = f"ran each of the {len(reports)} it may be ({ran}), and reports {chosen.computation}"
+    notes = target.alternative_notes + (f"read the constructor where check says it is built; {summary}",)
+    return replace(chosen, notes=chosen.notes + notes)
+
+
+def _verify_plan(target: Target, plan: Union[SitePlan, Unverifiable], settings: RunSettings) -> FindingReport:
     started = time.perf_counter()
     low, notes = low_dtype(target.region)
-    plan = plan_site(target.site)
     label = plan.label if isinstance(plan, SitePlan) else (target.site.method if target.site else "?")
     base = dict(path=target.path, line=target.line, column=target.column, code=target.code,
                 device=settings.device.name, batch=settings.batch, seed=settings.seed, computation=label,
@@ -88,7 +127,7 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
     device = settings.device
     chosen: Optional[Tuple[Recipe, Synthesis, Dict[str, torch.Tensor], VersionResult, int]] = None
     with device.session():
-        for recipe in recipes_for(plan.dists[0].cls):
+        for recipe in recipes_for_plan(plan.dists[0]):
             rows = capped_rows(plan, recipe, settings.batch, low)
             synthesis = synthesize(plan, recipe, rows, settings.seed, low)
             if isinstance(synthesis, Unverifiable):
@@ -99,7 +138,7 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
                 chosen = (recipe, synthesis, heads, original, rows)
             if original.failed:
                 break
-        assert chosen is not None  # recipes_for never returns an empty tuple
+        assert chosen is not None  # recipes_for_plan never returns an empty tuple
         recipe, synthesis, heads, original, rows = chosen
         fix_cast = run_version(plan, synthesis, heads, device, FIX_CAST, low, disabled)
         fix_disable = run_version(plan, synthesis, heads, device, FIX_DISABLE, low, disabled)
@@ -111,6 +150,10 @@ def verify_target(target: Target, settings: RunSettings) -> FindingReport:
         return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=(
             f"the CUDA-policy emulation cannot run {plan.label} on a CPU-only torch ({limits[0]}); "
             "run it on a GPU (--device cuda) or under CPU semantics (--device cpu)"), **base)  # type: ignore
+    if isinstance(synthesis.reference, str) and all(r.error for r in (original, fix_cast, fix_disable)):
+        return FindingReport(verdict=Verdict.UNVERIFIABLE, reason=(
+            f"the rebuilt {plan.label} raises in float64 too ({synthesis.reference.rstrip(': ')}): "
+            "the rebuild is not the code's computation, so it says nothing about float16"), **base)  # type: ignore
     if rows < settings.batch:
         notes = notes + (f"ran {rows:,} rows, not {settings.batch:,}: each row has {MAX_ELEMENTS // rows:,}+ "
                          "elements, and the bad-row fraction does not depend on the batch size",)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
-from amplint.model import FileError, Finding, Precision, RegionInfo, SiteSpec
+from amplint.model import DistSpec, FileError, Finding, Precision, RegionInfo, SiteSpec
 
 
 @dataclass(frozen=True)
@@ -28,15 +28,23 @@ class Target:
     region: Optional[RegionInfo]
     notes: Tuple[str, ...] = ()  # e.g. where a distribution built elsewhere was rebuilt from
     end: Optional[Tuple[int, int]] = None  # the finding's end (line, column): which expression it covers
+    built: Tuple[Tuple[str, int], ...] = ()  # (path, line) of each constructor check names (`built` hops)
+    # The constructor at the first `built` place with its slots read (`slots.read_built`): one per class it may
+    # be (and per slot the receiver takes of it), run when check's text of it cannot be rebuilt or the receiver
+    # is a slot of it (`preferred`); and what that reading found.
+    alternatives: Tuple[DistSpec, ...] = ()
+    alternative_notes: Tuple[str, ...] = ()
+    preferred: bool = False
 
     @classmethod
     def from_finding(cls, finding: Finding) -> "Target":
         """The finding as verify runs it, naming where check says its distribution is built (the chain's
         `built` hops): one construction site in both outputs."""
-        built = tuple(f"rebuilt from `{hop.name}`, built at {hop.path}:{hop.line} as check reports"
-                      for hop in finding.chain if hop.role == "built" and hop.line is not None)
+        hops = [hop for hop in finding.chain if hop.role == "built" and hop.line is not None]
+        built = tuple(f"rebuilt from `{hop.name}`, built at {hop.path}:{hop.line} as check reports" for hop in hops)
         return cls(finding.path, finding.line, finding.column, finding.code, finding.site, finding.region,
-                   notes=built, end=(finding.end_line, finding.end_column))
+                   notes=built, end=(finding.end_line, finding.end_column),
+                   built=tuple((hop.path or finding.path, hop.line) for hop in hops))  # type: ignore[misc]
 
 
 @dataclass
@@ -60,28 +68,32 @@ def collect(paths: Sequence[str], config: Config = Config()) -> Collected:
             continue
         out.checked += 1
         out.targets.extend(Target.from_finding(finding) for finding in result.findings)
-    out.targets = _with_constructors(out.targets)
+    out.targets = _with_alternatives(out.targets, paths)
     out.targets.extend(_bfloat16_sites(paths, config))
     out.targets.sort(key=lambda t: (t.path, t.line, t.column))
     return out
 
 
-def _with_constructors(targets: List[Target]) -> List[Target]:
-    """Targets whose distribution is built out of the site's sight, rebuilt from its constructor where found."""
-    from amplint.files import read_source
-    from amplint.verify.construction import rebuild
+def _with_alternatives(targets: List[Target], paths: Sequence[str]) -> List[Target]:
+    """Targets with their distribution read at the place check says it is built, slots and all."""
+    from amplint.verify.sliceimports import Finder, bases_of
+    from amplint.verify.slicer import Slicer
+    from amplint.verify.slots import first_alternatives, receiver_of, viewed
 
-    texts: Dict[str, Optional[str]] = {}
+    finder = Finder(bases_of(paths))
+    files: Dict[str, object] = {}  # files read, shared by every target's slicer
     out = []
     for target in targets:
-        if target.site is not None and not target.site.dists:
-            if target.path not in texts:
-                source = read_source(target.path)
-                texts[target.path] = None if isinstance(source, FileError) else source.text
-            text = texts[target.path]
-            rebuilt = rebuild(text, target.line, target.column, target.site) if text is not None else None
-            if rebuilt is not None:
-                target = replace(target, site=rebuilt.site, notes=target.notes + (rebuilt.note,))
+        if target.built and target.site is not None and len(target.site.dists) == 1:
+            slicer = Slicer(finder, cache=files)  # type: ignore[arg-type]
+            found = first_alternatives(slicer, target.built)
+            if found is not None:
+                receiver = receiver_of(slicer, target.path, target.line, target.column, target.site.method)
+                specs = [spec for view in receiver.views for spec in map(lambda s: viewed(s, view), found.specs)
+                         if spec is not None]
+                notes = found.notes + ((receiver.note,) if receiver.note else ())
+                target = replace(target, alternatives=tuple(specs), alternative_notes=notes,
+                                 preferred=receiver.views != (None,))
         out.append(target)
     return out
 
