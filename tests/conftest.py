@@ -134,6 +134,20 @@ def forced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AMPLINT_NO_CACHE", "1")
 
 
+def log_dtypes_script(imports: str, run: str, project: str = "proj") -> str:
+    """A script that runs `run` (after `imports`, with the folder `project` importable) and prints the dtype
+    of every `torch.log` it took: the truth a test of reach compares amplint with. Keep it outside the checked
+    folder: its own `torch.log` would make it a probability file of the project."""
+    return (f"import sys\n\nsys.path.insert(0, {project!r})\n\nimport torch\n"
+            "from torch.overrides import TorchFunctionMode\n\n" + imports + "\n\nseen = []\n\n\n"
+            "class Logs(TorchFunctionMode):\n"
+            "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+            "        if func is torch.log:\n"
+            "            seen.append(str(args[0].dtype))\n"
+            "        return func(*args, **(kwargs or {}))\n\n\n"
+            "torch.manual_seed(0)\nwith Logs():\n    " + run + "\nprint(seen)\n")
+
+
 def chain_via(chain) -> str:
     """` via f → g` for the calls of a chain, as `.expected` files list them; a chain of `built` hops alone (a
     distribution built in another method of the class) has no call, and no `via`."""

@@ -17,7 +17,7 @@ from amplint.project.cache import DiskCache
 from amplint.project.resolve import MAX_OVERRIDES
 from amplint.project.frameworks import LiteralArg
 from amplint.project.run import run_project
-from conftest import FIXTURES, chain_names, chain_via, expected_lines, run_amplint
+from conftest import FIXTURES, chain_names, chain_via, expected_lines, run_amplint, write_package
 
 PROJECT = FIXTURES / "project"
 CHECK = FIXTURES / "check"
@@ -313,3 +313,62 @@ def test_the_text_pass_follows_star_imports_to_their_module() -> None:
             "import torch.nn as nn\nfrom . import x\n")
     assert imported_names(text) == [".google", "pkg.base.Model", "pkg.base.Head", "pkg.base.H", ".x", "torch.nn",
                                     "nn"]
+
+
+ACCEL_LOSSES = '''\
+from torch.distributions import Normal
+
+
+def nll(out, x):
+    return -Normal(out, out.exp()).log_prob(x)
+'''
+ACCEL_TRAIN = '''\
+import contextlib
+
+from accelerate import Accelerator
+from torch.distributions import Normal
+
+from pkg.losses import nll
+
+
+def named(lin, x):
+    acc = Accelerator(mixed_precision="fp16")
+    ctx = acc.autocast
+    with ctx():
+        return nll(lin(x), x)
+
+
+def conditional(lin, x, amp):
+    acc = Accelerator(mixed_precision="fp16")
+    cm = acc.autocast if amp else contextlib.nullcontext
+    with cm():
+        return nll(lin(x), x) + Normal(lin(x), 1.0).log_prob(x)
+
+
+def inline(lin, x, amp):
+    acc = Accelerator(mixed_precision="fp16")
+    with (acc.autocast() if amp else contextlib.nullcontext()):
+        return Normal(lin(x), 1.0).log_prob(x)
+
+
+def off(lin, x):
+    acc = Accelerator(mixed_precision="no")
+    ctx = acc.autocast
+    with ctx():
+        return Normal(lin(x), 1.0).log_prob(x)
+'''
+
+
+def test_an_accelerators_autocast_bound_to_a_name_opens_its_region(tmp_path: Path) -> None:
+    """`ctx = accelerator.autocast` (also `... if amp else nullcontext`) then `with ctx():` is the accelerator's
+    region, as `with accelerator.autocast():` is; `mixed_precision="no"` opens none."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'a'\n")
+    write_package(tmp_path, {"losses.py": ACCEL_LOSSES, "train.py": ACCEL_TRAIN})
+    results = check_paths([str(tmp_path)], Config())
+    found = sorted((os.path.relpath(f.path, tmp_path), f.line, f.column, f.code, f.region.line)
+                   for r in results for f in r.findings)
+    assert found == [("pkg/losses.py", 5, 13, "AMP001", 12),
+                     ("pkg/train.py", 20, 33, "AMP001", 19),
+                     ("pkg/train.py", 26, 16, "AMP001", 25)]
+    messages = {f.line: f.message for r in results for f in r.findings}
+    assert 'accelerator.autocast() region of Accelerator(mixed_precision="fp16") at line 19' in messages[20]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 
@@ -27,6 +27,7 @@ from amplint.facts import frameworks
 from amplint.facts.containers import element_callee, element_classes, loop_elements
 from amplint.facts.densitycalls import DENSITY
 from amplint.facts.cstflow import CstFlow, is_none
+from amplint.facts.cstwithregions import WithRegions
 from amplint.facts.distrefs import requested_at, split_components
 from amplint.facts.flowstate import Branches, augmented
 from amplint.facts.signatures import distribution_arguments
@@ -34,9 +35,9 @@ from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (
     MODULE_KEY, AccelBinding, AnalysisOptions, CallRecord, DistRef, RegionEntry, Requested, Scope, Site,
 )
-from amplint.facts.nodes import attribute_dtype, declared_class, literal_pairs, names_in, self_attribute, tainted_inputs
+from amplint.facts.nodes import declared_class, literal_pairs, names_in, self_attribute, tainted_inputs
 from amplint.facts.nodes import target_names
-from amplint.facts.nodes import accelerator_binding, call_text, framework_call, param_names, record_params
+from amplint.facts.nodes import call_text, framework_call, param_names, record_params
 from amplint.facts.nodes import trainer_model
 from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
 from amplint.facts.returns import ReturnIndex, given_ref, returned_element, unpacked
@@ -46,8 +47,6 @@ from amplint.facts.sites import DISTRIBUTION, SiteRecognizer, parameter_inputs, 
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
 from amplint.positions import PositionSource, positions, within
-from amplint.facts.cstregions import bound_argument, factory_of, region_spec
-from amplint.regions import AutocastFactory, RegionSpec
 
 # Positions the collector reads: calls, decorators, `with` lines, float literals (epsilons), and site node types.
 POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
@@ -56,7 +55,7 @@ POSITIONED = frozenset({cst.Call, cst.Decorator, cst.With, cst.Float})
 SELF_NAMES = ("self", "cls")  # a method's own receiver
 
 
-class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
+class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
     """The visitor behind `collect_facts`; also the `SiteContext` recognizers read the current state from."""
 
     def __init__(
@@ -129,80 +128,6 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         return self.returns.ref(call, self.math_env(), self.scope.class_name, index, self.options.returns,
                                 self.positions[call].start)
 
-    def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
-        return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
-
-    def _region_from_with_item(self, item: cst.WithItem) -> Optional[RegionSpec]:
-        expr = item.item
-        while isinstance(expr, cst.IfExp):  # `with (autocast() if amp else nullcontext()):`
-            expr = expr.body if self._region_expr(expr.body) else expr.orelse
-        if isinstance(expr, cst.Call):
-            factory = self._called_factory(expr)
-            if factory is not None:
-                return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
-        elif isinstance(expr, cst.Name):
-            bound = self.scope.lookup_factory(expr.value)
-            if isinstance(bound, RegionSpec):
-                return bound
-        return None
-
-    def _called_factory(self, call: cst.Call) -> Optional[AutocastFactory]:
-        """The autocast factory `call` calls: an autocast spelling, or a name bound to a factory here."""
-        factory = self._factory(call.func)
-        if factory is None and isinstance(call.func, cst.Name):
-            bound = self.scope.lookup_factory(call.func.value)
-            factory = bound if isinstance(bound, AutocastFactory) else None
-        return factory
-
-    def _region_expr(self, expr: cst.BaseExpression) -> bool:
-        return isinstance(expr, cst.Call) and self._factory(expr.func) is not None
-
-    def _autocast_value(self, value: cst.BaseExpression) -> Optional[Union[AutocastFactory, RegionSpec]]:
-        """What `name = value` binds: an autocast factory, a region object, or nothing (a branch counts)."""
-        if isinstance(value, cst.IfExp):  # `ctx = torch.autocast("cuda") if amp else nullcontext()`
-            return self._autocast_value(value.body) or self._autocast_value(value.orelse)
-        factory = self._factory(value)  # an alias or functools.partial(...)
-        if factory is not None:
-            return factory
-        if isinstance(value, cst.Call):
-            called = self._called_factory(value)
-            if called is not None:
-                return region_spec(called, value.args, self.imports, self.module)
-        return None
-
-    def _refined(self, spec: RegionSpec, factory: AutocastFactory, args: Sequence[cst.Arg]) -> RegionSpec:
-        """Project mode: `dtype=self.amp_dtype` takes the precision of what the class assigns to it."""
-        if not self.options.project or spec.precision is not Precision.MAYBE_FLOAT16 or not self.class_nodes:
-            return spec
-        dtype = bound_argument(factory, args, "dtype")
-        if not (isinstance(dtype, cst.Attribute) and isinstance(dtype.value, cst.Name) and dtype.value.value == "self"):
-            return spec
-        key = (self.class_stack[-1], dtype.attr.value)
-        if key not in self.attr_dtypes:
-            self.attr_dtypes[key] = attribute_dtype(self.class_nodes[-1], dtype.attr.value, self.imports)
-        precision = self.attr_dtypes[key]
-        return spec if precision is None else replace(spec, precision=precision)
-
-    def _accelerate_region(self, expr: cst.BaseExpression) -> Optional[AccelBinding]:
-        """Rule A: `with accelerator.autocast():` where `accelerator` is bound to `Accelerator(...)`."""
-        if not (self.options.project and isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
-                and expr.func.attr.value == "autocast"):
-            return None
-        return self._accelerator(expr.func.value)
-
-    def _accelerator(self, node: cst.BaseExpression) -> Optional[AccelBinding]:
-        if isinstance(node, cst.Name):
-            return self._lookup(node.value, "accelerators")  # type: ignore[return-value]
-        attr = self_attribute(node)
-        if attr is not None and self.scope.class_name is not None:
-            return self.class_accels.get(self.scope.class_name, {}).get(attr)
-        return None
-
-    def _accelerator_ctor(self, value: cst.BaseExpression) -> Optional[AccelBinding]:
-        if not (isinstance(value, cst.Call) and self.imports.matches(value.func, frameworks.ACCELERATOR)):
-            return None
-        return accelerator_binding(value, self.positions.line(value), self.module)
-
     def _lookup(self, name: str, table: str) -> object:
         return self.scope.find(name, table)
 
@@ -240,35 +165,6 @@ class Collector(CstParallelMarks, CstFlow, cst.CSTVisitor):
         assert self.scope.parent is not None
         self.scope = self.scope.parent
         self.containers.pop()
-
-    def _decorator_region(self, expr: cst.BaseExpression) -> Optional[RegionSpec]:
-        if isinstance(expr, cst.Call):
-            factory = self._factory(expr.func)
-            if factory is None:
-                return None
-            return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
-        factory = self._factory(expr)
-        return None if factory is None else region_spec(factory, (), self.imports, self.module)
-
-    # --- regions -------------------------------------------------------------
-    def visit_With_body(self, node: cst.With) -> None:
-        pushed = 0
-        for item in node.items:
-            spec = self._region_from_with_item(item)
-            if spec is not None:
-                self.scope.regions.append(RegionEntry(spec, self.positions.line(node), node))
-                pushed += 1
-                continue
-            accel = self._accelerate_region(item.item)
-            if accel is not None and accel.spec is not None:
-                label = f"accelerator.autocast() region of {accel.label}"
-                self.scope.regions.append(RegionEntry(accel.spec, self.positions.line(node), node, label))
-                pushed += 1
-        self.pushed[id(node)] = pushed
-
-    def leave_With_body(self, node: cst.With) -> None:
-        for _ in range(self.pushed.pop(id(node), 0)):
-            self.scope.regions.pop()
 
     # --- statements and bindings ---------------------------------------------
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:

@@ -198,7 +198,8 @@ class Scope:
     class_name: Optional[str]
     parent: Optional["Scope"]
     regions: List[RegionEntry] = field(default_factory=list)
-    factories: Dict[str, Union[AutocastFactory, RegionSpec]] = field(default_factory=dict)
+    # Names bound to an autocast factory, a region object, or an accelerator's `autocast` method.
+    factories: Dict[str, Union[AutocastFactory, RegionSpec, "AccelBinding"]] = field(default_factory=dict)
     dist_bindings: Dict[str, DistRef] = field(default_factory=dict)
     # Constructors of other assignments that may reach too (another path; `facts.flowstate`).
     dist_alternatives: Dict[str, List[DistRef]] = field(default_factory=dict)
@@ -270,7 +271,7 @@ class Scope:
                 return entry
         return None
 
-    def lookup_factory(self, name: str) -> Optional[Union[AutocastFactory, RegionSpec]]:
+    def lookup_factory(self, name: str) -> Optional[Union[AutocastFactory, RegionSpec, "AccelBinding"]]:
         scope: Optional[Scope] = self
         while scope is not None:
             if name in scope.factories:

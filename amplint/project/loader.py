@@ -20,6 +20,7 @@ from amplint.model import FileError, Finding
 from amplint.project import prefilter
 from amplint.project.cache import DiskCache, PassCache, digest
 from amplint.project.flowquestions import FlowQuestions
+from amplint.project.leads import LeadAnswers, LeadQuestions
 from amplint.project.stats import Stats
 from amplint.project.kept import KEEP_SOURCE_BYTES, KeptTrees, worth_keeping
 from amplint.project.modules import ModuleIndex
@@ -34,9 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 
-LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
-
-
 # A pooled parse (`_parse_job`): how the file was read, and (summary or None, findings) or the error.
 _Parsed = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError]]
 # `_parse_job`'s item: the path, the config, the entries, whether the summary is wanted, the trees' budget.
@@ -45,7 +43,7 @@ _JobItem = Tuple[str, Config, Tuple[EntryContext, ...], bool, int]
 _Job = Tuple[str, Union[Tuple[Optional[FileSummary], Tuple[Finding, ...]], FileError], Optional[int]]
 
 
-class Loader(FlowQuestions):
+class Loader(FlowQuestions, LeadQuestions):
     def __init__(self, files: Sequence[str], config: Config, cache: DiskCache, modules: ModuleIndex,
                  fingerprint: str, parsed: Optional[CPythonTrees] = None, pool: "Optional[RunPool]" = None,
                  pass_cache: Optional[PassCache] = None) -> None:
@@ -78,12 +76,8 @@ class Loader(FlowQuestions):
         # ends when the loader is dropped: `workers.Workers` has a finalizer).
         self._pool = pool or RunPool(config.jobs)
         self._ready: Dict[str, Tuple[Finding, ...]] = {}  # findings parsed in a pool (`prepare_findings`), by key
-        self._edges: Dict[str, Tuple[str, ...]] = {}
         self._imports: Dict[str, Tuple[str, ...]] = {}  # `FlowQuestions.imports`, by path
-        self._worth: Dict[str, bool] = {}
-        self._importing: Optional[Set[str]] = None  # files that import a candidate at any depth
-        self._useful: Dict[str, bool] = {}  # `may_define_usefully`, by name: asked for each method resolved
-        self._defining: Dict[str, Tuple[str, ...]] = {}  # `defining_files`, by name
+        self.leads = LeadAnswers()  # `LeadQuestions`' answers for the run
         self._answers: Dict[Tuple[str, object], object] = {}  # (path, question about its text) -> the answer
         # Parsed ahead in a pool, not yet asked for: recorded (parsed, errors, cache) only when `summary` asks.
         self._ahead: Dict[str, _Parsed] = {}
@@ -138,39 +132,6 @@ class Loader(FlowQuestions):
         """Files with a `class X(... base ...)` line (by the base's last name)."""
         return sorted(self._subclass_index.get(base, ()))
 
-    def worth_entering(self, path: str) -> bool:
-        """May a function of this file lead to a probability computation? (text only, no parse)
-
-        True for a candidate file; for one that imports a candidate, at any depth (its calls may run the
-        candidate's code however long the chain of modules: `run.py` -> `agent` -> `steps` -> `losses`); and
-        for one within LEAD_HOPS steps of a candidate file, a step being an import either way or a subclass
-        line naming one of its classes (code handed a model calls it without importing its module).
-        Entering other files cannot produce a finding, so the walk skips them unparsed.
-        """
-        if path not in self._worth:
-            self._worth[path] = self._reaches_candidate(path)
-        return self._worth[path]
-
-    def may_define_usefully(self, name: str) -> bool:
-        """Is `def name` written in some file worth entering? If not, no call to `name` can lead to a finding.
-
-        Kept by name: the walk asks it for every method it resolves, and `forward` is defined in hundreds of
-        files (the index and the answers do not change after the text pass).
-        """
-        useful = self._useful.get(name)
-        if useful is None:
-            useful = self._useful[name] = any(self.worth_entering(path)
-                                              for path in sorted(self._def_index.get(name, ())))
-        return useful
-
-    def defining_files(self, name: str) -> List[str]:
-        """Files worth entering with a `def name` line (text only): where an inferred call may go."""
-        found = self._defining.get(name)
-        if found is None:
-            found = self._defining[name] = tuple(
-                path for path in sorted(self._def_index.get(name, ())) if self.worth_entering(path))
-        return list(found)
-
     def method_definitions(self, path: str, name: str) -> int:
         """How many methods named `name` the file's text defines (`prefilter.method_definitions`)."""
         return self.answer(path, ("def", name), lambda text: prefilter.method_definitions(text, name), 0)
@@ -191,47 +152,6 @@ class Loader(FlowQuestions):
     def may_assign(self, attr: str) -> bool:
         """Does any file write `self.<attr> = ...`? If not, no class holds an instance there."""
         return attr in self._attr_index
-
-    def _reaches_candidate(self, path: str) -> bool:
-        if path in self._importing_candidates():
-            return True
-        frontier, seen = [path], {path}
-        for _ in range(LEAD_HOPS + 1):
-            if any(p in self.info and self.info[p].candidate for p in frontier):
-                return True
-            nxt = [n for p in frontier for n in self._neighbours(p) if n not in seen]
-            seen.update(nxt)
-            frontier = sorted(set(nxt))
-        return False
-
-    def _importing_candidates(self) -> Set[str]:
-        """The files that import a candidate file, directly or through other project modules (one search back
-        from every candidate over the importers index, once per run)."""
-        if self._importing is None:
-            pending = [p for p in sorted(self.info) if self.info[p].candidate]
-            found = set(pending)
-            while pending:
-                for importer in self.importers(pending.pop()):
-                    if importer not in found:
-                        found.add(importer)
-                        pending.append(importer)
-            self._importing = found
-        return self._importing
-
-    def _neighbours(self, path: str) -> Tuple[str, ...]:
-        """Project files `path` imports or is imported by (code handed a model calls it without importing its
-        module: `self.policy.loss(x)`), and files with a class line naming one of its classes as a base."""
-        if path not in self._edges:
-            info = self.info.get(path)  # the text pass read it (a file it could not read has no edges)
-            found: Set[str] = set()
-            if info is not None:
-                found.update(self.imports(path))
-                for cls in info.classes:
-                    found.update(self._subclass_index.get(cls, ()))
-                found.update(self.importers(path))
-            found.discard(path)
-            self._edges[path] = tuple(sorted(found & self.known))
-        return self._edges[path]
 
     # --- summaries -----------------------------------------------------------
     def shape(self, path: str) -> "Optional[Shape]":

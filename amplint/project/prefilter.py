@@ -15,7 +15,8 @@ Parsing with LibCST is the cost of a run (issue 8), so project mode parses:
   `log(2`, a log-gamma, a tensor exp, a literal below float16's smallest
   subnormal, a density-like call or a configured distribution name) is the file itself or is within
   `LEAD_HOPS` steps of it in the text-level graph of imports and subclass lines,
-  or imports it through any number of project modules;
+  or runs its code through any number of project modules (importing it, or defining a base class whose
+  override in such a file a `self.` call runs: `leads.py`);
 - the files that define the classes such calls need (bases, for the MRO).
 Everything else is read (to run these tests) and never parsed.
 """

@@ -357,6 +357,10 @@ class Resolver:
             targets.extend(Target(s.path, f"{s.name}.{name}", s, False) for s in overrides)
         return targets
 
+    def constructor(self, cls: ClassRef) -> List[Target]:
+        """The `__init__` a constructor call runs, in a file that may lead to a probability computation."""
+        return [t for t in self.method(cls, "__init__", True) if self.loader.worth_entering(t.path)]
+
     def _methods(self, cls: ClassRef) -> Tuple[str, ...]:
         info = self.class_summary(cls)
         return info.methods if info is not None else ()
@@ -381,7 +385,9 @@ class Resolver:
                 targets.extend(self.method(symbol.cls, symbol.name, symbol.exact))
             elif isinstance(symbol, _Instance):
                 targets.extend(self.instance_call(symbol.cls, symbol.exact))
-        return targets  # a class (a constructor call) or a module is not followed
+            elif isinstance(symbol, ClassRef):  # a constructor call runs the class's `__init__`
+                targets.extend(self.constructor(symbol))
+        return targets  # a module is not followed
 
     def _self_attr(self, receiver: ClassRef, attr: str) -> List[_Instance]:
         """The instances `self.<attr>` holds, from the first class on the MRO that assigns it.
@@ -488,8 +494,9 @@ class Resolver:
                     value.owner.cls, value.name, value.owner.exact, True)]
             elif isinstance(value, flow.Module) and rest:
                 found = self._targets(self.lookup(value.path, [rest[-1]], for_call=True))
-            elif isinstance(value, flow.ClassValue) and rest:
-                found = self._targets([_Method(value.cls, rest[-1], False)])
+            elif isinstance(value, flow.ClassValue):  # `cls(d_in, k)` runs its `__init__`; `cls.make(...)`
+                found = self._targets([_Method(value.cls, rest[-1], False)]) if rest else [
+                    replace(t, flowed=True) for t in self.constructor(value.cls)]
             elif isinstance(value, flow.Fanout):  # `metrics.update(p, y)`: each member's `update`
                 found = self.flowed_targets(value.elements, rest)
             else:

@@ -1,0 +1,156 @@
+"""The collector's reading of regions: `with` items, decorators, autocast factories bound to names, and
+Accelerate's `accelerator.autocast()` (rule A), also bound to a name (`ctx = accelerator.autocast`, with or
+without a conditional: `accelerator.autocast if amp else nullcontext`).
+
+A mixin of `Collector`: it reads the collector's imports, options, current scope, class stack and positions,
+and pushes the regions a `with` statement opens on the scope's stack.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+
+from amplint.facts import frameworks
+from amplint.facts.cstregions import bound_argument, factory_of, region_spec
+from amplint.facts.model import AccelBinding, AnalysisOptions, RegionEntry, Scope
+from amplint.facts.nodes import accelerator_binding, attribute_dtype, self_attribute
+from amplint.model import Precision
+from amplint.names import ImportTable
+from amplint.regions import AutocastFactory, RegionSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.positions import Positions
+
+Bound = Union[AutocastFactory, RegionSpec, AccelBinding]  # what a name may hold that a `with` opens
+
+
+class WithRegions:
+    """Which `with` items and decorators open an autocast region, and what names bound to one hold."""
+
+    module: cst.Module
+    imports: ImportTable
+    options: AnalysisOptions
+    scope: Scope
+    positions: "Positions"
+    class_stack: List[str]
+    class_nodes: List[cst.ClassDef]
+    class_accels: Dict[str, Dict[str, AccelBinding]]
+    attr_dtypes: Dict[Tuple[str, str], Optional[Precision]]
+    pushed: Dict[int, int]
+
+    _lookup: Callable[[str, str], object]  # the collector's: a name in the scope's tables
+
+    def _decorator_region(self, expr: cst.BaseExpression) -> Optional[RegionSpec]:
+        if isinstance(expr, cst.Call):
+            factory = self._factory(expr.func)
+            if factory is None:
+                return None
+            return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
+        factory = self._factory(expr)
+        return None if factory is None else region_spec(factory, (), self.imports, self.module)
+
+    # --- regions -------------------------------------------------------------
+    def visit_With_body(self, node: cst.With) -> None:
+        pushed = 0
+        for item in node.items:
+            spec = self._region_from_with_item(item)
+            if spec is not None:
+                self.scope.regions.append(RegionEntry(spec, self.positions.line(node), node))
+                pushed += 1
+                continue
+            accel = self._accelerate_region(item.item)
+            if accel is not None and accel.spec is not None:
+                label = f"accelerator.autocast() region of {accel.label}"
+                self.scope.regions.append(RegionEntry(accel.spec, self.positions.line(node), node, label))
+                pushed += 1
+        self.pushed[id(node)] = pushed
+
+    def leave_With_body(self, node: cst.With) -> None:
+        for _ in range(self.pushed.pop(id(node), 0)):
+            self.scope.regions.pop()
+
+    def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
+        return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
+
+    def _region_from_with_item(self, item: cst.WithItem) -> Optional[RegionSpec]:
+        expr = item.item
+        while isinstance(expr, cst.IfExp):  # `with (autocast() if amp else nullcontext()):`
+            expr = expr.body if self._region_expr(expr.body) else expr.orelse
+        if isinstance(expr, cst.Call):
+            factory = self._called_factory(expr)
+            if factory is not None:
+                return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
+        elif isinstance(expr, cst.Name):
+            bound = self.scope.lookup_factory(expr.value)
+            if isinstance(bound, RegionSpec):
+                return bound
+        return None
+
+    def _called_factory(self, call: cst.Call) -> Optional[AutocastFactory]:
+        """The autocast factory `call` calls: an autocast spelling, or a name bound to a factory here."""
+        factory = self._factory(call.func)
+        if factory is None and isinstance(call.func, cst.Name):
+            bound = self.scope.lookup_factory(call.func.value)
+            factory = bound if isinstance(bound, AutocastFactory) else None
+        return factory
+
+    def _region_expr(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self._factory(expr.func) is not None
+
+    def _autocast_value(self, value: cst.BaseExpression) -> Optional[Bound]:
+        """What `name = value` binds: an autocast factory, a region object, an accelerator's `autocast` method,
+        or nothing (a branch counts)."""
+        if isinstance(value, cst.IfExp):  # `ctx = torch.autocast("cuda") if amp else nullcontext()`
+            return self._autocast_value(value.body) or self._autocast_value(value.orelse)
+        factory = self._factory(value)  # an alias or functools.partial(...)
+        if factory is not None:
+            return factory
+        if self.options.project and isinstance(value, cst.Attribute) and value.attr.value == "autocast":
+            accel = self._accelerator(value.value)  # `ctx = accelerator.autocast`: `with ctx():` opens its region
+            if accel is not None:
+                return accel
+        if isinstance(value, cst.Call):
+            called = self._called_factory(value)
+            if called is not None:
+                return region_spec(called, value.args, self.imports, self.module)
+        return None
+
+    def _refined(self, spec: RegionSpec, factory: AutocastFactory, args: Sequence[cst.Arg]) -> RegionSpec:
+        """Project mode: `dtype=self.amp_dtype` takes the precision of what the class assigns to it."""
+        if not self.options.project or spec.precision is not Precision.MAYBE_FLOAT16 or not self.class_nodes:
+            return spec
+        dtype = bound_argument(factory, args, "dtype")
+        if not (isinstance(dtype, cst.Attribute) and isinstance(dtype.value, cst.Name) and dtype.value.value == "self"):
+            return spec
+        key = (self.class_stack[-1], dtype.attr.value)
+        if key not in self.attr_dtypes:
+            self.attr_dtypes[key] = attribute_dtype(self.class_nodes[-1], dtype.attr.value, self.imports)
+        precision = self.attr_dtypes[key]
+        return spec if precision is None else replace(spec, precision=precision)
+
+    def _accelerate_region(self, expr: cst.BaseExpression) -> Optional[AccelBinding]:
+        """Rule A: `with accelerator.autocast():` where `accelerator` is bound to `Accelerator(...)`, or
+        `with ctx():` where `ctx` is bound to its `autocast` (a branch counts: `(... if amp else ...)`)."""
+        if isinstance(expr, cst.IfExp):
+            return self._accelerate_region(expr.body) or self._accelerate_region(expr.orelse)
+        if not (self.options.project and isinstance(expr, cst.Call)):
+            return None
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "autocast":
+            return self._accelerator(expr.func.value)
+        bound = self.scope.lookup_factory(expr.func.value) if isinstance(expr.func, cst.Name) else None
+        return bound if isinstance(bound, AccelBinding) else None
+
+    def _accelerator(self, node: cst.BaseExpression) -> Optional[AccelBinding]:
+        if isinstance(node, cst.Name):
+            return self._lookup(node.value, "accelerators")  # type: ignore[return-value]
+        attr = self_attribute(node)
+        if attr is not None and self.scope.class_name is not None:
+            return self.class_accels.get(self.scope.class_name, {}).get(attr)
+        return None
+
+    def _accelerator_ctor(self, value: cst.BaseExpression) -> Optional[AccelBinding]:
+        if not (isinstance(value, cst.Call) and self.imports.matches(value.func, frameworks.ACCELERATOR)):
+            return None
+        return accelerator_binding(value, self.positions.line(value), self.module)
