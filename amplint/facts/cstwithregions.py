@@ -8,13 +8,13 @@ and pushes the regions a `with` statement opens on the scope's stack.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from amplint.facts import frameworks
 from amplint.facts.cstregions import bound_argument, factory_of, region_spec
-from amplint.facts.model import AccelBinding, AnalysisOptions, RegionEntry, Scope
+from amplint.facts.model import AccelBinding, AnalysisOptions, Opener, RegionEntry, Scope
 from amplint.facts.nodes import accelerator_binding, attribute_dtype, self_attribute
 from amplint.model import Precision
 from amplint.names import ImportTable
@@ -22,8 +22,6 @@ from amplint.regions import AutocastFactory, RegionSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.positions import Positions
-
-Bound = Union[AutocastFactory, RegionSpec, AccelBinding]  # what a name may hold that a `with` opens
 
 
 class WithRegions:
@@ -99,7 +97,7 @@ class WithRegions:
     def _region_expr(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Call) and self._factory(expr.func) is not None
 
-    def _autocast_value(self, value: cst.BaseExpression) -> Optional[Bound]:
+    def _autocast_value(self, value: cst.BaseExpression) -> Optional[Opener]:
         """What `name = value` binds: an autocast factory, a region object, an accelerator's `autocast` method,
         or nothing (a branch counts)."""
         if isinstance(value, cst.IfExp):  # `ctx = torch.autocast("cuda") if amp else nullcontext()`

@@ -189,6 +189,11 @@ class AccelBinding:
     label: str  # the construction as messages show it: 'Accelerator(mixed_precision="fp16")'
 
 
+# What a name may be bound to that a `with` opens: an autocast factory, a region object, an accelerator's
+# `autocast` method (`ctx = accelerator.autocast`).
+Opener = Union[AutocastFactory, RegionSpec, AccelBinding]
+
+
 @dataclass
 class Scope:
     """One function (or the module): its local region stack and bindings."""
@@ -198,8 +203,7 @@ class Scope:
     class_name: Optional[str]
     parent: Optional["Scope"]
     regions: List[RegionEntry] = field(default_factory=list)
-    # Names bound to an autocast factory, a region object, or an accelerator's `autocast` method.
-    factories: Dict[str, Union[AutocastFactory, RegionSpec, "AccelBinding"]] = field(default_factory=dict)
+    factories: Dict[str, Opener] = field(default_factory=dict)
     dist_bindings: Dict[str, DistRef] = field(default_factory=dict)
     # Constructors of other assignments that may reach too (another path; `facts.flowstate`).
     dist_alternatives: Dict[str, List[DistRef]] = field(default_factory=dict)
@@ -271,7 +275,7 @@ class Scope:
                 return entry
         return None
 
-    def lookup_factory(self, name: str) -> Optional[Union[AutocastFactory, RegionSpec, "AccelBinding"]]:
+    def lookup_factory(self, name: str) -> Optional[Opener]:
         scope: Optional[Scope] = self
         while scope is not None:
             if name in scope.factories:

@@ -23,6 +23,7 @@ import libcst as cst
 from libcst.metadata import CodePosition
 
 from amplint import dtypes
+from amplint.facts.cstflow import is_none
 from amplint.facts.distrefs import PICKED, split_components
 from amplint.facts.entry import CallReturn, Constructor, DistArgument, ReturnedDist
 from amplint.facts.mathenv import Env, Statements, function_env, self_attribute
@@ -71,8 +72,7 @@ class ReturnIndex:
         several constructors, the first whose inputs are not all float32 stands for all (fix A casts it, and a
         second run the next)."""
         key = self._callee(call.func, env, class_name)
-        built = self._returned(key).get(index, []) if key is not None else []
-        return next((each for each in built if each.ref.all_inputs()), built[0] if built else None)
+        return _standing_for(self._returned(key).get(index, []) if key is not None else [])
 
     def attribute(self, node: cst.BaseExpression, class_name: Optional[str]) -> Optional[DistRef]:
         """`self.dist` in a method: the constructors its class's methods assign it (`self.dist = Normal(...)` in
@@ -97,15 +97,14 @@ class ReturnIndex:
                 continue
             env = function_env(function, self.imports, cls, self.statements)
             for statement in self.statements.of(function.body):
-                if not isinstance(statement, cst.Assign) or all(
-                        self_attribute(target.target) != attr for target in statement.targets) or (
-                        isinstance(statement.value, cst.Name) and statement.value.value == "None"):
+                if not isinstance(statement, cst.Assign) or is_none(statement.value) or all(
+                        self_attribute(target.target) != attr for target in statement.targets):
                     continue  # `self.dist = None` until a method builds it: no receiver of a method call
                 ctors = self._ctors(statement.value, env, _DEPTH)
                 if ctors is None:
                     return None
                 built.extend(Returned(self._ref(*ctor, env), key) for ctor in ctors)
-        return next((each for each in built if each.ref.all_inputs()), built[0] if built else None)
+        return _standing_for(built)
 
     # --- which function a call runs ----------------------------------------
     def _table(self) -> Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:
@@ -239,6 +238,12 @@ class ReturnIndex:
             values = env.values(name) if depth > 0 else ()
             return bool(values) and env.is_local(name) and all(self._wide(v, env, depth - 1) for v in values)
         return dtypes.is_wide(node, self.imports, wide_name)
+
+
+def _standing_for(built: Sequence[Returned]) -> Optional[Returned]:
+    """Of several constructors, the first whose inputs are not all float32 (fix A casts it, and a second run the
+    next), else the first."""
+    return next((each for each in built if each.ref.all_inputs()), built[0] if built else None)
 
 
 def _return_values(function: cst.FunctionDef, statements: Statements) -> Iterator[cst.BaseExpression]:

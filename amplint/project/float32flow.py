@@ -201,9 +201,7 @@ class Float32Flow:
         if self.flow.resolver.external_bases(cls) - {"object", "builtins.object"}:
             return False
         attrs: Set[str] = set()
-        for ref in dict.fromkeys([*self.flow.resolver.mro(cls), *self.flow.resolver.subclasses(cls)]):
-            tree = self.flow.tree(ref.path)
-            node = tree.classes.get(ref.name) if tree is not None else None
+        for ref, tree, node in self.flow.instance_classes(cls):
             if node is None or _updates_self(node):
                 return False
             attrs.update(tree.self_attrs(ref.name))  # type: ignore[union-attr]

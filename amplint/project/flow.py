@@ -375,12 +375,19 @@ class Flow:
         return frozenset(v for path, scope, value in self.attr_assignments(cls, attr)
                          for v in self.value(path, scope, value, hops))
 
+    def instance_classes(
+        self, cls: "ClassRef",
+    ) -> Iterator[Tuple["ClassRef", Optional[FileTree], Optional[ast.ClassDef]]]:
+        """The classes an instance of `cls` may be (its MRO, then its subclasses), each with its file's tree and
+        its `class` node (None where the project does not hold it)."""
+        for ref in dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]):
+            tree = self.tree(ref.path)
+            yield ref, tree, tree.classes.get(ref.name) if tree is not None else None
+
     def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
         """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class bodies
         (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses."""
-        for ref in dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]):
-            tree = self.tree(ref.path)
-            node = tree.classes.get(ref.name) if tree is not None else None
+        for ref, tree, node in self.instance_classes(cls):
             if node is None:
                 continue
             for item in node.body:

@@ -25,12 +25,12 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.model import ArgSpec, DistSpec
-from amplint.names import ImportTable, ast_dotted, import_table
+from amplint.facts.astnodes import is_number
+from amplint.names import ImportTable, ast_qualnames, import_table
+from amplint.torchnames import DISTRIBUTION_PACKAGES, distribution_name
 from amplint.verify.slicer import Parsed, SliceNeeds, Slicer
-from amplint.verify.userentrysite import parents_of
+from amplint.verify.userentrysite import CannotRun, node_at, parents_of
 
-PACKAGES = ("torch.distributions.", "pyro.distributions.")
-NOT_CLASSES = frozenset({"transforms", "constraints", "constraint_registry", "utils", "kl"})
 MAX_DEPTH = 4  # names and picker functions followed from one slot
 MAX_ALTERNATIVES = 32  # alternatives kept for one constructor; more are dropped, and the note says so
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -87,7 +87,7 @@ class _Reader:
 
     def constructor_on(self, line: int) -> Optional[ast.Call]:
         found = [node for node in ast.walk(self.parsed.tree) if isinstance(node, ast.Call)
-                 and node.lineno == line and is_distribution(node.func, self.table)]
+                 and node.lineno == line and self._torch_class(node.func) is not None]
         return min(found, key=lambda node: node.col_offset, default=None)
 
     # --- one constructor, every alternative ----------------------------------------------------------
@@ -131,11 +131,11 @@ class _Reader:
 
     def _qualnames(self, func: ast.expr, depth: int) -> Tuple[str, ...]:
         """The classes a constructor's callee names: a torch class, or those a picker gives."""
-        if is_distribution(func, self.table):
-            dotted = ast_dotted(func) or ""
-            return tuple(sorted(n for n in self.table.qualnames_of(dotted) if n.startswith(PACKAGES)))[:1]
+        torch_class = self._torch_class(func)
+        if torch_class is not None:
+            return (torch_class,)
         picked = self._picked(func, depth)
-        if picked is None or not any(name.startswith(PACKAGES) for name in picked.qualnames):
+        if picked is None or not any(name.startswith(DISTRIBUTION_PACKAGES) for name in picked.qualnames):
             return ()
         shown = ", ".join(name.rsplit(".", 1)[-1] for name in picked.qualnames)
         self.notes.append(f"the class is picked at run time: {picked.where} gives {shown}")
@@ -170,16 +170,17 @@ class _Reader:
         if isinstance(value, ast.Subscript):
             values = self._registry(value.value, value)
             return [name for each in values or () for name in self.classes(each, depth)]
-        dotted = ast_dotted(value)
-        if dotted is None:
-            return []
-        torch_names = sorted(n for n in self.table.qualnames_of(dotted) if n.startswith(PACKAGES))
-        if torch_names:
-            return torch_names[:1]
+        torch_class = self._torch_class(value)
+        if torch_class is not None:
+            return [torch_class]
         found = self.slicer.class_of(self.parsed, value)
         if found is not None and isinstance(found[0].tree.body[found[1]], ast.ClassDef):
             return [f"{found[0].module.name}.{found[0].tree.body[found[1]].name}"]  # type: ignore[attr-defined]
         return []
+
+    def _torch_class(self, node: ast.expr) -> Optional[str]:
+        """The torch (or pyro) distribution class `node` names through the file's imports, if any."""
+        return distribution_name(ast_qualnames(node, self.table))
 
     def _function(self, func: ast.expr) -> Optional[Tuple[Parsed, ast.FunctionDef]]:
         try:
@@ -260,16 +261,17 @@ class Receiver:
     note: str = ""
 
 
-def receiver_of(slicer: Slicer, path: str, line: int, column: int, method: str) -> Receiver:
+def receiver_of(slicer: Slicer, path: str, line: int, column: int, end: Optional[Tuple[int, int]],
+                method: str) -> Receiver:
     """`iid = dist.base_dist` (or `dist` in another branch) before `iid.icdf(p)`: the receiver's views."""
     try:
         parsed = slicer.load(slicer.finder.module_of(path))
-    except SliceNeeds:
+        call = node_at(parsed, line, column, end)  # the finding's own expression: the method call
+    except (SliceNeeds, CannotRun):
         return Receiver((None,))
-    call = site_call(parsed.tree, line, column, method)
-    if call is None:
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method):
         return Receiver((None,))
-    receiver = call.func.value  # type: ignore[attr-defined]
+    receiver = call.func.value
     reader = _Reader(slicer, parsed, import_table(parsed.tree), parents_of(parsed.tree))
     values = reader.local_values(receiver.id, call) if isinstance(receiver, ast.Name) else [receiver]
     views = tuple(dict.fromkeys(_slot_attribute(value) for value in values)) or (None,)
@@ -298,31 +300,3 @@ def first_alternatives(slicer: Slicer, built: Sequence[Tuple[str, int]]) -> Opti
         if found is not None:
             return found
     return None
-
-
-def is_distribution(func: ast.expr, table: ImportTable) -> bool:
-    """Does `func` name a class under torch.distributions or pyro.distributions (by the file's imports)?"""
-    dotted = ast_dotted(func)
-    if dotted is None:
-        return False
-    for name in table.qualnames_of(dotted):
-        for package in PACKAGES:
-            parts = name[len(package):].split(".") if name.startswith(package) else []
-            if parts and parts[-1][:1].isupper() and not set(parts[:-1]) & NOT_CLASSES:
-                return True
-    return False
-
-
-def site_call(tree: ast.AST, line: int, column: int, method: str) -> Optional[ast.Call]:
-    """The `<receiver>.<method>(...)` call that starts at (line, column) (1-based column)."""
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
-                and node.lineno == line and node.col_offset == column - 1):
-            return node
-    return None
-
-
-def is_number(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return is_number(node.operand)
-    return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, bool)))

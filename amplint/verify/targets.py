@@ -77,20 +77,21 @@ def collect(paths: Sequence[str], config: Config = Config()) -> Collected:
 def _with_alternatives(targets: List[Target], paths: Sequence[str]) -> List[Target]:
     """Targets with their distribution read at the place check says it is built, slots and all."""
     from amplint.verify.sliceimports import Finder, bases_of
-    from amplint.verify.slicer import Slicer
+    from amplint.verify.slicer import Parsed, Slicer
     from amplint.verify.slots import first_alternatives, receiver_of, viewed
 
     finder = Finder(bases_of(paths))
-    files: Dict[str, object] = {}  # files read, shared by every target's slicer
+    files: Dict[str, Parsed] = {}  # files read, shared by every target's slicer
     out = []
     for target in targets:
         if target.built and target.site is not None and len(target.site.dists) == 1:
-            slicer = Slicer(finder, cache=files)  # type: ignore[arg-type]
+            slicer = Slicer(finder, cache=files)
             found = first_alternatives(slicer, target.built)
             if found is not None:
-                receiver = receiver_of(slicer, target.path, target.line, target.column, target.site.method)
-                specs = [spec for view in receiver.views for spec in map(lambda s: viewed(s, view), found.specs)
-                         if spec is not None]
+                receiver = receiver_of(slicer, target.path, target.line, target.column, target.end,
+                                       target.site.method)
+                specs = [each for view in receiver.views for each in (viewed(spec, view) for spec in found.specs)
+                         if each is not None]
                 notes = found.notes + ((receiver.note,) if receiver.note else ())
                 target = replace(target, alternatives=tuple(specs), alternative_notes=notes,
                                  preferred=receiver.views != (None,))
