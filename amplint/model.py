@@ -51,6 +51,23 @@ class DistSpec:
     mapping: Optional[ArgSpec] = None  # `**params` with keys unknown: it feeds each tensor parameter of the class
 
 
+PROBE_TOLERANCE = 1e-2  # the largest error |float16 - reference| / max(|reference|, 1) that is no loss
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What hand-written math gives in float16 on the probe activations, under its region's device policy
+    (`amplint.facts.probes`): computed by emulating float16, not measured on the user's model."""
+
+    values: int  # values compared: those whose float64 reference is finite
+    nonfinite: int  # of them, non-finite in float16
+    max_error: float  # the largest |float16 - reference| / max(|reference|, 1) over values finite in both
+
+    @property
+    def holds(self) -> bool:
+        return self.nonfinite == 0 and self.max_error <= PROBE_TOLERANCE
+
+
 @dataclass(frozen=True)
 class SiteSpec:
     """What a probability computation computes, without its source semantics.
@@ -63,6 +80,7 @@ class SiteSpec:
     values: Tuple[ArgSpec, ...]  # the value argument(s) of the method
     kind: str = "distribution"  # which recognizer found it (`amplint.facts.sites`)
     spared: bool = False  # hand-written math its region's device computes with no range lost in float16
+    probed: Optional[Probed] = None  # hand-written math on the probe activations, where its numbers are known
 
 
 @dataclass(frozen=True)

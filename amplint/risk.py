@@ -13,6 +13,11 @@ policy; `low` — every measured regime is finite under it (the message gives
 the largest error relative to the float64 value, then the absolute one);
 `unknown` — the device or dtype is not a literal, or the class/method is not
 in the table, or the distribution is built out of sight.
+Hand-written math is not in the table: its risk comes from the device's op
+lists (`low` where the policy runs every op that loses range in float32),
+else from float16 emulated on probe activations up to ±20
+(amplint/facts/probes.py: `high` when some value is non-finite or off by
+more than 1%, `low` when none is), else it is `unknown`.
 A region with autocast disabled (AMP002) computes on float16 inputs with no
 op promoted, which is what the CPU policy measures, whatever the device.
 """
@@ -24,7 +29,8 @@ from dataclasses import replace
 from importlib import resources
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from amplint.model import ArgSpec, Finding, Precision, Risk, SiteSpec
+from amplint.facts.probes import ENVELOPE
+from amplint.model import ArgSpec, Finding, Precision, Probed, Risk, SiteSpec
 
 LEVELS = ("unknown", "low", "high")
 # --min-risk's order: low < high. `unknown` is on no rung of it (nothing measured applies, so the computation may
@@ -113,6 +119,8 @@ def assess(finding: Finding) -> Risk:
         if site.spared and region.enabled:
             return Risk("low", device, f"{device.upper()} autocast runs every range-losing op of it in float32 "
                         "(read from its op lists, amplint/policies.py; not measured)")
+        if site.probed is not None and site.probed.values and region.enabled:
+            return _probed(site.probed, device)
         return _unknown(HANDWRITTEN.get(site.method, HANDWRITTEN[""]), device)
     if not site.dists:
         return _unknown(UNSEEN, device)
@@ -130,6 +138,18 @@ def assess(finding: Finding) -> Risk:
     if not rows:
         return _unknown(f"the CUDA-policy emulation cannot run {name}.{site.method} on a CPU build", device)
     return _judge(rows, column, device, not region.enabled)
+
+
+def _probed(probed: Probed, device: str) -> Risk:
+    """Hand-written math judged by float16 on the probe activations (amplint/facts/probes.py)."""
+    where = (f"on activations up to ±{ENVELOPE:g} under {device.upper()} autocast's policy (float16 emulated on "
+             "probes, amplint/facts/probes.py; not measured)")
+    if probed.holds:
+        return Risk("low", device, f"every value stays within float16's range, largest error "
+                    f"{probed.max_error:.2g}, {where}")
+    lost = (f"{probed.nonfinite} of {probed.values} probe values are non-finite" if probed.nonfinite else
+            f"the largest error is {probed.max_error:.2g}")
+    return Risk("high", device, f"{lost} {where}", nonfinite=probed.nonfinite)
 
 
 def _column(device: str, enabled: bool) -> str:

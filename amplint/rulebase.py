@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Set, Tuple
 
 from amplint.model import Hop, chain_text
+from amplint.facts.probes import ENVELOPE
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -134,13 +135,21 @@ def uncast_under_float16(site: "Site", kind: str) -> bool:
 
 
 def spared_on(diagnosis: Diagnosis) -> str:
-    """`(CUDA autocast computes ... in float32)` when the region's policy spares every uncast input (`Site.promoted`):
-    the finding stands, the inputs are float16 with no cast, and the message says which device saves them."""
+    """`(CUDA autocast computes ... in float32)` when the region's policy spares every uncast input
+    (`Site.promoted`), or `(... stay in range on activations up to ±20 ...)` when its float16 ops do on the probe
+    activations (`Site.probed`): the finding stands, the inputs are float16 with no cast, and the message says why
+    the device holds."""
     site, device = diagnosis.site, diagnosis.region.spec.device
-    if not site.uncast or len(site.promoted) != len(site.uncast) or device is None:
+    if not site.uncast or device is None:
         return ""
-    return (f" ({device.split(':')[0].upper()} autocast computes it in float32, so it holds there; it fails under "
-            "CPU autocast or with autocast off)")
+    name = device.split(':')[0].upper()
+    if len(site.promoted) == len(site.uncast):
+        return (f" ({name} autocast computes it in float32, so it holds there; it fails under CPU autocast or with "
+                "autocast off)")
+    if site.probed is not None and site.probed.values and site.probed.holds:
+        return (f" (under {name} autocast its float16 ops stay in range on activations up to ±{ENVELOPE:g}, so it "
+                "holds there unless they grow beyond)")
+    return ""
 
 
 def region_phrase(diagnosis: Diagnosis) -> str:

@@ -5,7 +5,7 @@
 Generates `--count` expressions from `--seed` (tests/mathgen: expression i of
 seed s is always the same), runs each under CPU float16 autocast and under
 CUDA autocast's policy (emulated on CPU, amplint/verify/devices.py) against
-float32 on four input regimes, asks amplint (`check_source`, what `amplint
+float32 on six input regimes, asks amplint (`check_source`, what `amplint
 check` runs) about the same source with a CPU or a CUDA region, and prints
 recall and precision overall and per density shape, top-level op, cast
 placement, floor, naming, op and measured cause, as Markdown. `--json`

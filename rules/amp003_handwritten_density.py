@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.densitycalls import DENSITY
-from amplint.facts.mathsites import INLINE, LGAMMA, LOG_PARAMETER
+from amplint.facts.mathsites import INLINE, LGAMMA, LOG_PARAMETER, LOG_SCALE
 from amplint.model import Precision
 from amplint.rulebase import (
     CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, spared_on, uncast_under_float16,
@@ -22,11 +22,12 @@ SHAPES = {
     "gaussian": "a Gaussian log-density written out",
     "laplace": "a Laplace log-density written out",
     LGAMMA: "a log-gamma normaliser (`lgamma`) written out",
-    LOG_PARAMETER: "a log-density in log-parameter form (a tensor beside its `exp`) written out",
+    LOG_PARAMETER: "a log-density in log-parameter form (a tensor beside its `exp` or its log) written out",
+    LOG_SCALE: "a log of a scale made from an activation (its `exp` or `softplus`)",
 }
 # Shapes whose inputs are tensors by construction (what a softmax, a normalisation or a log reads), so
 # `.float()` on each is safe. A written-out Gaussian may mix in Python numbers: it is left to the user.
-CASTABLE = frozenset({"log-of-prob"})
+CASTABLE = frozenset({"log-of-prob", LOG_SCALE})
 UNFIXABLE = (
     "not fixable: the terms of hand-written math may be Python numbers, which have no `.float()`; cast the "
     "tensors it reads to float32 by hand"
@@ -100,12 +101,15 @@ RULE = Rule(
         "torch.log(2 * b)`), a Laplace negative log-likelihood; a log-gamma normaliser (`torch.lgamma(alpha)`: Gamma,"
         " Beta, Dirichlet, Poisson); and a density in log-parameter form, a sum where a tensor is one term and, in "
         "another, the exponent of an `exp` or the argument of a log (`s + (y - mu) ** 2 * torch.exp(-s)`, `1 + logvar"
-        " - mu ** 2 - logvar.exp()`, `eta.exp() - k * eta`, `rate - k * torch.log(rate)`). In its own region, math "
-        "that reads only the function's parameters (`lgamma(k + 1)` of counts, `y` beside a cast `mu`) is not "
-        "flagged: the region makes none of them float16. Local names are followed to what was assigned to them. "
-        "Inputs cast to float32, bfloat16 regions and disabled regions are not flagged. Fused primitives "
-        "(`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites. It also reports calls of the "
-        "project's own densities (`posterior.kl()`, `self._likelihood(x)`, `normal_kl(...)`): a function or "
+        " - mu ** 2 - logvar.exp()`, `eta.exp() - k * eta`, `rate - k * torch.log(rate)`, also with the same call "
+        "written in both terms and a floor under the log: `F.softplus(eta) - k * torch.log(F.softplus(eta) + eps)`"
+        "); and a log of a scale made from an activation (`torch.log(std)` of `std = F.softplus(s)` or "
+        "`torch.exp(0.5 * s)`: a log-normaliser, a Gaussian's entropy) that is no term of such a sum. In its own "
+        "region, math that reads only the function's parameters (`lgamma(k + 1)` of counts, `y` beside a cast "
+        "`mu`) is not flagged: the region makes none of them float16. Local names are followed to what was "
+        "assigned to them. Inputs cast to float32, bfloat16 regions and disabled regions are not flagged. Fused "
+        "primitives (`F.log_softmax`, `F.cross_entropy`, `torch.logsumexp`) are not sites. It also reports calls of "
+        "the project's own densities (`posterior.kl()`, `self._likelihood(x)`, `normal_kl(...)`): a function or "
         "method whose name says density (`kl`, `nll`, `log_prob`, `log_p`, `likelihood`, `log_likelihood`, "
         "`logpdf`, `log_density`, `log_posterior`, `log_prior`, `cdf`, `entropy`) and whose body uses an op "
         "float16 can push out of range (`log`, `sigmoid`, `erf`/`erfc`, `lgamma`, `pow`, `**`), or that is "
@@ -119,10 +123,14 @@ RULE = Rule(
         "that loses range in float16 (`exp`, `pow`, `log`, `sigmoid`, `lgamma`, a product or quotient of "
         "tensors, ...) runs in float16 there, the risk is `low` and the message says so (`--min-risk high` "
         "leaves such findings out): `torch.log(F.softmax(x, 1))` holds under CUDA autocast and fails under "
-        "CPU autocast, with autocast off, or once the code moves. A parameter the region does not make (`y` "
-        "in `y - mu`, the caller's data) counts as float32 there. A cast written after float16 already lost "
-        "range (`torch.sigmoid(z).float()`, and `torch.exp(s).float()` under CPU autocast) comes too late: "
-        "the inputs are then the tensors that op read, and fix A casts them there."
+        "CPU autocast, with autocast off, or once the code moves. Where some op does run in float16, the value "
+        "of the site's statement is computed on probe activations up to ±20 (every value the analysis cannot "
+        "compute, such as a head's output; float16 emulated in pure Python, amplint/facts/probes.py): no value "
+        "non-finite and none off by more than 1e-2 from float64 gives risk `low` (`0.5 * s` under `exp` stays "
+        "below 22026), a loss gives `high` with the count, and an op it cannot read leaves it `unknown`. A "
+        "parameter the region does not make (`y` in `y - mu`, the caller's data) counts as float32 there. A cast "
+        "written after float16 already lost range (`torch.sigmoid(z).float()`, and `torch.exp(s).float()` under "
+        "CPU autocast) comes too late: the inputs are then the tensors that op read, and fix A casts them there."
     ),
     why_bad=(
         "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
@@ -231,6 +239,16 @@ def nll(head, x, y):
         mu, log_std = head(x).float().chunk(2, dim=-1)
         return 0.5 * ((y - mu) / log_std.exp()) ** 2 + log_std + 0.5 * math.log(2 * math.pi)
 """,
+        # A Gaussian's entropy whose scale is made from a cast activation: float32 throughout.
+        """
+import math
+import torch
+import torch.nn.functional as F
+def entropy(head, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        std = F.softplus(head(x).float())
+        return 0.5 + 0.5 * math.log(2 * math.pi) + torch.log(std)
+""",
     ),
     invalid=(
         # A Gamma log-normaliser: `lgamma` of a float16 concentration (65504 at most, 3 digits).
@@ -280,6 +298,32 @@ def bernoulli_nll(head, x):
 """,
             5,
             17,
+        ),
+        # A Gaussian's entropy: the log of a `softplus` scale, which float16 rounds to 0 below -17.
+        Invalid(
+            """
+import math
+import torch
+import torch.nn.functional as F
+def entropy(head, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        std = F.softplus(head(x))
+        return 0.5 + 0.5 * math.log(2 * math.pi) + torch.log(std)
+""",
+            7,
+            52,
+        ),
+        # A rate Poisson NLL: the same `softplus` call as a term and under a floored log.
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+with torch.autocast("cpu", dtype=torch.float16):
+    eta = head(x)
+    nll = F.softplus(eta) - k * torch.log(F.softplus(eta) + 1e-10)
+""",
+            5,
+            11,
         ),
         # A log-rate Poisson NLL: `exp(eta)` beside `k * eta`.
         Invalid(

@@ -62,6 +62,20 @@ def run(head, h):
         return torch.log(probs.clamp(min=1e-12))
 '''
 
+# A Gaussian's entropy from a softplus scale: softplus is 0 in float16 below -17, its log -inf.
+SCALE_ENTROPY = '''\
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def run(head, h):
+    with torch.autocast("cpu", dtype=torch.float16):
+        std = F.softplus(head(h))
+        return 0.5 + 0.5 * math.log(2 * math.pi) + torch.log(std)
+'''
+
 
 @pytest.fixture(scope="module")
 def inputs():
@@ -92,6 +106,8 @@ def _non_finite(code: str, inputs) -> int:
         pytest.param(CLAMPED, [("AMP003", 7, 16), ("AMP004", 7, 42)], 10_661, id="clamp-min-1e-12"),
         # Every row holds a probability float16 rounds to 0: 0 * log(0) is NaN in all 1,024 rows.
         pytest.param(SHARP_ENTROPY, [("AMP003", 7, 22)], 1_024, id="sharp-softmax-entropy"),
+        # Raw scales below about -16.6 (3,437 of 16,384 in [-30, 30]) make softplus 0 in float16: its log is -inf.
+        pytest.param(SCALE_ENTROPY, [("AMP003", 10, 52)], 3_437, id="log-of-a-softplus-scale"),
     ],
 )
 def test_fix_removes_the_non_finite_values(snippet: str, codes: list, before: int, inputs) -> None:

@@ -7,12 +7,14 @@ import ast
 from typing import Iterator, List, Optional, Set, Tuple
 
 from amplint.facts.astmathenv import Env
-from amplint.facts.astprobmath import additive_terms, is_additive, leaves
-from amplint.facts.mathnames import EXP_FUNCTIONS, LOG_FUNCTIONS
+from amplint.facts.astnodes import is_cast_call, self_attribute
+from amplint.facts.astprobmath import additive_terms, is_additive, leaves, strip_floor
+from amplint.facts.mathnames import EXP_FUNCTIONS, LOG_FUNCTIONS, SCALE_FUNCTIONS, SCALE_METHODS, python_math
 from amplint.names import ast_dotted, ast_qualnames
 from amplint.screen import LOG_METHODS
 
 _SCALING = (ast.Mult, ast.Div)
+_DEPTH = 4  # `logparams._DEPTH`
 _OF_EXPONENT = EXP_FUNCTIONS | LOG_FUNCTIONS  # `logparams._OF_EXPONENT`
 _EXPONENT_METHODS = frozenset({"exp"}) | LOG_METHODS
 
@@ -28,6 +30,31 @@ def log_parameter_form(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...
     if not exponents or not exponents & {name for term in terms for name in _linear(term)}:
         return None
     return tuple(op for term in additive_terms(node, env) for op in leaves(term, env))
+
+
+def is_positive_transform(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
+    """`logparams.is_positive_transform`: a scale or rate made from an activation (`exp`, `softplus`)."""
+    node = _floorless(node, env)
+    if isinstance(node, ast.Call) and (ast_qualnames(node.func, env.imports) & SCALE_FUNCTIONS or (
+            isinstance(node.func, ast.Attribute) and node.func.attr in SCALE_METHODS
+            and not _imported(node.func.value, env))):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_cast_call(node, env.imports):
+        return is_positive_transform(node.func.value, env, depth)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return (_is_constant_factor(node.left, env) and is_positive_transform(node.right, env, depth)) or (
+            _is_constant_factor(node.right, env) and is_positive_transform(node.left, env, depth))
+    if isinstance(node, ast.Name) and depth > 0 and env.is_local(node.id):
+        return any(is_positive_transform(value, env, depth - 1) for value in env.values(node.id))
+    attr = self_attribute(node)
+    return attr is not None and depth > 0 and any(
+        is_positive_transform(value, env, depth - 1) for value in env.attribute_values(attr))
+
+
+def _is_constant_factor(node: ast.expr, env: Env) -> bool:
+    node = _bare(node)
+    name = ast_dotted(node) if isinstance(node, ast.Attribute) else None
+    return _is_number(node) or (name is not None and python_math(name, env.imports))
 
 
 def _terms(node: ast.expr) -> List[ast.expr]:
@@ -48,16 +75,19 @@ def _exp_argument(node: ast.expr, env: Env) -> Optional[ast.expr]:
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in _EXPONENT_METHODS and not node.args and not node.keywords \
             and not _imported(func.value, env):
-        return _floorless(func.value)
+        return _floorless(func.value, env)
     if ast_qualnames(func, env.imports) & _OF_EXPONENT and node.args and not isinstance(node.args[0], ast.Starred):
-        return _floorless(node.args[0])
+        return _floorless(node.args[0], env)
     return None
 
 
-def _floorless(node: ast.expr) -> ast.expr:
+def _floorless(node: ast.expr, env: Env) -> ast.expr:
+    """`logparams._floorless`: the tensor under the floors on it."""
     node = _bare(node)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_number(node.right):
-        return node.left
+    inner, _ = strip_floor(node, env)
+    while inner is not node:
+        node = _bare(inner)
+        inner, _ = strip_floor(node, env)
     return node
 
 
@@ -104,6 +134,8 @@ def _tensor_name(node: ast.expr) -> Optional[str]:
         return None
     if isinstance(node, (ast.Name, ast.Attribute)):
         return ast_dotted(node)
+    if isinstance(node, ast.Call):
+        return "".join(ast.unparse(node).split())
     return None
 
 

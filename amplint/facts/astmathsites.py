@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from amplint.facts import astprobmath as shapes
-from amplint.facts.astlogparams import log_parameter_form
+from amplint.facts.astlogparams import is_positive_transform, log_parameter_form
 from amplint.facts.astmathenv import Env, class_attributes
 from amplint.facts.astsource import SourceText
 from amplint.facts.mathnames import (
@@ -30,6 +30,15 @@ from amplint.names import ImportTable, ast_qualnames
 from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
 
 Inputs = Optional[List[ast.expr]]  # a site's inputs, or None for no site
+_LOG_SCALE = "log-of-scale"  # `mathsites.LOG_SCALE`
+
+
+def _log_shape(log: ast.expr, env: Env) -> Tuple[Optional[str], ast.expr]:
+    """`mathsites._log_shape`: `astprobmath.log_shape`, or a log of a scale (`astlogparams`)."""
+    shape, inner = shapes.log_shape(log, env)
+    if shape is None and inner is not log and is_positive_transform(inner, env):
+        return _LOG_SCALE, inner
+    return shape, inner
 
 _LOGS = LOG_FUNCTIONS | SCALAR_LOG_FUNCTIONS
 _LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2)  # written out, a Gaussian's log term with no log call
@@ -56,14 +65,17 @@ class MathSites:
         self._triggers = _Triggers(source, imports)
         self._screened = screened
 
-    def log_call(self, node: ast.Call, function: Optional[ast.AST], owner: Optional[ast.ClassDef]) -> Inputs:
-        """`mathsites.inline_call`: a tensor log of probabilities or of a sum of exps."""
+    def log_call(self, node: ast.Call, function: Optional[ast.AST], owner: Optional[ast.ClassDef],
+                 inside_last: Callable[[ast.expr], bool]) -> Inputs:
+        """`mathsites.inline_call`: a tensor log of probabilities, of a sum of exps or of a scale."""
         env = self._env(function, owner)
         operand = shapes.lgamma_operand(node, env)
         if operand is not None:
             return list(shapes.leaves(operand, env))
-        shape, inner = shapes.log_shape(node, env)
-        return None if shape is None or shape == "guarded" else list(shapes.leaves(inner, env))
+        shape, inner = _log_shape(node, env)
+        if shape is None or shape == "guarded" or (shape == _LOG_SCALE and inside_last(node)):
+            return None
+        return list(shapes.leaves(inner, env))
 
     def floor_call(self, node: ast.Call, function: Optional[ast.AST], statement: ast.AST,
                    owner: Optional[ast.ClassDef]) -> Inputs:
@@ -105,7 +117,7 @@ class MathSites:
         log = shapes.entropy_operand(node, env)
         if log is None:
             return None
-        shape, inner = shapes.log_shape(log, env)
+        shape, inner = _log_shape(log, env)
         return None if shape is not None else list(shapes.leaves(inner, env))  # a log of its own is its own site
 
     def _env(self, function: Optional[ast.AST], owner: Optional[ast.ClassDef]) -> Env:

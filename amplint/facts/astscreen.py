@@ -53,8 +53,8 @@ from amplint.densitynames import from_library, is_density_name
 from amplint.torchnames import DISTRIBUTION_PACKAGES
 from amplint.facts.astnodes import is_number, self_attribute
 from amplint.facts.mathnames import (
-    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS,
-    SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS, SQUARE_METHODS, UNSTABLE_OPS, names_probability, python_math,
+    FLOOR_FUNCTIONS, FLOOR_METHODS, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
+    SCALE_FUNCTIONS, SCALE_METHODS, SQUARE_FUNCTIONS, SQUARE_METHODS, UNSTABLE_OPS, names_probability, python_math,
 )
 from amplint.names import ImportTable, ast_dotted, ast_last_name
 from amplint.screen import LGAMMA_FUNCTIONS, LGAMMA_METHODS, is_log_call, is_probability_call
@@ -67,8 +67,8 @@ _PROB_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in PROB_FUNCTIONS) | PR
 _SUM = "sum"
 _FLOOR_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in FLOOR_FUNCTIONS) | FLOOR_METHODS
 # The last parts of an exp (a log-sum-exp) and of a square or power (a Gaussian's squared term).
-_SHAPE_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in EXP_FUNCTIONS | SQUARE_FUNCTIONS | POW_FUNCTIONS
-                         | LGAMMA_FUNCTIONS) | ({"exp"} | SQUARE_METHODS | POW_METHODS | LGAMMA_METHODS)
+_SHAPE_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in SCALE_FUNCTIONS | SQUARE_FUNCTIONS | POW_FUNCTIONS
+                         | LGAMMA_FUNCTIONS) | (SCALE_METHODS | SQUARE_METHODS | POW_METHODS | LGAMMA_METHODS)
 
 
 def _last_parts(node: ast.AST, imports: ImportTable) -> "frozenset[str]":

@@ -142,7 +142,7 @@ class SiteJudge:
                 return None
             if self.maths is None:
                 self._math_seen(scope)
-            return self._math(node, scope, wide, lambda: self.maths.log_call(node, function, owner))
+            return self._math(node, scope, wide, lambda: self.maths.log_call(node, function, owner, self._inside_last))
         if self.maths is None:
             if counted and is_exp_call(node, self.imports):
                 self._math_seen(scope)  # a density in log-parameter form may hold it (`astlogparams`)

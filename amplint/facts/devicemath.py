@@ -22,15 +22,18 @@ function is a value of its own (its body is judged where it is written).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from amplint import dtypes
+from amplint.facts import probes
 from amplint.facts.mathcalls import imported
 from amplint.facts.mathenv import Env, self_attribute
 from amplint.facts.mathnames import python_math
+from amplint.model import Probed
 from amplint.names import dotted_name
 from amplint.policies import FLOAT32, LOWER, AutocastPolicy
 
@@ -64,6 +67,9 @@ class Computed:
     lossy: Tuple[str, ...] = ()
     # The float16 operands of the first ops that lost range: where a cast would have saved it.
     sources: Tuple[cst.BaseExpression, ...] = ()
+    # Its numbers on the probe activations (`amplint.facts.probes`); None where they are not known.
+    values: Optional[probes.Value] = None
+    leaf: bool = False  # an activation or data the analysis does not compute: a slice of it is another one
 
 
 OPAQUE = Computed(F16, ("an expression the analysis does not read",))
@@ -92,9 +98,10 @@ class DeviceMath:
     # --- leaves ----------------------------------------------------------------------------------------
     def _compute(self, node: cst.BaseExpression) -> Computed:
         if dtypes.is_number(node) or isinstance(node, _STRINGS):
-            return Computed(NUMBER)
+            return Computed(NUMBER, values=_literal(node))
         if isinstance(node, (cst.Name, cst.Attribute)) and self._is_constant(node):
-            return Computed(NUMBER)
+            return Computed(NUMBER, values=_MATH_CONSTANTS.get(node.attr.value) if isinstance(
+                node, cst.Attribute) else None)
         if isinstance(node, cst.Name):
             return self._name(node)
         if isinstance(node, cst.Attribute):
@@ -103,9 +110,15 @@ class DeviceMath:
                 return self._bound(f"self.{attr}", self.env.attribute_values(attr), node)
             return self._leaf(node) if self.is_wide(node) else self.of(node.value)  # `x.T`, `x.data`
         if isinstance(node, cst.Subscript):  # a view or an element keeps its dtype
-            return self.of(node.value)
+            inner = self.of(node.value)
+            return self._leaf(node, inner.dtype) if inner.leaf else inner  # a slice of an activation is one
         if isinstance(node, cst.UnaryOperation):
-            return self.of(node.expression)
+            inner = self.of(node.expression)
+            sign = {cst.Minus: "neg", cst.Plus: None}.get(type(node.operator), "?")
+            if sign is None:
+                return inner
+            return Computed(inner.dtype, inner.lossy, inner.sources,
+                            probes.apply(sign, [inner.values], inner.dtype == F16) if sign == "neg" else None)
         if isinstance(node, cst.BinaryOperation):
             op = _OPERATORS.get(type(node.operator), "add")
             return self._op(op, [node.left, node.right], denominator=node.right if op == "div" else None)
@@ -120,14 +133,22 @@ class DeviceMath:
         name = dotted_name(node)
         return name is not None and python_math(name, self.env.imports)
 
-    def _leaf(self, node: cst.BaseExpression) -> Computed:
-        return Computed(F32 if self.is_wide(node) else F16)
+    def _leaf(self, node: cst.BaseExpression, dtype: Optional[str] = None, data: bool = False) -> Computed:
+        """A value the analysis does not compute: float16 unless proved float32; its numbers are probes (an
+        activation's, or `data`'s: the caller's targets and counts)."""
+        dtype = dtype or (F32 if self.is_wide(node) else F16)
+        return Computed(dtype, values=probes.leaf(_code(node), dtype == F16, data), leaf=True)
 
     def _name(self, node: cst.Name) -> Computed:
-        """A local is its bindings (a cast among them keeps what was lost before it); anything else a leaf."""
-        values = self.env.values(node.value) if self.env.is_local(node.value) or self._default(node) else ()
+        """A local is its bindings (a cast among them keeps what was lost before it); a parameter the function
+        rebinds is what it was given or any of those; anything else a leaf."""
+        local = self.env.is_local(node.value) or self._default(node)
+        values = self.env.values(node.value) if local else ()
         if not values and node.value in self.data:
-            return Computed(F32)
+            return self._leaf(node, F32, data=True)
+        rebound = () if local else self.env.values(node.value)
+        if rebound and node.value not in self._following:
+            return _either([self._leaf(node), self._bound(node.value, rebound, node)])
         return self._bound(node.value, values, node)
 
     def _default(self, node: cst.Name) -> bool:
@@ -154,33 +175,70 @@ class DeviceMath:
         receiver = func.value if isinstance(func, cst.Attribute) and not imported(func.value, self.env) else None
         if dtypes.is_cast_call(node, table):
             inner = self.of(receiver) if receiver is not None else Computed(F32)
-            return Computed(F32, inner.lossy, inner.sources)
+            return Computed(F32, inner.lossy, inner.sources, inner.values if receiver is not None else None)
         args = [arg.value for arg in node.args if not arg.star and arg.keyword is None]
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            return self._leaf(node)  # `self.fc(x)`: a module's output, an activation
         if receiver is not None:
             op = func.attr.value  # type: ignore[union-attr]
             if op == "half":
                 inner = self.of(receiver)
-                return Computed(F16, inner.lossy, inner.sources)
+                return Computed(F16, inner.lossy, inner.sources, probes.to_half(inner.values))
             if op in ("to", "type", "detach", "clone", "contiguous", "cpu", "cuda"):
                 return self.of(receiver)
-            op = _SAME_OP.get(op, op)
+            named, op = op, _SAME_OP.get(op, op)
             operands = [receiver] + [a for a in args[:1] if op in _BINARY_FUNCTIONS]
-            return self._op(op, operands, denominator=args[0] if op == "div" and args else None)
+            return self._op(op, operands, denominator=args[0] if op == "div" and args else None,
+                            numbers=self._numbers(named, node, args, 0))
         op = dtypes.torch_op(func, table)  # `torch.exp(x)`, `F.softplus(x)`: a module's function
         if op is None:
-            return Computed(NUMBER) if self._is_constant(func) else self._leaf(node)
-        op = _SAME_OP.get(op, op)
+            if self._is_constant(func):  # `math.log(2 * math.pi)`
+                name = func.attr.value if isinstance(func, cst.Attribute) else ""
+                inputs = [self.of(a).values for a in args[:2]]
+                return Computed(NUMBER, values=probes.apply(name, inputs, False) if probes.known(name) else None)
+            return self._leaf(node)
+        named, op = op, _SAME_OP.get(op, op)
         operands = args[1:3] if op == "where" else args[:2] if op in _BINARY_FUNCTIONS else args[:1]
-        return self._op(op, operands, denominator=args[1] if op == "div" and len(args) > 1 else None)
+        return self._op(op, operands, denominator=args[1] if op == "div" and len(args) > 1 else None,
+                        numbers=self._numbers(named, node, args, 1))
+
+    def _numbers(self, named: str, call: cst.Call, args: Sequence[cst.BaseExpression], first: int
+                 ) -> Callable[[List[Computed], bool], Optional[probes.Value]]:
+        """How `call`'s numbers follow from its operands'. `first`: the position of the first argument after the
+        tensor (0 for `x.clamp(lo)`, 1 for `torch.clamp(x, lo)`). Unknown keywords give no numbers."""
+        op = _VALUE_OP.get(named, _SAME_OP.get(named, named))
+        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+        rest = list(args[first:])
+        if op in _CLAMPS:
+            low = keywords.get("min", rest[0] if rest and op != "clamp_max" else None)
+            high = keywords.get("max", rest[1] if len(rest) > 1 else rest[0] if rest and op == "clamp_max" else None)
+
+            def clamped(inputs: List[Computed], float16: bool) -> Optional[probes.Value]:
+                bounds = [self.of(b).values if b is not None else None for b in (low, high)]
+                known = all(v is not None for b, v in zip((low, high), bounds) if b is not None)
+                return probes.clamp(inputs[0].values, bounds[0], bounds[1], float16, known)
+            return clamped
+        if op in probes.REDUCE:
+            dim = keywords.get("dim", rest[0] if rest else None)
+            if dim is None or _literal(dim) not in (-1, 1) or set(keywords) - {"dim", "keepdim"}:
+                return _unknown  # over every dimension, or another: the rows say nothing
+        elif set(keywords) - ({"input", "other"} if op in probes.BINARY else {"input"}):
+            return _unknown  # `softplus(x, beta=2)`, `pow(x, exponent=...)`: not read
+        if not probes.known(op):
+            return _unknown
+        return lambda inputs, float16: probes.apply(op, [each.values for each in inputs], float16)
 
     def _op(self, op: str, operands: Sequence[cst.BaseExpression],
-            denominator: Optional[cst.BaseExpression] = None) -> Computed:
+            denominator: Optional[cst.BaseExpression] = None,
+            numbers: Optional[Callable[[List[Computed], bool], Optional[probes.Value]]] = None) -> Computed:
         inputs = [self.of(each) for each in operands]
+        numbers = numbers or (lambda ins, f16: probes.apply(op, [each.values for each in ins], f16)
+                              if probes.known(op) else None)
         tensors = [each for each in inputs if each.dtype != NUMBER]
         lossy = tuple(dict.fromkeys(name for each in inputs for name in each.lossy))
         sources = _union(each.sources for each in inputs)
         if not tensors:
-            return Computed(NUMBER, lossy, sources)
+            return Computed(NUMBER, lossy, sources, numbers(inputs, False))
         policy = self.policy.policy_of(op)
         if policy == FLOAT32:
             runs = F32
@@ -198,17 +256,50 @@ class DeviceMath:
             lossy += (op,) if op not in lossy else ()
             sources = _union([sources, tuple(node for node, each in zip(operands, inputs)
                                              if each.dtype == F16 and not each.lossy)])
-        return Computed(runs, lossy, sources)
+        return Computed(runs, lossy, sources, numbers(inputs, runs == F16))
+
+
+def _unknown(inputs: List[Computed], float16: bool) -> Optional[probes.Value]:
+    return None
 
 
 def _either(results: Sequence[Computed]) -> Computed:
-    """Alternatives (a name's bindings, an `if` expression's arms): float16 if any is, losses of all."""
+    """Alternatives (a name's bindings, an `if` expression's arms): float16 if any is, losses of all; numbers
+    only when every alternative has the same."""
     if not results:
         return OPAQUE
     dtypes_seen = {each.dtype for each in results}
     dtype = F16 if F16 in dtypes_seen else F32 if F32 in dtypes_seen else NUMBER
+    values = results[0].values if all(each.values == results[0].values for each in results[1:]) else None
     return Computed(dtype, tuple(dict.fromkeys(name for each in results for name in each.lossy)),
-                    _union(each.sources for each in results))
+                    _union(each.sources for each in results), values,
+                    leaf=len(results) == 1 and results[0].leaf)
+
+
+_VALUE_OP = {"square": "square"}  # autocast sees `pow`; its numbers are a square's
+_CLAMPS = frozenset({"clamp", "clip", "clamp_min", "clamp_max"})
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
+
+
+def _literal(node: cst.BaseExpression) -> Optional[float]:
+    """A number literal's value (`-1`, `1e-10`, `True`), else None."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        inner = _literal(node.expression)
+        return None if inner is None else -inner if isinstance(node.operator, cst.Minus) else inner
+    try:
+        if isinstance(node, cst.Integer):
+            return float(int(node.value.replace("_", ""), 0))
+        if isinstance(node, cst.Float):
+            return float(node.value.replace("_", ""))
+    except ValueError:  # `007`: not a literal Python reads
+        return None
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return float(node.value == "True")
+    return None
+
+
+def _code(node: cst.BaseExpression) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 def _union(groups: Iterable[Tuple[cst.BaseExpression, ...]]) -> Tuple[cst.BaseExpression, ...]:
@@ -219,16 +310,33 @@ def _union(groups: Iterable[Tuple[cst.BaseExpression, ...]]) -> Tuple[cst.BaseEx
     return tuple(seen.values())
 
 
-def spared_by_policy(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],
-                     is_wide: Callable[[cst.BaseExpression], bool], data: FrozenSet[str] = frozenset(),
-                     floor: bool = False) -> bool:
-    """Does `policy` compute `node` with no range lost in float16? `data`: parameters read as float32 data.
+@dataclass(frozen=True)
+class OnDevice:
+    """How a region's device computes a hand-written value: `spared` when its policy runs no op that loses range
+    in float16; otherwise `probed`, float16 on the probe activations, when the value's numbers are known."""
+
+    spared: bool = False
+    probed: Optional[Probed] = None
+
+
+def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],
+              is_wide: Callable[[cst.BaseExpression], bool], data: FrozenSet[str] = frozenset(),
+              floor: bool = False, whole: Optional[cst.BaseExpression] = None) -> OnDevice:
+    """How `policy` computes `node`. `whole`: the value of the statement holding `node`, which the probes judge
+    instead where its numbers are known, since what the line computes is what the loss gets
+    (`p * torch.log(p + 1e-6)` is exact where the log alone is not). `data`: parameters read as float32 data.
     `floor`: `node` is what a floor is added to, so it must also be float32 there (an add runs in its inputs'
-    dtype, and float16 rounds the floor to 0)."""
+    dtype, and float16 rounds the floor to 0); the probes do not judge a floor."""
     if policy is None:
-        return False
-    computed = DeviceMath(env, policy, is_wide, data).of(node)
-    return not computed.lossy and (not floor or computed.dtype != F16)
+        return OnDevice()
+    evaluator = DeviceMath(env, policy, is_wide, data)
+    computed = evaluator.of(node)
+    if not computed.lossy and (not floor or computed.dtype != F16):
+        return OnDevice(spared=True)
+    if floor:
+        return OnDevice()
+    judged = evaluator.of(whole).values if whole is not None and whole is not node else None
+    return OnDevice(probed=probes.judge(computed.values if judged is None else judged))
 
 
 def cast_too_late(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],

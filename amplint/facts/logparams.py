@@ -4,7 +4,10 @@ term, the exponent of an `exp` or the argument of a log.
 That is how a log-variance Gaussian is written (`s + (x - mu) ** 2 * torch.exp(-s)`), its KL
 (`1 + logvar - mu ** 2 - logvar.exp()`), a log-rate Poisson NLL (`eta.exp() - k * eta`) and a rate one
 (`rate - k * torch.log(rate)`). float16's `exp` overflows above 11.1 (65504): a log-variance of 12 is `inf`, and
-the loss with it; a rate's log keeps 3 digits. Terms are read through parentheses (`(1 + s) - mu ** 2`).
+the loss with it; a rate's log keeps 3 digits. Also a log of a scale made from an activation
+(`torch.log(F.softplus(s))`, `torch.log(std)` of `std = torch.exp(0.5 * s)`): a log-normaliser, a Gaussian's
+entropy, which float16 sends to -inf once the scale rounds to 0 (below -17). Terms are read through
+parentheses (`(1 + s) - mu ** 2`).
 `astlogparams` reads the same shape from CPython's tree.
 """
 from __future__ import annotations
@@ -13,10 +16,11 @@ from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from amplint.dtypes import is_cast_call
 from amplint.facts.mathcalls import first_arg, function_call, method_call
-from amplint.facts.mathenv import Env
-from amplint.facts.mathnames import EXP_FUNCTIONS, LOG_FUNCTIONS
-from amplint.facts.probmath import additive_terms, first_sum, is_additive, leaves
+from amplint.facts.mathenv import Env, self_attribute
+from amplint.facts.mathnames import EXP_FUNCTIONS, LOG_FUNCTIONS, SCALE_FUNCTIONS, SCALE_METHODS, python_math
+from amplint.facts.probmath import additive_terms, first_sum, is_additive, leaves, strip_floor
 from amplint.names import dotted_name
 from amplint.screen import LOG_METHODS
 
@@ -24,6 +28,7 @@ from amplint.screen import LOG_METHODS
 _OF_EXPONENT = EXP_FUNCTIONS | LOG_FUNCTIONS
 _EXPONENT_METHODS = frozenset({"exp"}) | LOG_METHODS
 _SCALING = (cst.Multiply, cst.Divide)
+_DEPTH = 4  # how many bindings back a scale is followed
 
 
 def log_parameter_form(node: cst.BaseExpression, env: Env
@@ -38,6 +43,32 @@ def log_parameter_form(node: cst.BaseExpression, env: Env
     if not exponents or not exponents & {name for term in terms for name in _linear(term)}:
         return None
     return tuple(op for term in additive_terms(node) for op in leaves(term, env)), first_sum(node)
+
+
+def is_positive_transform(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
+    """A scale or rate made from an activation: `torch.exp(s)`, `F.softplus(s)`, `s.exp()`, a number times one,
+    a cast of one, or a local or `self.` attribute bound to one. float16 rounds it to 0 or to inf, and its log
+    (a log-normaliser, a Gaussian's entropy) follows. Floors on it are looked through (`torch.exp(s) + eps`)."""
+    node = _floorless(node, env)
+    if function_call(node, SCALE_FUNCTIONS, env) is not None or method_call(node, SCALE_METHODS, env) is not None:
+        return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and is_cast_call(node, env.imports):
+        return is_positive_transform(node.func.value, env, depth)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return (_is_constant_factor(node.left, env) and is_positive_transform(node.right, env, depth)) or (
+            _is_constant_factor(node.right, env) and is_positive_transform(node.left, env, depth))
+    if isinstance(node, cst.Name) and depth > 0 and env.is_local(node.value):
+        return any(is_positive_transform(value, env, depth - 1) for value in env.values(node.value))
+    attr = self_attribute(node)
+    return attr is not None and depth > 0 and any(
+        is_positive_transform(value, env, depth - 1) for value in env.attribute_values(attr))
+
+
+def _is_constant_factor(node: cst.BaseExpression, env: Env) -> bool:
+    """`2`, `0.5`, `math.pi`: a number a scale may be multiplied by."""
+    node = _bare(node)
+    name = dotted_name(node) if isinstance(node, cst.Attribute) else None
+    return isinstance(node, (cst.Integer, cst.Float)) or (name is not None and python_math(name, env.imports))
 
 
 def _terms(node: cst.BaseExpression) -> List[cst.BaseExpression]:
@@ -61,7 +92,7 @@ def _exponents(term: cst.BaseExpression, env: Env, depth: int) -> Iterator[str]:
         call = function_call(node, _OF_EXPONENT, env) or method_call(node, _EXPONENT_METHODS, env)
         if call is not None:
             argument = first_arg(call) if function_call(call, _OF_EXPONENT, env) else call.func.value  # type: ignore
-            name = _tensor_name(_floorless(argument)) if argument is not None else None
+            name = _tensor_name(_floorless(argument, env)) if argument is not None else None
             if name is not None:
                 yield name
         elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _SCALING):
@@ -84,7 +115,8 @@ def _linear(term: cst.BaseExpression) -> Set[str]:
 
 
 def _tensor_name(node: cst.BaseExpression) -> Optional[str]:
-    """`s`, `self.logvar`, `-s`, `0.5 * s`, `s / 2`: the name; None for anything else."""
+    """`s`, `self.logvar`, `-s`, `0.5 * s`, `s / 2`: the name; a call (`F.softplus(mu)`) as written, spaces
+    aside; None for anything else."""
     node = _bare(node)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _SCALING):
         if isinstance(node.right, (cst.Integer, cst.Float)):
@@ -94,15 +126,18 @@ def _tensor_name(node: cst.BaseExpression) -> Optional[str]:
         return None
     if isinstance(node, (cst.Name, cst.Attribute)):
         return dotted_name(node)
+    if isinstance(node, cst.Call):
+        return "".join(cst.Module([]).code_for_node(node.with_changes(lpar=(), rpar=())).split())
     return None
 
 
-def _floorless(node: cst.BaseExpression) -> cst.BaseExpression:
-    """`rate` of `rate + 1e-12`: the tensor under a floor added to it."""
+def _floorless(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
+    """`rate` of `rate + 1e-12`, `eps + rate`, `rate.clamp(min=eps)`: the tensor under the floors on it."""
     node = _bare(node)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and \
-            isinstance(node.right, (cst.Integer, cst.Float)):
-        return node.left
+    inner, _ = strip_floor(node, env)
+    while inner is not node:
+        node = _bare(inner)
+        inner, _ = strip_floor(node, env)
     return node
 
 

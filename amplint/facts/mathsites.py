@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, List, Optional, Protocol, Set, Tuple
 import libcst as cst
 
 from amplint.facts import probmath
-from amplint.facts.devicemath import cast_too_late, spared_by_policy
-from amplint.facts.logparams import log_parameter_form
+from amplint.facts.devicemath import cast_too_late, on_device
+from amplint.facts.logparams import is_positive_transform, log_parameter_form
 from amplint.facts.mathenv import Env, unrebound_parameters
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +47,7 @@ class SiteContext(Protocol):
 INLINE = "inline-math"
 EPSILON = "epsilon"
 LGAMMA = "lgamma"  # an INLINE site's method: `torch.lgamma(alpha)` of a Gamma, Beta, Dirichlet or Poisson normaliser
+LOG_SCALE = "log-of-scale"  # an INLINE site's method: `torch.log(F.softplus(s))`, a log of a scale (`facts.logparams`)
 LOG_PARAMETER = "log-parameter"  # an INLINE site's method: `s + d ** 2 * torch.exp(-s)` (`facts.logparams`)
 
 
@@ -73,15 +74,26 @@ def _in_time(inputs: List[cst.BaseExpression], ctx: "SiteContext") -> List[cst.B
 
 def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext", floor: bool = False
             ) -> Optional["Site"]:
-    """Mark a site the region's policy computes with no range lost in float16 (CUDA runs `softmax`, `exp`, `pow`
-    and `log` in float32: `amplint.facts.devicemath`): it is still reported, its inputs float16 with no cast, and
-    the message and its risk name the device that spares it. `floor`: `expr` is what a floor is added to."""
-    if site is not None:
-        spared = bool(site.uncast) and site.state is not None and spared_by_policy(
-            expr, ctx.math_env(), site.state.policy, ctx.is_wide, unrebound_parameters(ctx.scope.node, ctx.math_env()),
-            floor)
-        site.promoted = list(site.uncast) if spared else []
+    """Mark how the site's region's device computes it: its policy may run every op that loses range in float32
+    (CUDA runs `softmax`, `exp`, `pow` and `log` so: `Site.promoted`); otherwise float16 on the probe activations
+    says whether it holds there (`Site.probed`; `amplint.facts.devicemath.on_device`). Either way it is reported,
+    its inputs float16 with no cast; the message and its risk say what the device does. `floor`: `expr` is what
+    a floor is added to."""
+    if site is not None and site.uncast and site.state is not None:
+        env = ctx.math_env()
+        device = on_device(expr, env, site.state.policy, ctx.is_wide, unrebound_parameters(ctx.scope.node, env),
+                           floor, _statement_value(site))
+        site.promoted = list(site.uncast) if device.spared else []
+        site.probed = device.probed
     return site
+
+
+def _statement_value(site: "Site") -> Optional[cst.BaseExpression]:
+    """The value the statement holding `site` computes: what is assigned, returned or evaluated."""
+    statement = site.statement
+    small = statement.body[0] if statement is not None and len(statement.body) == 1 else None
+    value = getattr(small, "value", None)
+    return value if isinstance(value, cst.BaseExpression) else None
 
 
 def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:
@@ -97,8 +109,8 @@ GUARDED = "guarded"  # a log of probabilities under a floor float16 keeps: finit
 
 
 def _log_shape(log: cst.BaseExpression, env: Env) -> Tuple[Optional[str], cst.BaseExpression]:
-    """What a tensor log takes the log of: ("log-sum-exp" | "log-of-prob" | GUARDED | None, the value under any
-    floor). A floor float16 holds (`p + 1e-6`, `p.clamp_min(1e-3)`) keeps the log of a softmax's or sigmoid's
+    """What a tensor log takes the log of: ("log-sum-exp" | "log-of-prob" | GUARDED | LOG_SCALE | None, the value
+    under any floor). A floor float16 holds (`p + 1e-6`, `p.clamp_min(1e-3)`) keeps the log of a softmax's or sigmoid's
     zero finite; one it rounds to 0 is AMP004's. It guards nothing else: a sum of exps, or probabilities
     normalised by hand, still overflow, and `1 - p` loses its digits near 1 (`probmath.straight_from_producer`)."""
     operand = probmath.log_operand(log, env)
@@ -108,7 +120,7 @@ def _log_shape(log: cst.BaseExpression, env: Env) -> Tuple[Optional[str], cst.Ba
     if probmath.is_sum_of_exp(inner, env):
         return "log-sum-exp", inner
     if not probmath.is_prob(inner, env):
-        return None, inner
+        return (LOG_SCALE if is_positive_transform(inner, env) else None), inner
     guarded = floor is not None and floor.value > 0 and not floor.vanishes
     return (GUARDED if guarded and probmath.straight_from_producer(inner, env) else "log-of-prob"), inner
 
@@ -121,10 +133,10 @@ def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     if operand is not None:  # a log-normaliser: float16 rounds its argument and overflows its value
         return _spared(ctx.make_site(node, LGAMMA, [], [], _inputs(operand, ctx), INLINE), node, ctx)
     shape, inner = _log_shape(node, env)
-    if shape is None or shape == GUARDED:
-        return None
+    if shape is None or shape == GUARDED or (shape == LOG_SCALE and ctx.inside_site(node)):
+        return None  # a log of a scale in a written-out Gaussian is a term of that site
     site = _spared(ctx.make_site(node, shape, [], [], _inputs(inner, ctx), INLINE), node, ctx)
-    return _at_producers(site, env) if shape == "log-of-prob" else site
+    return _at_producers(site, env) if shape in ("log-of-prob", LOG_SCALE) else site
 
 
 def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:

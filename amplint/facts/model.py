@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Protocol, Set, Tuple, Union
 
-from amplint.model import Precision, RegionInfo
+from amplint.model import Precision, Probed, RegionInfo
 from amplint.policies import AutocastPolicy, policy_for
 from amplint.regions import AutocastFactory, RegionSpec
 
@@ -137,6 +137,9 @@ class Site:
     # Uncast inputs the region's policy computes in float32 anyway (CUDA's `softmax`, `exp`): still findings,
     # as float16-derived inputs with no cast, and the message says which device spares them.
     promoted: List[cst.BaseExpression] = field(default_factory=list)
+    # Hand-written math on the probe activations under its region's policy (`amplint.facts.probes`), where the
+    # policy alone does not spare it and its numbers are known: its risk says whether it holds on that device.
+    probed: Optional[Probed] = None
     # Uncast inputs that are parameters of the site's function, never rebound there: in a region of that
     # function they hold what the caller gave, float32 data as often as not (`sites.parameter_inputs`).
     data: List[cst.BaseExpression] = field(default_factory=list)

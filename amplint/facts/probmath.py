@@ -28,7 +28,7 @@ from amplint.facts.mathenv import Env, function_env, self_attribute as _self_att
 from amplint.facts.mathnames import (
     ABS_FUNCTIONS, ABS_METHODS, EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS,
     LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
-    SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability)
+    SCALE_FUNCTIONS, SCALE_METHODS, SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability)
 from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
@@ -134,15 +134,15 @@ def _bound_once(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpressi
 
 
 def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
-    """`logits` for a local `p` bound once to `torch.softmax(logits, -1)` or `logits.sigmoid()`: where the
-    probabilities are made. A cast of `p` comes too late when float16 already rounded them to 0."""
+    """`logits` for a local `p` bound once to `torch.softmax(logits, -1)`, `logits.sigmoid()` (or a scale's
+    `F.softplus(s)`): where they are made. A cast of `p` comes too late once float16 rounded them to 0."""
     value = _bound_once(node, env)
-    function = None if value is None else _function(value, PROB_FUNCTIONS, env)
+    function = None if value is None else _function(value, PROB_FUNCTIONS | SCALE_FUNCTIONS, env)
     if function is None and value is not None and env.calls_producer(value):
         function = value  # type: ignore[assignment]  # a project helper returning probabilities: cast its input
     if function is not None:
         return _first_arg(function)
-    method = None if value is None else _method(value, PROB_METHODS, env)
+    method = None if value is None else _method(value, PROB_METHODS | SCALE_METHODS, env)
     return None if method is None else _receiver(method)
 
 

@@ -23,8 +23,10 @@ def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
             break
         values.append(specs.arg_spec(arg, position if arg.keyword is None else None))
         position += 1
-    spared = site.kind != DISTRIBUTION and bool(site.uncast) and len(site.promoted) == len(site.uncast)
-    return SiteSpec(site.method, tuple(specs.dist_spec(d) for d in site.dists), tuple(values), site.kind, spared)
+    math = site.kind != DISTRIBUTION and bool(site.uncast)
+    spared = math and len(site.promoted) == len(site.uncast)
+    return SiteSpec(site.method, tuple(specs.dist_spec(d) for d in site.dists), tuple(values), site.kind, spared,
+                    site.probed if math and not spared else None)
 
 
 @dataclass(frozen=True)

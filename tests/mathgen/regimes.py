@@ -14,6 +14,15 @@ float32 data, as a data loader gives them: `y` real values near the location,
   them holds probabilities float16 cannot (below 6.0e-8), `exp` of them overflows it (above 11.1).
 - `small-scale`: raw scales in [-12, -5] (standard deviations down to 6e-6), targets 0.05 away.
 - `large-scale`: location N(0, 5), raw scales in [3, 12] (up to 1.6e5), targets 30 away.
+- `collapsed-scale`: raw scales in [-20, -12], targets 0.01 away: a scale at the bound real policies clamp
+  a log-standard-deviation to (SAC's `LOG_STD_MIN = -20`), where `exp`, `softplus` and `sigmoid` give 2e-9,
+  0 in float16.
+- `exploded-scale`: location N(0, 5), raw scales in [12, 20], targets 30 away: the other end of the same
+  range, a log-variance that has blown up.
+
+Locations and logits reach ±20 in `sharp`; the last two regimes let raw scales reach ±20 too, so every
+column of the head spans the range amplint's probes assume (`amplint.facts.probes.ENVELOPE`). They were
+added after the first four, at the end of `REGIMES`, so the first four draw what they drew before.
 
 Every draw comes from a `torch.Generator` seeded with the run's seed and the
 regime's position, so a run's inputs are fixed by its seed and shared by all
@@ -51,6 +60,8 @@ REGIMES = (
     Regime("sharp", _uniform(-20.0, 20.0), _uniform(-4.0, 4.0), 3.0),
     Regime("small-scale", _normal(1.0), _uniform(-12.0, -5.0), 0.05),
     Regime("large-scale", _normal(5.0), _uniform(3.0, 12.0), 30.0),
+    Regime("collapsed-scale", _normal(1.0), _uniform(-20.0, -12.0), 0.01),
+    Regime("exploded-scale", _normal(5.0), _uniform(12.0, 20.0), 30.0),
 )
 
 

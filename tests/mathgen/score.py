@@ -73,7 +73,8 @@ class CaseResult:
         return {"seed": self.case.seed, "index": self.case.index, "device": self.device, "outcome": self.outcome,
                 "family": self.case.family, "top_op": self.case.top_op, "cast": self.case.cast,
                 "eps": self.case.eps, "bound": self.case.bound, "ops": list(self.case.ops),
-                "codes": list(self.verdict.codes), "finding_statements": list(self.verdict.lines),
+                "claim_outcome": self.claim_outcome, "codes": list(self.verdict.codes),
+                "finding_statements": list(self.verdict.lines),
                 "other_codes": list(self.verdict.other), "amplint_error": self.verdict.error,
                 "truth": self.truth.to_dict(),
                 "source": render(self.case, self.device)}
@@ -176,4 +177,4 @@ def summarize(results: Sequence[CaseResult]) -> Dict[str, Any]:
 
 def misclassified(results: Sequence[CaseResult]) -> List[Dict[str, Any]]:
     """Every miss and false alarm, with its source and measurement, for the rule authors."""
-    return [r.to_dict() for r in results if r.outcome in ("fn", "fp")]
+    return [r.to_dict() for r in results if r.outcome in ("fn", "fp") or r.claim_outcome in ("fn", "fp")]
