@@ -322,21 +322,23 @@ class OnDevice:
 def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],
               is_wide: Callable[[cst.BaseExpression], bool], data: FrozenSet[str] = frozenset(),
               floor: bool = False, whole: Optional[cst.BaseExpression] = None) -> OnDevice:
-    """How `policy` computes `node`. `whole`: the value of the statement holding `node`, which the probes judge
-    instead where its numbers are known, since what the line computes is what the loss gets
-    (`p * torch.log(p + 1e-6)` is exact where the log alone is not). `data`: parameters read as float32 data.
+    """How `policy` computes `node`. `whole`: the value of the statement holding `node`, since what the line
+    computes is what the loss gets: the policy spares the site only when it spares the statement too (a
+    float32 `log` divided by a float16 `sigmoid` is still lost), and the probes judge the statement where its
+    numbers are known (`p * torch.log(p + 1e-6)` is exact where the log alone is not). `data`: parameters read as float32 data.
     `floor`: `node` is what a floor is added to, so it must also be float32 there (an add runs in its inputs'
     dtype, and float16 rounds the floor to 0); the probes do not judge a floor."""
     if policy is None:
         return OnDevice()
     evaluator = DeviceMath(env, policy, is_wide, data)
     computed = evaluator.of(node)
-    if not computed.lossy and (not floor or computed.dtype != F16):
-        return OnDevice(spared=True)
     if floor:
-        return OnDevice()
-    judged = evaluator.of(whole).values if whole is not None and whole is not node else None
-    return OnDevice(probed=probes.judge(computed.values if judged is None else judged))
+        return OnDevice(spared=not computed.lossy and computed.dtype != F16)
+    statement = evaluator.of(whole) if whole is not None and whole is not node else computed
+    if not computed.lossy and not statement.lossy:
+        return OnDevice(spared=True)
+    judged = computed.values if statement.values is None else statement.values
+    return OnDevice(probed=probes.judge(judged))
 
 
 def cast_too_late(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],
