@@ -645,6 +645,17 @@ MATH_CASES = [
     ("from torch import log as ln\n\n\ndef f(x, mu, s):\n    return (x - mu) ** 2 / s + ln(s)\n", {"f": (1, 1)}),
     ("def f(x, mu):\n    return (x - mu) ** 2 - 0.91893853320467e0\n", {"f": (1, 1)}),
     ("def f(x, mu):\n    return (x - mu) ** 2 - 9.1893853320467E-1\n", {"f": (1, 1)}),
+    # A log of a scale made by `softplus` or `exp` (through a local, a floor, a number times it); inside a
+    # Gaussian sum it is a term of that site, not a site; a log of anything else is none.
+    ("import torch\nimport torch.nn.functional as F\n\n\ndef f(s):\n    std = F.softplus(s) + 1e-6\n"
+     "    return 0.5 + torch.log(2 * std)\n", {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(s):\n    return torch.log(torch.exp(0.5 * s).float())\n", {"f": (1, 0)}),  # cast
+    ("import torch\n\n\ndef f(x, mu, s):\n    std = s.exp()\n    return (x - mu) ** 2 / std + torch.log(std)\n",
+     {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(box):\n    return torch.log(box.abs())\n", {}),
+    # A rate Poisson NLL spelling the same call in both terms, the log's floor a local.
+    ("import torch\nimport torch.nn.functional as F\n\n\ndef f(eta, k, eps=1e-8):\n"
+     "    return F.softplus(eta) - k * torch.log(F.softplus(eta) + eps)\n", {"f": (1, 1)}),
 ]
 
 

@@ -335,6 +335,8 @@ def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolic
     if floor:
         return OnDevice(spared=not computed.lossy and computed.dtype != F16)
     statement = evaluator.of(whole) if whole is not None and whole is not node else computed
+    if OPAQUE.lossy[0] in statement.lossy:
+        statement = computed  # a statement the walk cannot read (a tuple of values): the site alone
     if not computed.lossy and not statement.lossy:
         return OnDevice(spared=True)
     judged = computed.values if statement.values is None else statement.values
