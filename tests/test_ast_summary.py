@@ -653,6 +653,8 @@ MATH_CASES = [
     ("import torch\n\n\ndef f(x, mu, s):\n    std = s.exp()\n    return (x - mu) ** 2 / std + torch.log(std)\n",
      {"f": (1, 1)}),
     ("import torch\n\n\ndef f(box):\n    return torch.log(box.abs())\n", {}),
+    # An entropy term beside a term of the same tensor: the entropy's log is the site, not a log-parameter sum.
+    ("import torch\n\n\ndef f(u, Y):\n    return (u * Y + Y * torch.log(Y.clip(1e-20))).sum()\n", {"f": (1, 1)}),
     # A rate Poisson NLL spelling the same call in both terms, the log's floor a local.
     ("import torch\nimport torch.nn.functional as F\n\n\ndef f(eta, k, eps=1e-8):\n"
      "    return F.softplus(eta) - k * torch.log(F.softplus(eta) + eps)\n", {"f": (1, 1)}),

@@ -70,10 +70,10 @@ CASES: Dict[str, Tuple[str, Dict[str, List[Tuple[int, int, str, str]]]]] = {
         "cpu": [(10, 17, "AMP003", "high")], "cuda": []}),
     # A binary entropy under a floor float16 keeps: its sigmoid and logs run in float16 on both devices, and
     # on every probe activation they stay in range (`amplint.facts.probes`): each `p` times its log is exact.
+    # The log of the complement `1 - p` is the site; `p * log(p + 1e-6)` is an entropy term, no log-parameter.
     "binary entropy with a floor float16 keeps": (
         "p = torch.sigmoid(z)\nreturn -(p * torch.log(p + 1e-06) + (1 - p) * torch.log(1 - p + 1e-06)).sum(-1)",
-        {"cpu": [(10, 18, "AMP003", "low"), (10, 55, "AMP003", "low")],
-         "cuda": [(10, 18, "AMP003", "low"), (10, 55, "AMP003", "low")]}),
+        {"cpu": [(10, 55, "AMP003", "low")], "cuda": [(10, 55, "AMP003", "low")]}),
     # A cast before the sigmoid: float32 throughout on both.
     "sigmoid cast in time": ("p = torch.sigmoid(z.float())\nreturn -torch.log(p)", {"cpu": [], "cuda": []}),
 }

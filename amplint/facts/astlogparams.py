@@ -107,11 +107,20 @@ def _exponents(term: ast.expr, env: Env, depth: int) -> Iterator[str]:
             if name is not None:
                 yield name
         elif isinstance(node, ast.BinOp) and isinstance(node.op, _SCALING):
-            pending += [node.left, node.right]
+            if not _entropy_term(node, env):
+                pending += [node.left, node.right]
         elif isinstance(node, ast.Name) and depth > 0 and env.is_local(node.id):
             values = env.values(node.id)
             if len(values) == 1:
                 yield from _exponents(values[0], env, depth - 1)
+
+
+def _entropy_term(node: ast.BinOp, env: Env) -> bool:
+    """`logparams._entropy_term`: `p * torch.log(p + eps)`."""
+    if not isinstance(node.op, ast.Mult):
+        return False
+    return any(name is not None and name in set(_exponents(factor, env, 0))
+               for factor, name in ((node.left, _tensor_name(node.right)), (node.right, _tensor_name(node.left))))
 
 
 def _linear(term: ast.expr) -> Set[str]:

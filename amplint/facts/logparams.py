@@ -96,11 +96,20 @@ def _exponents(term: cst.BaseExpression, env: Env, depth: int) -> Iterator[str]:
             if name is not None:
                 yield name
         elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _SCALING):
-            pending += [node.left, node.right]
+            if not _entropy_term(node, env):
+                pending += [node.left, node.right]
         elif isinstance(node, cst.Name) and depth > 0 and env.is_local(node.value):
             values = env.values(node.value)
             if len(values) == 1:
                 yield from _exponents(values[0], env, depth - 1)
+
+
+def _entropy_term(node: cst.BinaryOperation, env: Env) -> bool:
+    """`p * torch.log(p + eps)`: an entropy term, whose log is a site of its own, not a log-parameter's."""
+    if not isinstance(node.operator, cst.Multiply):
+        return False
+    return any(name is not None and name in set(_exponents(factor, env, 0))
+               for factor, name in ((node.left, _tensor_name(node.right)), (node.right, _tensor_name(node.left))))
 
 
 def _linear(term: cst.BaseExpression) -> Set[str]:
