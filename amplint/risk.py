@@ -119,7 +119,7 @@ def assess(finding: Finding) -> Risk:
         if site.spared and region.enabled:
             return Risk("low", device, f"{device.upper()} autocast runs every range-losing op of it in float32 "
                         "(read from its op lists, amplint/policies.py; not measured)")
-        if site.probed is not None and site.probed.values and region.enabled:
+        if site.probed is not None and region.enabled:
             return _probed(site.probed, device)
         return _unknown(HANDWRITTEN.get(site.method, HANDWRITTEN[""]), device)
     if not site.dists:

@@ -146,7 +146,7 @@ def spared_on(diagnosis: Diagnosis) -> str:
     if len(site.promoted) == len(site.uncast):
         return (f" ({name} autocast computes it in float32, so it holds there; it fails under CPU autocast or with "
                 "autocast off)")
-    if site.probed is not None and site.probed.values and site.probed.holds:
+    if site.probed is not None and site.probed.holds:
         return (f" (under {name} autocast its float16 ops stay in range on activations up to ±{ENVELOPE:g}, so it "
                 "holds there unless they grow beyond)")
     return ""

@@ -30,7 +30,7 @@ import libcst as cst
 
 from amplint import dtypes
 from amplint.facts import probes
-from amplint.facts.mathcalls import imported
+from amplint.facts.mathcalls import imported, number_value
 from amplint.facts.mathenv import Env, self_attribute
 from amplint.facts.mathnames import python_math
 from amplint.model import Probed
@@ -72,7 +72,9 @@ class Computed:
     leaf: bool = False  # an activation or data the analysis does not compute: a slice of it is another one
 
 
-OPAQUE = Computed(F16, ("an expression the analysis does not read",))
+Numbers = Callable[[List[Computed], bool], Optional[probes.Value]]  # an op's numbers from its operands'
+UNREAD = "an expression the analysis does not read"
+OPAQUE = Computed(F16, (UNREAD,))
 
 
 class DeviceMath:
@@ -114,11 +116,11 @@ class DeviceMath:
             return self._leaf(node, inner.dtype) if inner.leaf else inner  # a slice of an activation is one
         if isinstance(node, cst.UnaryOperation):
             inner = self.of(node.expression)
-            sign = {cst.Minus: "neg", cst.Plus: None}.get(type(node.operator), "?")
-            if sign is None:
+            if isinstance(node.operator, cst.Plus):
                 return inner
-            return Computed(inner.dtype, inner.lossy, inner.sources,
-                            probes.apply(sign, [inner.values], inner.dtype == F16) if sign == "neg" else None)
+            negated = probes.apply("neg", [inner.values], inner.dtype == F16) if isinstance(
+                node.operator, cst.Minus) else None  # `not x`, `~x`: no numbers
+            return Computed(inner.dtype, inner.lossy, inner.sources, negated)
         if isinstance(node, cst.BinaryOperation):
             op = _OPERATORS.get(type(node.operator), "add")
             return self._op(op, [node.left, node.right], denominator=node.right if op == "div" else None)
@@ -202,14 +204,13 @@ class DeviceMath:
         return self._op(op, operands, denominator=args[1] if op == "div" and len(args) > 1 else None,
                         numbers=self._numbers(named, node, args, 1))
 
-    def _numbers(self, named: str, call: cst.Call, args: Sequence[cst.BaseExpression], first: int
-                 ) -> Callable[[List[Computed], bool], Optional[probes.Value]]:
+    def _numbers(self, named: str, call: cst.Call, args: Sequence[cst.BaseExpression], first: int) -> Numbers:
         """How `call`'s numbers follow from its operands'. `first`: the position of the first argument after the
         tensor (0 for `x.clamp(lo)`, 1 for `torch.clamp(x, lo)`). Unknown keywords give no numbers."""
         op = _VALUE_OP.get(named, _SAME_OP.get(named, named))
         keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
         rest = list(args[first:])
-        if op in _CLAMPS:
+        if op in probes.CLAMPS:
             low = keywords.get("min", rest[0] if rest and op != "clamp_max" else None)
             high = keywords.get("max", rest[1] if len(rest) > 1 else rest[0] if rest and op == "clamp_max" else None)
 
@@ -224,16 +225,13 @@ class DeviceMath:
                 return _unknown  # over every dimension, or another: the rows say nothing
         elif set(keywords) - ({"input", "other"} if op in probes.BINARY else {"input"}):
             return _unknown  # `softplus(x, beta=2)`, `pow(x, exponent=...)`: not read
-        if not probes.known(op):
-            return _unknown
-        return lambda inputs, float16: probes.apply(op, [each.values for each in inputs], float16)
+        return _applying(op)
 
     def _op(self, op: str, operands: Sequence[cst.BaseExpression],
             denominator: Optional[cst.BaseExpression] = None,
-            numbers: Optional[Callable[[List[Computed], bool], Optional[probes.Value]]] = None) -> Computed:
+            numbers: Optional[Numbers] = None) -> Computed:
         inputs = [self.of(each) for each in operands]
-        numbers = numbers or (lambda ins, f16: probes.apply(op, [each.values for each in ins], f16)
-                              if probes.known(op) else None)
+        numbers = numbers or _applying(op)
         tensors = [each for each in inputs if each.dtype != NUMBER]
         lossy = tuple(dict.fromkeys(name for each in inputs for name in each.lossy))
         sources = _union(each.sources for each in inputs)
@@ -263,6 +261,13 @@ def _unknown(inputs: List[Computed], float16: bool) -> Optional[probes.Value]:
     return None
 
 
+def _applying(op: str) -> Numbers:
+    """`op`'s numbers, each operand's in order, where `amplint.facts.probes` knows the op."""
+    if not probes.known(op):
+        return _unknown
+    return lambda inputs, float16: probes.apply(op, [each.values for each in inputs], float16)
+
+
 def _either(results: Sequence[Computed]) -> Computed:
     """Alternatives (a name's bindings, an `if` expression's arms): float16 if any is, losses of all; numbers
     only when every alternative has the same."""
@@ -277,25 +282,14 @@ def _either(results: Sequence[Computed]) -> Computed:
 
 
 _VALUE_OP = {"square": "square"}  # autocast sees `pow`; its numbers are a square's
-_CLAMPS = frozenset({"clamp", "clip", "clamp_min", "clamp_max"})
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
 
 
 def _literal(node: cst.BaseExpression) -> Optional[float]:
     """A number literal's value (`-1`, `1e-10`, `True`), else None."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        inner = _literal(node.expression)
-        return None if inner is None else -inner if isinstance(node.operator, cst.Minus) else inner
-    try:
-        if isinstance(node, cst.Integer):
-            return float(int(node.value.replace("_", ""), 0))
-        if isinstance(node, cst.Float):
-            return float(node.value.replace("_", ""))
-    except ValueError:  # `007`: not a literal Python reads
-        return None
     if isinstance(node, cst.Name) and node.value in ("True", "False"):
         return float(node.value == "True")
-    return None
+    return number_value(node)
 
 
 def _code(node: cst.BaseExpression) -> str:
@@ -325,9 +319,9 @@ def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolic
     """How `policy` computes `node`. `whole`: the value of the statement holding `node`, since what the line
     computes is what the loss gets: the policy spares the site only when it spares the statement too (a
     float32 `log` divided by a float16 `sigmoid` is still lost), and the probes judge the statement where its
-    numbers are known (`p * torch.log(p + 1e-6)` is exact where the log alone is not). `data`: parameters read as float32 data.
-    `floor`: `node` is what a floor is added to, so it must also be float32 there (an add runs in its inputs'
-    dtype, and float16 rounds the floor to 0); the probes do not judge a floor."""
+    numbers are known (`p * torch.log(p + 1e-6)` is exact where the log alone is not). `data`: parameters read
+    as float32 data. `floor`: `node` is what a floor is added to, so it must also be float32 there (an add runs
+    in its inputs' dtype, and float16 rounds the floor to 0); the probes do not judge a floor."""
     if policy is None:
         return OnDevice()
     evaluator = DeviceMath(env, policy, is_wide, data)
@@ -335,8 +329,8 @@ def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolic
     if floor:
         return OnDevice(spared=not computed.lossy and computed.dtype != F16)
     statement = evaluator.of(whole) if whole is not None and whole is not node else computed
-    if OPAQUE.lossy[0] in statement.lossy:
-        statement = computed  # a statement the walk cannot read (a tuple of values): the site alone
+    if UNREAD in statement.lossy:
+        statement = computed  # a statement the walk cannot read (several values, a comprehension): the site alone
     if not computed.lossy and not statement.lossy:
         return OnDevice(spared=True)
     judged = computed.values if statement.values is None else statement.values

@@ -1,4 +1,5 @@
-"""Calls as hand-written probability math reads them: `x.name(...)` on a value, `torch.name(...)`, their operands.
+"""Calls as hand-written probability math reads them: `x.name(...)` on a value, `torch.name(...)`, their operands,
+and the number literals among them.
 
 `probmath` (LibCST) asks these of every node it judges; `astprobmath` holds the
 same for CPython's tree.
@@ -45,3 +46,18 @@ def first_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
 def receiver(call: cst.Call) -> cst.BaseExpression:
     assert isinstance(call.func, cst.Attribute)
     return call.func.value
+
+
+def number_value(node: cst.BaseExpression) -> Optional[float]:
+    """A number literal's value, signs included (`-1`, `1e-10`), else None."""
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Plus):
+        node = node.expression
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return float(node.evaluated_value)
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = number_value(node.expression)
+        return None if inner is None else -inner
+    return None

@@ -89,13 +89,12 @@ def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext"
 
 
 def _statement_value(site: "Site") -> Optional[cst.BaseExpression]:
-    """The value the statement holding `site` computes: what is assigned, returned or evaluated; None for
-    several values (`return logp, torch.log(p)`), of which the site's is its own."""
+    """The value the statement holding `site` computes: what is assigned, returned or evaluated (`on_device`
+    judges the site alone where the walk cannot read it: several values, `return logp, torch.log(p)`)."""
     statement = site.statement
     small = statement.body[0] if statement is not None and len(statement.body) == 1 else None
     value = getattr(small, "value", None)
-    several = (cst.Tuple, cst.List, cst.Set, cst.Dict)
-    return value if isinstance(value, cst.BaseExpression) and not isinstance(value, several) else None
+    return value if isinstance(value, cst.BaseExpression) else None
 
 
 def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:

@@ -150,6 +150,9 @@ def _guard(f: Callable[..., float]) -> Callable[..., float]:
     return safe
 
 
+_multiply = _guard(lambda a, b: a * b)
+
+
 def _pow(a: float, b: float) -> float:
     if a == 0 and b < 0:
         return math.inf
@@ -172,7 +175,7 @@ UNARY: Dict[str, Callable[[float], float]] = {
     "sinh": _guard(math.sinh), "cosh": _guard(math.cosh), "atan": math.atan, "sign": lambda x: float((x > 0) - (x < 0)),
 }
 BINARY: Dict[str, Callable[[float, float], float]] = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": _guard(lambda a, b: a * b),
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": _multiply,
     "div": _guard(lambda a, b: a / b), "pow": _pow, "maximum": max, "minimum": min,
     "xlogy": _guard(lambda a, b: 0.0 if a == 0 else a * _log(b)), "atan2": math.atan2,
 }
@@ -196,7 +199,7 @@ def _sum(row: Sequence[float]) -> float:
 def _product(row: Sequence[float]) -> float:
     out = 1.0
     for v in row:
-        out = _guard(lambda a, b: a * b)(out, v)
+        out = _multiply(out, v)
     return out
 
 
@@ -207,8 +210,11 @@ def _logsumexp(row: Row) -> float:
     return top + _log(_sum([_exp(v - top) for v in row]))
 
 
+CLAMPS = frozenset({"clamp", "clip", "clamp_min", "clamp_max"})  # read by `clamp`, bounds and all
+
+
 def known(op: str) -> bool:
-    return op in UNARY or op in BINARY or op in REDUCE or op in ("clamp", "clip", "clamp_min", "clamp_max")
+    return op in UNARY or op in BINARY or op in REDUCE or op in CLAMPS
 
 
 def _rows(value: Value, reference: bool) -> Tuple[Row, ...]:
@@ -277,12 +283,11 @@ def clamp(value: Optional[Value], low: Optional[Value], high: Optional[Value], f
 
 
 def judge(value: Optional[Value]) -> Optional[Probed]:
-    """How float16 fares on `value` over every probe row; None when its numbers are not known. Values whose
-    float64 reference is not finite are left out: those inputs say nothing about float16."""
-    if value is None:
-        return None
+    """How float16 fares on `value` over every probe row; None when its numbers are not known or none compares
+    (a Python number; every reference not finite). Values whose float64 reference is not finite are left out:
+    those inputs say nothing about float16."""
     if not isinstance(value, Probe):
-        return Probed(0, 0, 0.0)
+        return None
     compared = nonfinite = 0
     worst = 0.0
     for device, reference in zip(value.device, value.reference):
@@ -294,4 +299,4 @@ def judge(value: Optional[Value]) -> Optional[Probed]:
                 nonfinite += 1
             else:
                 worst = max(worst, abs(got - want) / max(abs(want), 1.0))
-    return Probed(compared, nonfinite, worst)
+    return Probed(compared, nonfinite, worst) if compared else None

@@ -23,7 +23,7 @@ import libcst as cst
 from amplint import dtypes
 from amplint.cstwalk import inner_children, type_test
 from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _function, imported as _imported
-from amplint.facts.mathcalls import method_call as _method, receiver as _receiver
+from amplint.facts.mathcalls import method_call as _method, number_value, receiver as _receiver
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
     ABS_FUNCTIONS, ABS_METHODS, EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS,
@@ -310,7 +310,7 @@ def _is_scale(node: cst.BaseExpression, env: Env) -> bool:
 
 def _is_one(node: cst.BaseExpression, env: Env) -> bool:
     """`1`, `1.0` or `torch.ones_like(x)`."""
-    return _number(node) == 1 or _function(_unwrap(node), frozenset({"torch.ones_like"}), env) is not None
+    return number_value(node) == 1 or _function(_unwrap(node), frozenset({"torch.ones_like"}), env) is not None
 
 
 def _root_name(node: cst.BaseExpression) -> Optional[str]:
@@ -322,7 +322,7 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
                 node.func.attr.value in KEEPS_PROB_METHODS | FLOOR_METHODS):
             node = node.func.value
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and _number(node.right):
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and number_value(node.right):
             node = node.left
         else:
             break
@@ -491,7 +491,7 @@ def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
     base: Optional[cst.BaseExpression] = None
     operator = type(node.operator) if type(node) is cst.BinaryOperation else None
     if operator is cst.Power:
-        if _number(node.right) == 2:
+        if number_value(node.right) == 2:
             base = node.left
     elif operator is cst.Multiply:
         if node.left.deep_equals(node.right):
@@ -500,15 +500,15 @@ def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
         base = _receiver(node)  # type: ignore[arg-type]
     elif type(node) is cst.Call and _method(node, POW_METHODS, env) is not None:
         exponent = _first_arg(node)
-        base = _receiver(node) if exponent is not None and _number(exponent) == 2 else None
+        base = _receiver(node) if exponent is not None and number_value(exponent) == 2 else None
     else:
         call = _function(node, SQUARE_FUNCTIONS | POW_FUNCTIONS, env)
         if call is not None:
             positional = [a.value for a in call.args if a.keyword is None]
             if env.imports.matches(call.func, SQUARE_FUNCTIONS) or (
-                    len(positional) == 2 and _number(positional[1]) == 2):
+                    len(positional) == 2 and number_value(positional[1]) == 2):
                 base = positional[0] if positional else None
-    return base is not None and _number(base) is None
+    return base is not None and number_value(base) is None
 
 
 def _is_abs_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
@@ -520,7 +520,7 @@ def _is_abs_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
     else:
         call = _function(node, ABS_FUNCTIONS, env)
         base = _first_arg(call) if call is not None else None
-    return base is not None and _number(base) is None
+    return base is not None and number_value(base) is None
 
 
 def _is_log_term(node: cst.BaseExpression, env: Env) -> bool:
@@ -529,7 +529,7 @@ def _is_log_term(node: cst.BaseExpression, env: Env) -> bool:
 
 def _is_log_2pi(node: cst.BaseExpression, env: Env) -> bool:
     """`math.log(2 * math.pi)`, `np.log(2 * np.pi)`, or the constant's value written out."""
-    value = _number(node)
+    value = number_value(node)
     if value is not None:
         return any(abs(value - c) < 1e-6 for c in (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2))
     if isinstance(node, cst.Call) and (env.imports.matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS)
@@ -548,25 +548,12 @@ def _mentions_pi(node: cst.BaseExpression, env: Env) -> bool:
     return any(isinstance(child, cst.BaseExpression) and _mentions_pi(child, env) for child in inner_children(node))
 
 
-def _number(node: cst.BaseExpression) -> Optional[float]:
-    node = _unwrap(node)
-    if isinstance(node, (cst.Integer, cst.Float)):
-        try:
-            return float(node.evaluated_value)
-        except (ValueError, OverflowError):
-            return None
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = _number(node.expression)
-        return None if inner is None else -inner
-    return None
-
-
 # --- operands -----------------------------------------------------------------------------------------
 def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
     """The tensor values an expression reads: names, attributes and calls that are not math on them."""
     node = _unwrap(node)
     strings = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-    if _number(node) is not None or isinstance(node, strings):
+    if number_value(node) is not None or isinstance(node, strings):
         return
     if isinstance(node, (cst.Name, cst.Attribute)):
         if not env.imports.matches(node, PI_NAMES):
