@@ -8,6 +8,7 @@ places resolves to both, and a match on any of them counts.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set
 
@@ -39,6 +40,9 @@ class ImportTable:
 
     bindings: Dict[str, Set[str]] = field(default_factory=dict)
     star_modules: List[str] = field(default_factory=list)
+    # Module names bound once, to a Python number (`LOG_2PI = math.log(2 * math.pi)`), never a tensor: each with
+    # its value where the expression is one of literals, `math`/NumPy constants and their functions, else None.
+    number_constants: Dict[str, Optional[float]] = field(default_factory=dict)
     # `qualnames_of` answers: the collector asks the same few names for every call of a file.
     _answers: Dict[str, FrozenSet[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -130,7 +134,71 @@ def import_table(tree: ast.Module) -> ImportTable:
             _bind_from(table, stmt)
         elif isinstance(stmt, ast.Assign):
             _bind_alias(table, stmt)
+    table.number_constants = _number_constants(tree, table)
     return table
+
+
+_NUMBER_MODULES = frozenset({"math", "numpy", "statistics"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _number_constants(tree: ast.Module, table: ImportTable) -> Dict[str, Optional[float]]:
+    """The module's names bound once at module level, by `name = value` with `value` a Python number's expression,
+    and bound no other way there. A function's `global` rebinding is not looked for."""
+    once: Dict[str, ast.expr] = {}
+    other: Set[str] = set()
+    todo: List[ast.stmt] = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, _SCOPES):
+            other.add(stmt.name)
+            continue
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(
+            stmt, "target", None) if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None
+        if isinstance(target, ast.Name):
+            other.update({target.id} if target.id in once else ())
+            once[target.id] = stmt.value  # type: ignore[union-attr]
+        else:
+            other.update(_bound(stmt))
+        todo.extend(child for _, value in ast.iter_fields(stmt) if isinstance(value, list)
+                    for child in value if isinstance(child, ast.stmt))
+        todo.extend(inner for handler in getattr(stmt, "handlers", ()) for inner in handler.body)
+        todo.extend(inner for case in getattr(stmt, "cases", ()) for inner in case.body)
+    found: Dict[str, Optional[float]] = {}
+    for name in sorted(once, key=lambda n: (once[n].lineno, once[n].col_offset)):  # earlier ones may be used
+        if name not in other and _is_number(once[name], table, found):
+            found[name] = _evaluate(once[name], found)
+    return found
+
+
+def _bound(stmt: ast.stmt) -> Iterator[str]:
+    """The names a module-level statement other than `name = value` binds."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        yield from ((alias.asname or alias.name).split(".")[0] for alias in stmt.names)
+        return
+    targets: List[ast.AST] = list(getattr(stmt, "targets", ()))
+    targets += [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)) else []
+    targets += [i.optional_vars for i in getattr(stmt, "items", ()) if getattr(i, "optional_vars", None)]
+    yield from (node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name))
+
+
+def _is_number(node: ast.expr, table: ImportTable, known: Dict[str, Optional[float]]) -> bool:
+    """A Python number's expression: literals, earlier constants, `math`/NumPy constants and functions of them."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.UnaryOp):
+        return _is_number(node.operand, table, known)
+    if isinstance(node, ast.BinOp):
+        return _is_number(node.left, table, known) and _is_number(node.right, table, known)
+    if isinstance(node, ast.Name):
+        return node.id in known
+    dotted = ast_dotted(node.func if isinstance(node, ast.Call) else node)
+    if dotted is None or "." not in dotted:
+        return False
+    if not any(q.split(".")[0] in _NUMBER_MODULES for q in table.qualnames_of(dotted.split(".")[0])):
+        return False
+    return not isinstance(node, ast.Call) or not node.keywords and all(
+        _is_number(arg, table, known) for arg in node.args)
 
 
 def _bind_from(table: ImportTable, stmt: ast.ImportFrom) -> None:
@@ -159,3 +227,39 @@ def _bind_alias(table: ImportTable, stmt: ast.Assign) -> None:
 def collect_imports(module: cst.Module) -> ImportTable:
     """`import_table` for a LibCST module (tests and callers without CPython's tree)."""
     return import_table(ast.parse(module.code))
+
+
+_UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: a}
+_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
+_MATH_FUNCTIONS = {"log": math.log, "log2": math.log2, "log10": math.log10, "sqrt": math.sqrt, "exp": math.exp}
+
+
+def _evaluate(node: ast.expr, known: Dict[str, Optional[float]]) -> Optional[float]:
+    """The value of a number's expression (`_is_number`) where its operations are plain arithmetic and the common
+    `math`/NumPy constants and functions; None where not, or where Python refuses it (a log of 0, an overflow)."""
+    try:
+        value = _value(node, known)
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _value(node: ast.expr, known: Dict[str, Optional[float]]) -> Optional[float]:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        inner = _value(node.operand, known)
+        return None if inner is None else _UNARY[type(node.op)](inner)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _value(node.left, known), _value(node.right, known)
+        return None if left is None or right is None else _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.Attribute):
+        return _MATH_CONSTANTS.get(node.attr)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MATH_FUNCTIONS:
+        args = [_value(arg, known) for arg in node.args]
+        return None if not args or None in args else _MATH_FUNCTIONS[node.func.attr](*args)
+    return None

@@ -27,9 +27,10 @@ from amplint.names import ImportTable, ast_dotted, ast_last_name
 REGION_WORDS = ("autocast",)
 # The text prefilter's words for a computation ("cdf" also covers "icdf"; "log" covers hand-written math:
 # `torch.log`, `.log()`, `math.log(2 * math.pi)`; "e-" a literal such as `1e-10`; "exp" a density in
-# log-parameter form, `s + d ** 2 * torch.exp(-s)`).
+# log-parameter form, `s + d ** 2 * torch.exp(-s)`; "pow", "**" and "/" a density kernel with no log,
+# `(1 + z ** 2) ** -2`, `1 / (1 + z ** 2)`).
 PROBABILITY_WORDS = ("log_prob", "entropy", "cdf", "kl_divergence", "log", "e-", "kl", "likelihood", "nll", "lgamma",
-                     "gammaln", "exp")
+                     "gammaln", "exp", "pow", "**", "/")
 # A log-gamma: the normaliser of Gamma, Beta, Dirichlet and Poisson densities written out (`lgamma(alpha)`).
 LGAMMA_FUNCTIONS = frozenset({"torch.lgamma", "torch.special.gammaln"})
 LGAMMA_METHODS = frozenset({"lgamma"})
@@ -69,10 +70,37 @@ def may_have_findings(tree: ast.Module, imports: ImportTable, extend_autocast: I
 
 
 def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
-    """The site half for one node: a probability call or a log, or a floor float16 cannot hold (`1e-10`)."""
+    """The site half for one node: a probability call or a log, a floor float16 cannot hold (`1e-10`), or what
+    may be a density kernel (`kernel_candidate`)."""
     if isinstance(node, ast.Call):
-        return _counts_call(node, imports)
+        return _counts_call(node, imports) or kernel_candidate(node)
+    if isinstance(node, ast.BinOp):
+        return kernel_candidate(node)
     return isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < FLOAT16_SUBNORMAL
+
+
+def kernel_candidate(node: ast.AST) -> bool:
+    """May `node` be a Student-t's or a Cauchy's density kernel (`facts.kernels`), by its syntax alone: a power
+    whose exponent is not a non-negative number, a number divided by something holding a sum, a call named `pow`
+    whose last argument is not one? (A Gaussian's kernel needs an `exp`, a call counted as such.)"""
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Pow):
+            return not _non_negative_number(node.right)
+        return isinstance(node.op, ast.Div) and _number(node.left) and any(
+            isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Add) for inner in walk(node.right))
+    if isinstance(node, ast.Call) and ast_last_name(node.func) == "pow" and node.args:
+        return not _non_negative_number(node.args[-1])
+    return False
+
+
+def _number(node: ast.AST) -> bool:
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _non_negative_number(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value >= 0
 
 
 def _counts_call(node: ast.Call, imports: ImportTable) -> bool:

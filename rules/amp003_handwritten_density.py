@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.densitycalls import DENSITY
-from amplint.facts.mathsites import INLINE, LGAMMA, LOG_PARAMETER, LOG_SCALE
+from amplint.facts.mathsites import INLINE, KERNEL, LGAMMA, LOG_PARAMETER, LOG_SCALE
 from amplint.model import Precision
 from amplint.rulebase import (
     CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, spared_on, uncast_under_float16,
@@ -24,6 +24,7 @@ SHAPES = {
     LGAMMA: "a log-gamma normaliser (`lgamma`) written out",
     LOG_PARAMETER: "a log-density in log-parameter form (a tensor beside its `exp` or its log) written out",
     LOG_SCALE: "a log of a scale made from an activation (its `exp` or `softplus`)",
+    KERNEL: "a density written out with no log (a Gaussian's, Student-t's or Cauchy's kernel)",
 }
 # Shapes whose inputs are tensors by construction (what a softmax, a normalisation or a log reads), so
 # `.float()` on each is safe. A written-out Gaussian may mix in Python numbers: it is left to the user.
@@ -88,7 +89,8 @@ RULE = Rule(
     code="AMP003",
     name="float16-handwritten-density",
     summary="Hand-written log-density math (a log of probabilities, a written-out log-softmax or Gaussian "
-    "log-likelihood/KL, a log-gamma normaliser, a density in log-parameter form) runs in a float16 autocast "
+    "log-likelihood/KL, a log-gamma normaliser, a density in log-parameter form, a density kernel with no log) runs "
+    "in a float16 autocast "
     "region on tensors that are not cast to float32.",
     what_it_does=(
         "Finds probability math written by hand, in the region or in a function reached from it (same file "
@@ -104,7 +106,10 @@ RULE = Rule(
         " - mu ** 2 - logvar.exp()`, `eta.exp() - k * eta`, `rate - k * torch.log(rate)`, also with the same call "
         "written in both terms and a floor under the log: `F.softplus(eta) - k * torch.log(F.softplus(eta) + eps)`"
         "); and a log of a scale made from an activation (`torch.log(std)` of `std = F.softplus(s)` or "
-        "`torch.exp(0.5 * s)`: a log-normaliser, a Gaussian's entropy) that is no term of such a sum. In its own "
+        "`torch.exp(0.5 * s)`: a log-normaliser, a Gaussian's entropy) that is no term of such a sum; and a density "
+        "written out with no log: a Student-t's kernel (`(1 + z ** 2 / nu) ** (-(nu + 1) / 2)`), a Cauchy's (`1 / "
+        "(math.pi * s * (1 + z ** 2))`), a Gaussian's `exp` of a negated square beside a normaliser (`/ sigma`, "
+        "a square root, pi; an `exp(-d ** 2)` alone is as often a similarity, and `k / k.sum()` a blur). In its own "
         "region, math that reads only the function's parameters (`lgamma(k + 1)` of counts, `y` beside a cast "
         "`mu`) is not flagged: the region makes none of them float16. Local names are followed to what was "
         "assigned to them. Inputs cast to float32, bfloat16 regions and disabled regions are not flagged. Fused "
@@ -238,6 +243,33 @@ def nll(head, x, y):
     with torch.autocast("cpu", dtype=torch.float16):
         mu, log_std = head(x).float().chunk(2, dim=-1)
         return 0.5 * ((y - mu) / log_std.exp()) ** 2 + log_std + 0.5 * math.log(2 * math.pi)
+""",
+        # A Gaussian kernel with no normaliser is as often a similarity (an RBF kernel); one normalised by its
+        # own sum weighs a grid (a blur): neither is a density.
+        """
+import torch
+def similarity(head, x, c, bandwidth):
+    with torch.autocast("cpu", dtype=torch.float16):
+        d = head(x) - c
+        return torch.exp(-(d ** 2).sum(-1) / (2 * bandwidth ** 2))
+""",
+        """
+import torch
+def blur(head, x, sigma):
+    with torch.autocast("cpu", dtype=torch.float16):
+        grid = head(x)
+        pdf = torch.exp(-0.5 * (grid / sigma).pow(2))
+        return pdf / pdf.sum()
+""",
+        # A Student-t kernel on a cast head: float32 throughout.
+        """
+import torch
+import torch.nn.functional as F
+def student_pdf(head, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        loc, s = head(x).float().chunk(2, dim=-1)
+        scale = F.softplus(s)
+        return (1 + ((y - loc) / scale) ** 2 / 3.0) ** -2.0 / scale
 """,
         # A Gaussian's entropy whose scale is made from a cast activation: float32 throughout.
         """
@@ -380,6 +412,47 @@ with torch.autocast("cpu", dtype=torch.float16):
 """,
             5,
             18,
+        ),
+        # Densities written out with no log: a mixture density network's Gaussian, a Student-t's and a Cauchy's
+        # kernel. The squared deviation overflows float16 above 256, so the density is 0 and its log -inf.
+        Invalid(
+            """
+import math
+import torch
+ONE_OVER_SQRT_2PI = 1.0 / math.sqrt(2 * math.pi)
+def mdn(head, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        mu, s = head(x).chunk(2, dim=-1)
+        sigma = s.exp()
+        return ONE_OVER_SQRT_2PI * torch.exp(-0.5 * ((y - mu) / sigma) ** 2) / sigma
+""",
+            8,
+            16,
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+def student_pdf(head, x, y, nu):
+    with torch.autocast("cpu", dtype=torch.float16):
+        loc, s = head(x).chunk(2, dim=-1)
+        scale = F.softplus(s)
+        return torch.pow(1 + ((y - loc) / scale) ** 2 / nu, -(nu + 1) / 2) / scale
+""",
+            7,
+            16,
+        ),
+        Invalid(
+            """
+import math
+import torch
+def cauchy_pdf(head, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        loc, scale = head(x).chunk(2, dim=-1)
+        return 1.0 / (math.pi * scale * (1 + ((y - loc) / scale) ** 2))
+""",
+            6,
+            16,
         ),
     ),
     projects=(

@@ -658,6 +658,42 @@ MATH_CASES = [
     # A rate Poisson NLL spelling the same call in both terms, the log's floor a local.
     ("import torch\nimport torch.nn.functional as F\n\n\ndef f(eta, k, eps=1e-8):\n"
      "    return F.softplus(eta) - k * torch.log(F.softplus(eta) + eps)\n", {"f": (1, 1)}),
+    # Constants are constants wherever they are bound: a module's (also inside an `if`), a `self.` attribute set
+    # from `math.log(2 * math.pi)`; a floor float16 keeps, or a constant the function rebinds, is none.
+    ("import torch\nEPS = 1e-10\n\n\ndef f(x):\n    return torch.log(x.softmax(-1) + EPS)\n", {"f": (2, 2)}),
+    ("import torch\nEPS = 1e-3\n\n\ndef f(x):\n    return torch.log(x.softmax(-1) + EPS)\n", {}),
+    ("import torch\nEPS = 1e-10\n\n\ndef f(x, EPS=0.1):\n    return torch.log(x.softmax(-1) + EPS)\n", {}),
+    ("import math\nLOG_2PI = math.log(2 * math.pi)\n\n\ndef f(z):\n    return 0.5 * (z ** 2 + LOG_2PI)\n",
+     {"f": (1, 1)}),
+    ("import math\nif True:\n    HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)\n\n\ndef f(z):\n"
+     "    return 0.5 * z ** 2 + HALF_LOG_2PI\n", {"f": (1, 1)}),
+    ("import math\nLOG_2PI = math.log(2 * math.pi)\nLOG_2PI = 0\n\n\ndef f(z):\n    return 0.5 * (z ** 2 + LOG_2PI)\n",
+     {}),
+    ("import math\nimport torch.nn as nn\n\n\nclass Head(nn.Module):\n    def __init__(self):\n"
+     "        self.log_2pi = math.log(2 * math.pi)\n\n    def forward(self, z):\n"
+     "        return 0.5 * (z * z + self.log_2pi)\n", {"Head.forward": (1, 1)}),
+    # A square written as a product after a number or a sign (`-0.5 * u * u` is `(-0.5 * u) * u`).
+    ("import torch\n\n\ndef f(u, s):\n    return -0.5 * u * u - torch.log(s)\n", {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(u, s):\n    return -u * u / 2 - torch.log(s)\n", {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(u, v, s):\n    return -0.5 * u * v - torch.log(s)\n", {}),
+    # Densities with no log (`kernels`): a Student-t's, a Cauchy's, a Gaussian's beside its normaliser, through
+    # names; a power, a reciprocal and an `exp` that are none (no square, a positive power, no normaliser, a
+    # grid weighed by its own sum). A kernel on module number constants and a cast head reads no tensor.
+    ("import torch\n\n\ndef f(y, mu, s, nu):\n    q = 1 + ((y - mu) / s) ** 2 / nu\n"
+     "    return torch.pow(q, -(nu + 1) / 2) / s\n", {"f": (1, 1)}),
+    ("def f(z, s):\n    return (1 + z.pow(2)) ** -1.5 / s\n", {"f": (1, 1)}),
+    ("def f(z, s, k=-2.0):\n    return (1 + z * z).pow(k) / s\n", {"f": (1, 1)}),
+    ("import math\n\n\ndef f(z, s):\n    return 1.0 / (math.pi * s * (1 + z ** 2))\n", {"f": (1, 1)}),
+    ("import torch\n\n\ndef f(y, mu, sigma):\n    k = torch.exp(-0.5 * ((y - mu) / sigma) ** 2)\n"
+     "    return k / sigma\n", {"f": (1, 1)}),
+    ("import math\n\n\ndef f(z):\n    return (-z * z / 2).exp() / math.sqrt(2 * math.pi)\n", {"f": (1, 1)}),
+    ("def f(z, s):\n    return (1 + z) ** -2 / s + (1 + z ** 2) ** 2 + 1 / (1 + z) + 1 / (z * z + 1e-12)\n", {}),
+    ("import torch\n\n\ndef f(d, bw):\n    return torch.exp(-(d ** 2).sum(-1) / (2 * bw ** 2))\n", {}),
+    ("import torch\n\n\ndef f(x, s):\n    k = torch.exp(-0.5 * (x / s).pow(2))\n    return k / k.sum()\n", {}),
+    ("import math\nimport torch\nC = 1.0 / math.sqrt(2 * math.pi)\n\n\ndef f(head, x, y):\n"
+     "    sd = head(x).float().exp()\n    return C * torch.exp(-0.5 * (y.float() / sd) ** 2) / sd\n", {"f": (1, 0)}),
+    ("import math\nimport torch\nC = 1.0 / math.sqrt(2 * math.pi)\n\n\ndef f(head, x, y, C):\n"
+     "    sd = head(x).float().exp()\n    return C * torch.exp(-0.5 * (y.float() / sd) ** 2) / sd\n", {"f": (1, 1)}),
 ]
 
 

@@ -134,3 +134,67 @@ def test_the_epsilons_vanish_in_float16_even_where_cuda_promotes_the_log(inputs)
         floored = probs + eps  # an add runs in its inputs' dtype under either policy
         assert floored.dtype == torch.float16 and floored[0].item() == 0.0
         assert torch.log(floored.float())[0].item() == float("-inf")
+
+
+# Densities written out with no log (`amplint/facts/kernels.py`), then their log: a Student-t's kernel on a softplus
+# scale, a mixture density network's Gaussian on an `exp` scale. Not rewritten (their terms may be Python numbers):
+# the user casts the head, and every value float32 keeps finite stays finite.
+STUDENT_KERNEL = '''\
+import torch
+import torch.nn.functional as F
+
+
+def run(head, h):
+    with torch.autocast("cpu", dtype=torch.float16):
+        loc, s = head(h).chunk(2, dim=1)
+        scale = F.softplus(s)
+        pdf = torch.pow(1 + (loc / scale) ** 2 / 3.0, -2.0) / scale
+        return torch.log(pdf)
+'''
+GAUSSIAN_KERNEL = '''\
+import math
+
+import torch
+
+ONE_OVER_SQRT_2PI = 1.0 / math.sqrt(2 * math.pi)
+
+
+def run(head, h):
+    with torch.autocast("cpu", dtype=torch.float16):
+        mu, s = head(h).chunk(2, dim=1)
+        sigma = s.exp()
+        pdf = ONE_OVER_SQRT_2PI * torch.exp(-0.5 * (mu / sigma) ** 2) / sigma
+        return torch.log(pdf)
+'''
+
+
+def _run(code: str, inputs) -> "torch.Tensor":
+    namespace: Dict[str, object] = {}
+    exec(compile(code, "<snippet>", "exec"), namespace)
+    with torch.no_grad():
+        return namespace["run"](*inputs)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "snippet, at, lost",
+    [
+        # Of the 8,192 log-densities, 6,855 are finite in float32; float16 loses 2,396 of them (0 or inf).
+        pytest.param(STUDENT_KERNEL, ("AMP003", 9, 15), 2_396, id="student-t-kernel"),
+        # Of the 8,192, 4,196 are finite in float32; float16 loses 2,726 of them.
+        pytest.param(GAUSSIAN_KERNEL, ("AMP003", 12, 15), 2_726, id="gaussian-kernel"),
+    ],
+)
+def test_a_density_kernel_loses_in_float16_what_a_cast_head_keeps(snippet: str, at: tuple, lost: int,
+                                                                  inputs) -> None:
+    found = check_source(snippet, "snippet.py").findings
+    assert [(f.code, f.line, f.column) for f in found] == [at]
+    assert found[0].message.startswith("a density written out with no log")
+    assert "ONE_OVER_SQRT_2PI" not in found[0].message  # a module number constant is no tensor
+    fixed = fix_text(snippet, "snippet.py", Config(strategy="cast"))
+    assert not fixed.changed and len(fixed.remaining) == 1  # reported as not fixable, never half-rewritten
+    cast = snippet.replace("head(h).chunk", "head(h).float().chunk")
+    assert check_source(cast, "snippet.py").findings == []
+    before, after = _run(snippet, inputs), _run(cast, inputs)
+    assert before.dtype == torch.float16 and after.dtype == torch.float32
+    assert int((torch.isfinite(after) & ~torch.isfinite(before)).sum()) == lost
+    assert int((torch.isfinite(before) & ~torch.isfinite(after)).sum()) == 0

@@ -180,6 +180,12 @@ class _Reader(ParallelMarks):
         self.visit(node.left)
         self.visit(node.right)
 
+    def bin_op_seen(self, node: ast.BinOp) -> None:
+        """Without the math recognizers: a density kernel's operation sends the file to them (`MathSeen`)."""
+        self.sites.kernel_seen(node, self.scope)
+        self.visit(node.left)
+        self.visit(node.right)
+
     def _function(self) -> Optional[ast.AST]:
         return self.functions[-1] if self.functions else None
 
@@ -543,7 +549,7 @@ _HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {
     ast.AnnAssign: _Reader.ann_assign, ast.AugAssign: _Reader.aug_assign, ast.For: _Reader.for_,
     ast.AsyncFor: _Reader.for_, ast.With: _Reader.with_, ast.AsyncWith: _Reader.with_, ast.IfExp: _Reader.if_exp,
     ast.Dict: _Reader.dict_, ast.Constant: _Reader.constant, ast.JoinedStr: _Reader.f_string,
-    **dict(astflow.HANDLERS),
+    ast.BinOp: _Reader.bin_op_seen, **dict(astflow.HANDLERS),
 }
 # Reading hand-written math: binary operations are judged, and a literal is part of the site it is in.
 _MATH_HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {

@@ -58,9 +58,22 @@ class Env:
     def is_local(self, name: str) -> bool:
         if self._function is None or name not in self._bindings():
             return False
+        return name not in self._parameters()
+
+    def is_number_constant(self, name: str) -> bool:
+        """`mathenv.Env.is_number_constant`: a module constant that is a Python number, not rebound here."""
+        return name in self.imports.number_constants and name not in self._bindings() and (
+            name not in self._parameters())
+
+    def constant_value(self, name: str) -> Optional[float]:
+        """`mathenv.Env.constant_value`."""
+        return self.imports.number_constants.get(name) if self.is_number_constant(name) else None
+
+    def _parameters(self) -> "frozenset[str]":
         if self._params is None:
-            self._params = frozenset(param for param, _ in parameters(self._function))
-        return name not in self._params
+            function = self._function
+            self._params = frozenset(param for param, _ in parameters(function)) if function else frozenset()
+        return self._params
 
     def parenthesized(self, node: ast.expr) -> bool:
         """Does LibCST keep parentheses on `node` (`lpar`)?"""

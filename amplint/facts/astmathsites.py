@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from amplint.facts import astprobmath as shapes
+from amplint.facts.astkernels import kernel
 from amplint.facts.astlogparams import is_positive_transform, log_parameter_form
 from amplint.facts.astmathenv import Env, class_attributes
 from amplint.facts.astsource import SourceText
@@ -50,6 +51,13 @@ _LOG_TEXT = re.compile(r"log(?:2|10)?\b")  # a literal first: the search is fast
 _EXP_TEXT = re.compile(r"\bexp\b")
 
 
+def math_constant(value: Optional[float]) -> bool:
+    """A module constant's value the math reads by name (`ImportTable.number_constants`): a floor float16 drops
+    (`astprobmath.literal_value`), or log(2*pi) or half of it (`_is_log_2pi`)."""
+    return value is not None and (0 < value < FLOAT16_SUBNORMAL or any(
+        abs(abs(value) - c) < 1e-6 for c in _LOG_2PI_VALUES))
+
+
 class MathSites:
     """The hand-written math recognizers of one file, with each function's `Env` and the sums judged whole.
 
@@ -77,6 +85,11 @@ class MathSites:
             return None
         return list(shapes.leaves(inner, env))
 
+    def kernel_call(self, node: ast.Call, function: Optional[ast.AST], owner: Optional[ast.ClassDef],
+                    inside_last: Callable[[ast.expr], bool]) -> Inputs:
+        """`mathsites._kernel_site` on a call: `torch.pow(1 + z ** 2, -2)` (`astkernels`)."""
+        return None if inside_last(node) else kernel(node, self._env(function, owner))
+
     def floor_call(self, node: ast.Call, function: Optional[ast.AST], statement: ast.AST,
                    owner: Optional[ast.ClassDef]) -> Inputs:
         """`mathsites.floor_call`: `p.clamp(min=1e-12)`, `torch.clamp(p, eps)` under probabilities."""
@@ -86,7 +99,8 @@ class MathSites:
 
     def operation(self, node: ast.BinOp, function: Optional[ast.AST], statement: ast.AST,
                   owner: Optional[ast.ClassDef], inside_last: Callable[[ast.expr], bool]) -> Inputs:
-        """`mathsites.inline_operation`: a floor, then an entropy term, then a Gaussian written out.
+        """`mathsites.inline_operation`: a floor, then an entropy term, then a Gaussian written out, then a
+        density kernel (`astkernels`).
 
         `inside_last`: does a node lie inside the last site counted (`Collector.inside_site`)?"""
         operator = type(node.op)
@@ -94,16 +108,20 @@ class MathSites:
             inputs = self._floor_site(node, self._env(function, owner))
             if inputs is not None:
                 return inputs
-        if operator is ast.Mult:
-            if self._log_factor(node.left) or self._log_factor(node.right):
-                return self._product_site(node, self._env(function, owner))
-        elif operator in (ast.Add, ast.Sub) and self._screened(self._triggers.log_or_exp, function or statement):
+        if operator is ast.Mult and (self._log_factor(node.left) or self._log_factor(node.right)):
+            inputs = self._product_site(node, self._env(function, owner))
+            if inputs is not None:
+                return inputs
+        elif operator in (ast.Add, ast.Sub) and (self._screened(self._triggers.log_or_exp, function or statement) or (
+                function is not None and owner is not None and self._screened(self._triggers.log, owner))):
             if id(node) in self._claimed or inside_last(node):
                 return None  # one site per written sum, not one per sub-sum
             env = self._env(function, owner)
             self._claimed.update(id(inner) for inner in shapes.inner_sums(node, env))
             operands = shapes.gaussian(node, env) or shapes.laplace(node, env) or log_parameter_form(node, env)
             return None if operands is None else list(operands)
+        if operator in (ast.Mult, ast.Div, ast.Pow) and not inside_last(node):
+            return kernel(node, self._env(function, owner))
         return None
 
     # --- the recognizers ---------------------------------------------------------------------------
@@ -178,6 +196,7 @@ class _Triggers:
 
     def __init__(self, source: SourceText, imports: ImportTable) -> None:
         self.source = source
+        self.imports = imports
         # A log imported under another name (`from torch import log as ln`) is called with no `log` written.
         self._renamed_log = any(local != qual.rsplit(".", 1)[-1] for local, quals in imports.bindings.items()
                                 for qual in quals if qual in _LOGS)
@@ -222,7 +241,11 @@ class _Triggers:
                     tiny.append(match.start())
                 elif any(abs(value - c) < 1e-3 for c in _LOG_2PI_VALUES):
                     logs.append(match.start())
-            self._found = tiny, sorted(logs)
+            for name, value in self.imports.number_constants.items():  # `EPS = 1e-10` read by name elsewhere
+                if math_constant(value):
+                    found = tiny if 0 < value < FLOAT16_SUBNORMAL else logs  # type: ignore[operator]
+                    found += [m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b", text)]
+            self._found = sorted(tiny), sorted(logs)
         return self._found
 
     def _within(self, offsets: List[int], node: ast.AST) -> bool:

@@ -172,6 +172,9 @@ def literal_value(node: ast.expr, env: Env, depth: int = _DEPTH) -> Optional[flo
     attr = nodes.self_attribute(node)
     if isinstance(node, ast.Name):
         bound = env.values(node.id)
+        constant = env.constant_value(node.id)
+        if constant is not None:
+            return constant if 0 < constant < 1 else None
     elif attr is not None:
         bound = env.attribute_values(attr)
     values = {literal_value(value, env, depth - 1) for value in bound}
@@ -383,7 +386,7 @@ def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
 
 def gaussian(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
     """`probmath.gaussian`: a sum with a squared tensor term beside a log term: its tensor operands, else None."""
-    return _density_sum(node, env, _is_square_of_tensor)
+    return _density_sum(node, env, is_square_of_tensor)
 
 
 def laplace(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
@@ -398,16 +401,16 @@ def _density_sum(node: ast.expr, env: Env,
     terms = list(additive_terms(node, env))
     if len(terms) < 2:
         return None
-    squares = [t for t in terms if _has(t, env, deviation)]
+    squares = [t for t in terms if has(t, env, deviation)]
     if not squares:
         return None
-    logs = [t for t in terms if _has(t, env, _is_log_term)]
+    logs = [t for t in terms if has(t, env, _is_log_term)]
     if not any(square is not log for square in squares for log in logs):
         return None
     return tuple(op for term in terms for op in leaves(term, env))
 
 
-def _has(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int = 2) -> bool:
+def has(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int = 2) -> bool:
     key = (id(node), test.__name__, depth)
     if key not in env.memo:
         env.memo[key] = _search(node, env, test, depth)
@@ -420,13 +423,13 @@ def _search(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], dep
         return True
     kind = type(node)
     if kind is ast.Name:
-        return depth > 0 and any(_has(value, env, test, depth - 1) for value in env.values(node.id))
+        return depth > 0 and any(has(value, env, test, depth - 1) for value in env.values(node.id))
     if kind is ast.Lambda:
         return False
     if kind is ast.Attribute and depth > 0 and any(  # LibCST's attribute name is a `Name`: followed as one
-            _has(value, env, test, depth - 1) for value in env.values(node.attr)):
+            has(value, env, test, depth - 1) for value in env.values(node.attr)):
         return True
-    return any(_has(child, env, test, depth) for child in _children(node))
+    return any(has(child, env, test, depth) for child in _children(node))
 
 
 def _children(node: ast.expr) -> List[ast.expr]:
@@ -462,15 +465,15 @@ def _children(node: ast.expr) -> List[ast.expr]:
     return []
 
 
-def _is_square_of_tensor(node: ast.expr, env: Env) -> bool:
+def is_square_of_tensor(node: ast.expr, env: Env) -> bool:
     base: Optional[ast.expr] = None
     operator = type(node.op) if type(node) is ast.BinOp else None
     if operator is ast.Pow:
         if _number(node.right) == 2:
             base = node.left
-    elif operator is ast.Mult:
-        if env.same_code(node.left, node.right):
-            base = node.left
+    elif operator is ast.Mult:  # `probmath.is_square_of_tensor`: `u * u`, `-0.5 * u * u`, `-u * u`
+        if env.same_code(node.left, node.right) or env.same_code(_last_factor(node.left, env), node.right):
+            base = node.right
     elif _method(node, SQUARE_METHODS, env) is not None:
         base = _receiver(node)  # type: ignore[arg-type]
     elif type(node) is ast.Call and _method(node, POW_METHODS, env) is not None:
@@ -501,26 +504,32 @@ def _is_log_term(node: ast.expr, env: Env) -> bool:
     return log_operand(node, env) is not None or _is_log_2pi(node, env)
 
 
-def _is_log_2pi(node: ast.expr, env: Env) -> bool:
+def _is_log_2pi(node: ast.expr, env: Env, attributes: bool = True) -> bool:
     value = _number(node)
+    if value is None and type(node) is ast.Name:
+        value = env.constant_value(node.id)
+    attr = nodes.self_attribute(node) if attributes else None
+    if attr is not None:
+        bound = env.attribute_values(attr)
+        return bool(bound) and all(_is_log_2pi(each, env, False) for each in bound)
     if value is not None:
         return any(abs(value - c) < 1e-6 for c in _LOG_2PI_VALUES)
     if isinstance(node, ast.Call) and (_matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS, env)
                                        or _method(node, LOG_METHODS, env) is not None):
         operand = _first_arg(node) if node.args or node.keywords else None
-        return operand is not None and _mentions_pi(operand, env)
+        return operand is not None and mentions_pi(operand, env)
     return False
 
 
-def _mentions_pi(node: ast.expr, env: Env) -> bool:
+def mentions_pi(node: ast.expr, env: Env) -> bool:
     if _matches(node, PI_NAMES, env) or (isinstance(node, ast.Attribute) and node.attr == "pi"):
         return True
     if isinstance(node, ast.Call):
         first = _first_arg(node)
-        return first is not None and _mentions_pi(first, env)
+        return first is not None and mentions_pi(first, env)
     if isinstance(node, ast.Attribute) and env.imports.qualnames_of(node.attr) & PI_NAMES:
         return True  # the attribute's name, a `Name` to LibCST
-    return any(_mentions_pi(child, env) for child in _children(node))
+    return any(mentions_pi(child, env) for child in _children(node))
 
 
 def _number(node: ast.expr) -> Optional[float]:
@@ -541,7 +550,7 @@ def leaves(node: ast.expr, env: Env) -> Iterator[ast.expr]:
             type(node) is ast.Constant and isinstance(node.value, (str, bytes))):
         return
     if isinstance(node, (ast.Name, ast.Attribute)):
-        if not _matches(node, PI_NAMES, env):
+        if not _matches(node, PI_NAMES, env) and not (type(node) is ast.Name and env.is_number_constant(node.id)):
             yield node
         return
     if isinstance(node, ast.Subscript):
@@ -570,3 +579,7 @@ def leaves(node: ast.expr, env: Env) -> Iterator[ast.expr]:
         yield node
         return
     yield node
+
+
+# The call readers under the names `facts.mathcalls` gives LibCST's (`astkernels` reads them).
+function_call, method_call, first_arg, receiver, number_value = _function, _method, _first_arg, _receiver, _number

@@ -130,9 +130,18 @@ def may_hold_log_sites(scope: ast.AST, imports: ImportTable) -> bool:
             return True
         if isinstance(node, ast.BinOp) and (isinstance(node.op, ast.Pow) or isinstance(node.op, ast.Mult) and (
                 _is_log_factor(node.left, imports) or _is_log_factor(node.right, imports)
-                or ast.dump(node.left) == ast.dump(node.right))):
+                or ast.dump(_last_factor(node.left)) == ast.dump(node.right))):
             return True
     return False
+
+
+def _last_factor(node: ast.expr) -> ast.expr:
+    """`u` of `u`, `-u` and `-0.5 * u`: what a square written as a product repeats (`is_square_of_tensor`)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        node = node.right
+    return node
 
 
 def _makes_probabilities(node: ast.AST, parts: "frozenset[str]", imports: ImportTable) -> bool:
@@ -161,8 +170,14 @@ def scalar_log(node: ast.Call, imports: ImportTable) -> bool:
     return not any(_names_pi(inner, imports) for arg in [*node.args, *node.keywords] for inner in walk(arg))
 
 
+def logs_pi(node: ast.Call, imports: ImportTable) -> bool:
+    """`math.log(2 * math.pi)`: a log whose argument names pi, a Gaussian's constant wherever it is bound (a local,
+    a module constant, a `self.` attribute the class's other methods read)."""
+    return any(_names_pi(inner, imports) for arg in [*node.args, *node.keywords] for inner in walk(arg))
+
+
 def _names_pi(node: ast.AST, imports: ImportTable) -> bool:
-    """`math.pi`, `np.pi`, `pi`, or a name imported as pi (`from math import pi as PI`): `probmath._mentions_pi`'s
+    """`math.pi`, `np.pi`, `pi`, or a name imported as pi (`from math import pi as PI`): `probmath.mentions_pi`'s
     test (`PI_NAMES`, all of them named `pi`), widened to any name or attribute `pi`."""
     if isinstance(node, ast.Attribute):
         return node.attr == "pi"

@@ -31,15 +31,17 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tu
 from amplint.astwalk import walk
 from amplint.facts import astnodes as nodes
 from amplint.facts.astmathenv import Unsure
-from amplint.facts.astmathsites import Inputs, MathSites, Screens
+from amplint.facts.astmathsites import Inputs, MathSites, Screens, math_constant
 from amplint.facts.astscreen import (
-    Definitions, assigns_attributes, density_site, holds_probabilities, may_hold_log_sites, scalar_log,
+    Definitions, assigns_attributes, density_site, holds_probabilities, logs_pi, may_hold_log_sites, scalar_log,
 )
 from amplint.facts.astsource import SourceText
 from amplint.facts.mathnames import LOG_2PI
 from amplint.facts.model import Scope
 from amplint.names import ImportTable
-from amplint.screen import LOG_METHODS, is_distribution_call, is_exp_call, is_log_call, is_probability_call
+from amplint.screen import (
+    LOG_METHODS, is_distribution_call, is_exp_call, is_log_call, is_probability_call, kernel_candidate,
+)
 
 Span = Tuple[Tuple[int, int], Tuple[int, int]]
 Wide = Callable[[ast.expr], bool]
@@ -99,6 +101,15 @@ class SiteJudge:
             self._math_seen(scope)
         if counted and self._screened(self._holds_probabilities, self._floors_reached(function, statement)):
             self._math_seen(scope)  # a floor is a site only under probabilities
+        if function is None and self._screened(self._binds_math_constant, statement):
+            self._math_seen(scope)  # `EPS = 1e-10`, `LOG_2PI = ...`: a module constant a function's math may read
+
+    def _binds_math_constant(self, statement: ast.AST) -> bool:
+        """Does a module-level statement bind a number constant (`ImportTable.number_constants`) the math reads
+        (`math_constant`)? Its functions read it by name, where no literal is written."""
+        constants = self.imports.number_constants
+        return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and math_constant(
+            constants.get(node.id)) for node in walk(statement)) if constants else False
 
     def _math_seen(self, scope: Scope) -> None:
         """What may be part of a math site: read the file again with the math recognizers, unless it is in a
@@ -138,16 +149,28 @@ class SiteJudge:
                         wide, _callee_key(node.func, scope))
             return DENSITY
         if counted and is_log_call(node, self.imports):
+            if self.maths is None and logs_pi(node, self.imports):
+                self._math_seen(scope)  # log(2*pi): a Gaussian's term, which may be bound to be read elsewhere
             if scalar_log(node, self.imports) or self._quiet_log(node, self._logs_reached(function, statement)):
                 return None
             if self.maths is None:
                 self._math_seen(scope)
             return self._math(node, scope, wide, lambda: self.maths.log_call(node, function, owner, self._inside_last))
         if self.maths is None:
-            if counted and is_exp_call(node, self.imports):
-                self._math_seen(scope)  # a density in log-parameter form may hold it (`astlogparams`)
+            if counted and (is_exp_call(node, self.imports) or kernel_candidate(node)):
+                self._math_seen(scope)  # a density in log-parameter form or a kernel may hold it
             return None  # a floor's literal raises `MathSeen` where it is written
-        return self._math(node, scope, wide, lambda: self.maths.floor_call(node, function, statement, owner))
+        maths = self.maths
+
+        def recognize() -> Inputs:
+            found = maths.floor_call(node, function, statement, owner)
+            return found if found is not None else maths.kernel_call(node, function, owner, self._inside_last)
+        return self._math(node, scope, wide, recognize)
+
+    def kernel_seen(self, node: ast.BinOp, scope: Scope) -> None:
+        """Without the math recognizers: an operation that may be a density kernel (`screen.kernel_candidate`)."""
+        if kernel_candidate(node):
+            self._math_seen(scope)
 
     def _density(self, node: ast.Call, scope: Scope, owner: Optional[ast.ClassDef]) -> bool:
         if self._inside_last(node):

@@ -36,7 +36,7 @@ class Env:
         self._local: Optional[Bindings] = None
         self._attributes = attributes
         self._statements = statements or Statements()
-        self.memo: Dict[tuple, bool] = {}  # `probmath._has` answers for this function's nodes
+        self.memo: Dict[tuple, bool] = {}  # `probmath.has` answers for this function's nodes
 
     def _bindings(self) -> Bindings:
         if self._local is None:
@@ -55,6 +55,16 @@ class Env:
 
     def is_local(self, name: str) -> bool:
         return self._function is not None and name in self._bindings() and not _is_param(self._function, name)
+
+    def is_number_constant(self, name: str) -> bool:
+        """A module constant that is a Python number (`ImportTable.number_constants`) the function does not
+        rebind: never a tensor, so never an input to cast."""
+        return name in self.imports.number_constants and name not in self._bindings() and not (
+            self._function is not None and _is_param(self._function, name))
+
+    def constant_value(self, name: str) -> Optional[float]:
+        """The value of such a constant, where the table could compute it."""
+        return self.imports.number_constants.get(name) if self.is_number_constant(name) else None
 
 
 def function_env(function: cst.FunctionDef, imports: ImportTable,

@@ -4,9 +4,10 @@ Three kinds, each a `Site` the rules tell apart by `site.kind`:
 
 - `INLINE` at a tensor log of probabilities, a written-out log-softmax
   (`x - log(exp(x).sum())`), a Gaussian log-density/KL spelled term by term
-  , a log-gamma normaliser, or a density in log-parameter form (`s` beside
-  `exp(s)`; `method` says which shape: "log-of-prob", "log-sum-exp",
-  "gaussian", "lgamma", "log-parameter");
+  , a log-gamma normaliser, a density in log-parameter form (`s` beside
+  `exp(s)`), or a density kernel with no log (`facts.kernels`); `method` says
+  which shape: "log-of-prob", "log-sum-exp", "gaussian", "lgamma",
+  "log-parameter", "density-kernel";
 - `EPSILON` at a floor under probabilities (`p + 1e-10`, `p.clamp(min=1e-12)`)
   whose literal float16 rounds to zero, positioned at the literal.
 
@@ -21,6 +22,7 @@ import libcst as cst
 
 from amplint.facts import probmath
 from amplint.facts.devicemath import cast_too_late, on_device
+from amplint.facts.kernels import kernel
 from amplint.facts.logparams import is_positive_transform, log_parameter_form
 from amplint.facts.mathenv import Env, unrebound_parameters
 
@@ -49,6 +51,7 @@ EPSILON = "epsilon"
 LGAMMA = "lgamma"  # an INLINE site's method: `torch.lgamma(alpha)` of a Gamma, Beta, Dirichlet or Poisson normaliser
 LOG_SCALE = "log-of-scale"  # an INLINE site's method: `torch.log(F.softplus(s))`, a log of a scale (`facts.logparams`)
 LOG_PARAMETER = "log-parameter"  # an INLINE site's method: `s + d ** 2 * torch.exp(-s)` (`facts.logparams`)
+KERNEL = "density-kernel"  # an INLINE site's method: `(1 + z ** 2 / nu) ** -2`, a density with no log (`facts.kernels`)
 
 
 def _inputs(inner: cst.BaseExpression, ctx: "SiteContext", floor: bool = False) -> List[cst.BaseExpression]:
@@ -200,8 +203,20 @@ def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     return _at_producers(site, env)
 
 
+def _kernel_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
+    """A Gaussian's, Student-t's or Cauchy's density written out with no log (`facts.kernels`)."""
+    assert isinstance(node, (cst.Call, cst.BinaryOperation))
+    if ctx.inside_site(node):
+        return None  # a kernel inside a site already made (a density's sum) is a term of it
+    found = kernel(node, ctx.math_env())
+    if found is None:
+        return None
+    operands, anchor = found
+    return _spared(ctx.make_site(node, KERNEL, [], [], _in_time(list(operands), ctx), INLINE, at=anchor), node, ctx)
+
+
 def inline_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
-    return _log_site(node, ctx)
+    return _log_site(node, ctx) or _kernel_site(node, ctx)
 
 
 def floor_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
@@ -209,5 +224,6 @@ def floor_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
 
 
 def inline_operation(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
-    """A binary operation's site: a floor first (it sits inside a log), then an entropy term, then a Gaussian."""
-    return _floor_site(node, ctx) or _product_site(node, ctx) or _gaussian_site(node, ctx)
+    """A binary operation's site: a floor first (it sits inside a log), then an entropy term, then a Gaussian,
+    then a density kernel."""
+    return _floor_site(node, ctx) or _product_site(node, ctx) or _gaussian_site(node, ctx) or _kernel_site(node, ctx)

@@ -245,6 +245,9 @@ def literal_value(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> Op
     bound: Sequence[cst.BaseExpression] = ()
     if isinstance(node, cst.Name):
         bound = env.values(node.value)
+        constant = env.constant_value(node.value)  # a module constant: `EPS = 1e-10`
+        if constant is not None:
+            return constant if 0 < constant < 1 else None
     elif _self_attribute(node) is not None:
         bound = env.attribute_values(_self_attribute(node) or "")
     values = {literal_value(value, env, depth - 1) for value in bound}
@@ -419,7 +422,7 @@ def additive_terms(node: cst.BaseExpression, root: bool = True) -> Iterator[cst.
 def gaussian(node: cst.BaseExpression, env: Env
              ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
     """A sum with a squared tensor term beside a log term: (its tensor operands, where it starts), else None."""
-    return _density_sum(node, env, _is_square_of_tensor)
+    return _density_sum(node, env, is_square_of_tensor)
 
 
 def laplace(node: cst.BaseExpression, env: Env
@@ -434,8 +437,8 @@ def _density_sum(node: cst.BaseExpression, env: Env, deviation: Callable[[cst.Ba
     """A deviation term (`deviation`: squared, or a magnitude) beside a log term (a tensor log or the
     log(2*pi) constant) in one sum: (its tensor operands, where it starts), else None."""
     terms = list(additive_terms(node)) if is_additive(node) else []
-    squares = [t for t in terms if _has(t, env, deviation)] if len(terms) > 1 else []
-    logs = [t for t in terms if _has(t, env, _is_log_term)] if squares else []  # most sums: no search
+    squares = [t for t in terms if has(t, env, deviation)] if len(terms) > 1 else []
+    logs = [t for t in terms if has(t, env, _is_log_term)] if squares else []  # most sums: no search
     if not any(square is not log for square in squares for log in logs):
         return None
     return tuple(op for term in terms for op in leaves(term, env)), first_sum(node)
@@ -460,7 +463,7 @@ def _first_leaf(node: cst.BaseExpression) -> cst.BaseExpression:
     return next(additive_terms(node))
 
 
-def _has(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool],
+def has(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool],
          depth: int = 2) -> bool:
     """`test` holds for `node`, a sub-expression, or (`depth` steps back) a name's assigned value.
 
@@ -479,23 +482,23 @@ def _search(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpressi
         return True
     kind = type(node)
     if kind is cst.Name:
-        return depth > 0 and any(_has(value, env, test, depth - 1) for value in env.values(node.value))
+        return depth > 0 and any(has(value, env, test, depth - 1) for value in env.values(node.value))
     if kind is cst.Lambda or kind is cst.FunctionDef:
         return False
-    return any(_EXPRESSION(child) and _has(child, env, test, depth) or
-               (type(child) is cst.Arg and _has(child.value, env, test, depth))
+    return any(_EXPRESSION(child) and has(child, env, test, depth) or
+               (type(child) is cst.Arg and has(child.value, env, test, depth))
                for child in inner_children(node))
 
 
-def _is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
+def is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
     base: Optional[cst.BaseExpression] = None
     operator = type(node.operator) if type(node) is cst.BinaryOperation else None
     if operator is cst.Power:
         if number_value(node.right) == 2:
             base = node.left
-    elif operator is cst.Multiply:
-        if node.left.deep_equals(node.right):
-            base = node.left
+    elif operator is cst.Multiply:  # `u * u`, also `-0.5 * u * u` and `-u * u`: a number or a sign before it
+        if node.left.deep_equals(node.right) or _last_factor(node.left).deep_equals(node.right):
+            base = node.right
     elif _method(node, SQUARE_METHODS, env) is not None:
         base = _receiver(node)  # type: ignore[arg-type]
     elif type(node) is cst.Call and _method(node, POW_METHODS, env) is not None:
@@ -527,25 +530,32 @@ def _is_log_term(node: cst.BaseExpression, env: Env) -> bool:
     return log_operand(node, env) is not None or _is_log_2pi(node, env)
 
 
-def _is_log_2pi(node: cst.BaseExpression, env: Env) -> bool:
-    """`math.log(2 * math.pi)`, `np.log(2 * np.pi)`, or the constant's value written out."""
+def _is_log_2pi(node: cst.BaseExpression, env: Env, attributes: bool = True) -> bool:
+    """`math.log(2 * math.pi)`, `np.log(2 * np.pi)`, or the constant's value written out; a module constant or
+    a `self.` attribute bound to one (`LOG_2PI`, `self.log_2pi`)."""
     value = number_value(node)
+    if value is None and type(node) is cst.Name:
+        value = env.constant_value(node.value)
+    attr = _self_attribute(node) if attributes else None
+    if attr is not None:
+        bound = env.attribute_values(attr)
+        return bool(bound) and all(_is_log_2pi(each, env, False) for each in bound)
     if value is not None:
         return any(abs(value - c) < 1e-6 for c in (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2))
     if isinstance(node, cst.Call) and (env.imports.matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS)
                                        or _method(node, LOG_METHODS, env) is not None):
         operand = _first_arg(node) if node.args else None
-        return operand is not None and _mentions_pi(operand, env)
+        return operand is not None and mentions_pi(operand, env)
     return False
 
 
-def _mentions_pi(node: cst.BaseExpression, env: Env) -> bool:
+def mentions_pi(node: cst.BaseExpression, env: Env) -> bool:
     if env.imports.matches(node, PI_NAMES) or (isinstance(node, cst.Attribute) and node.attr.value == "pi"):
         return True
     if isinstance(node, cst.Call):
         first = _first_arg(node)
-        return first is not None and _mentions_pi(first, env)
-    return any(isinstance(child, cst.BaseExpression) and _mentions_pi(child, env) for child in inner_children(node))
+        return first is not None and mentions_pi(first, env)
+    return any(isinstance(child, cst.BaseExpression) and mentions_pi(child, env) for child in inner_children(node))
 
 
 # --- operands -----------------------------------------------------------------------------------------
@@ -556,7 +566,8 @@ def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
     if number_value(node) is not None or isinstance(node, strings):
         return
     if isinstance(node, (cst.Name, cst.Attribute)):
-        if not env.imports.matches(node, PI_NAMES):
+        if not env.imports.matches(node, PI_NAMES) and not (type(node) is cst.Name and env.is_number_constant(
+                node.value)):
             yield node
         return
     if isinstance(node, cst.Subscript):
