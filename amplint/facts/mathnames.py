@@ -14,6 +14,10 @@ from amplint.names import ImportTable
 LOG_2PI = math.log(2 * math.pi)
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.log2", "torch.log10"})
 EXP_FUNCTIONS = frozenset({"torch.exp"})
+EXP_METHODS = frozenset({"exp"})
+# A square root: a density's normaliser beside its kernel (`facts.kernelshape`).
+SQRT_FUNCTIONS = frozenset({"math.sqrt", "torch.sqrt", "numpy.sqrt"})
+SQRT_METHODS = frozenset({"sqrt"})
 # Positive transforms that make a scale or a rate of an activation: float16 rounds them to 0 below -17 (`exp`
 # below -17.3, `softplus` too) and `exp` to inf above 11.1. A log of one is a log-normaliser term.
 SCALE_FUNCTIONS = EXP_FUNCTIONS | frozenset({"torch.nn.functional.softplus"})
