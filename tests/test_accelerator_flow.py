@@ -258,3 +258,40 @@ def test_the_cpython_reader_leaves_a_pending_accelerator_to_libcst() -> None:
     plain = "import torch\n\n\ndef f(g):\n    with torch.autocast('cuda'):\n        g()\n"
     tree = ast.parse(plain)
     assert ast_facts(tree, plain, import_table(tree), frozenset(), ()) is not None
+
+
+BOUND_PARAMETER = '''\
+import contextlib
+
+from accelerate import Accelerator
+from torch.distributions import Normal
+
+
+def loop(lin, x, accelerator, amp):
+    ctx = accelerator.autocast if amp else contextlib.nullcontext
+    with ctx():
+        return Normal(lin(x), 1.0).log_prob(x)
+
+
+def plain(lin, x, accelerator):
+    ctx = accelerator.autocast
+    with ctx():
+        return Normal(lin(x), 1.0).log_prob(x)
+
+
+def main(lin, x):
+    acc = Accelerator(mixed_precision="fp16")
+    loop(lin, x, acc, True)
+    plain(lin, x, accelerator=acc)
+'''
+
+
+def test_the_autocast_method_of_a_parameter_bound_to_a_local(tmp_path: Path) -> None:
+    """`ctx = accelerator.autocast if amp else nullcontext` (and without the conditional) on a parameter given
+    an accelerator, by position and by keyword."""
+    (tmp_path / "one.py").write_text(BOUND_PARAMETER)
+    found, messages = _findings(tmp_path, [str(tmp_path / "one.py")])
+    assert found == [("one.py", 10, 16, "AMP001"), ("one.py", 16, 16, "AMP001")]
+    region = 'accelerator.autocast() region of Accelerator(mixed_precision="fp16") (built at one.py:20)'
+    assert f"runs in the float16 {region} at line 9 with inputs" in messages[("one.py", 10)]
+    assert f"runs in the float16 {region} at line 15 with inputs" in messages[("one.py", 16)]
