@@ -22,7 +22,8 @@ import libcst as cst
 from amplint.densitynames import DENSITY_KIND
 from amplint.facts.build import collect_facts, drop_covered
 from amplint.facts.entry import (
-    CallReturn, Constructor, CoveredCall, DensityCall, DistArgument, EntryContext, Float32Reads, ProbabilityCallees,
+    CallReturn, Constructor, CoveredCall, DensityCall, DistArgument, EntryContext, Float32Reads, HeldAccelerator,
+    ProbabilityCallees,
 )
 from amplint.facts.frameworks import FrameworkCall
 from amplint.facts.model import (  # noqa: F401 - the facts' names, as `amplint.analysis` has always given them
@@ -137,10 +138,12 @@ def analyze_module(
     requests = tuple(e for e in entries if isinstance(e, Constructor))  # the fixer's, for another file's finding
     producers = frozenset(c for e in entries if isinstance(e, ProbabilityCallees) for c in e.callees)
     float32 = tuple(e for e in entries if isinstance(e, Float32Reads))
-    if returns or arguments or densities or requests or producers or float32:
+    accelerators = tuple(e for e in entries if isinstance(e, HeldAccelerator))
+    if returns or arguments or densities or requests or producers or float32 or accelerators:
         options = replace(options, returns=options.returns + returns, arguments=options.arguments + arguments,
                           density_calls=options.density_calls + densities, requests=options.requests + requests,
-                          producers=options.producers | producers, float32_reads=options.float32_reads + float32)
+                          producers=options.producers | producers, float32_reads=options.float32_reads + float32,
+                          accelerators=options.accelerators + accelerators)
     facts = collect_facts(module, options, imports, source=source)
     drop_covered(facts, [e for e in entries if isinstance(e, CoveredCall)])
     reached = [e for e in entries if isinstance(e, EntryContext)]
@@ -164,8 +167,8 @@ def with_entries(analysis: ModuleAnalysis, entries: Sequence[object]) -> ModuleA
 
 def can_reuse(entries: Sequence[object]) -> bool:
     """Can `with_entries` give what a fresh analysis with these contexts would? (not with a `CallReturn`)"""
-    return not any(isinstance(e, (CallReturn, DistArgument, DensityCall, Constructor, ProbabilityCallees, Float32Reads))
-                   for e in entries)
+    return not any(isinstance(e, (CallReturn, DistArgument, DensityCall, Constructor, ProbabilityCallees, Float32Reads,
+                                  HeldAccelerator)) for e in entries)
 
 
 def _is_covered(site: Site, covered: Set[Tuple[int, int]]) -> bool:

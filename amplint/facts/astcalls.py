@@ -326,6 +326,8 @@ class _Reader(ParallelMarks):
                 self.scope.regions.append(RegionEntry(spec, node.lineno, None))
                 self.in_regions = True
                 pushed += 1
+            elif self._accelerator_like(item.context_expr):
+                raise Unread  # `with x.autocast():` of an accelerator built elsewhere: the collector's pending `with`
         self.visit_all(node.body)
         for _ in range(pushed):
             self.scope.regions.pop()
@@ -499,12 +501,20 @@ class _Reader(ParallelMarks):
     def _region_expr(self, expr: ast.expr) -> bool:
         return isinstance(expr, ast.Call) and self._factory(expr.func) is not None
 
+    def _accelerator_like(self, expr: ast.expr) -> bool:
+        """`x.autocast()` that is no autocast spelling (an accelerator's, `Collector._pending_accelerator`)."""
+        if isinstance(expr, ast.IfExp):
+            return self._accelerator_like(expr.body) or self._accelerator_like(expr.orelse)
+        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "autocast"
+
     def _autocast_value(self, value: ast.expr) -> "Optional[AutocastFactory | RegionSpec]":
         if isinstance(value, ast.IfExp):
             return self._autocast_value(value.body) or self._autocast_value(value.orelse)
         factory = self._factory(value)
         if factory is not None:
             return factory
+        if isinstance(value, ast.Attribute) and value.attr == "autocast":
+            raise Unread  # `ctx = accelerator.autocast`: the collector's `PendingAccel`
         if isinstance(value, ast.Call):
             called = self._called_factory(value)
             if called is not None:

@@ -78,6 +78,7 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         self.class_defs: Dict[str, List[cst.ClassDef]] = {}  # a name defined twice has two nodes
         self.statements: List[cst.SimpleStatementLine] = []
         self.pushed: Dict[int, int] = {}  # id(With) -> regions pushed
+        self.pending_pushed: Dict[int, int] = {}  # id(With) -> pending accelerator `with`s pushed (`PendingAccel`)
         # Project mode only.
         self.class_nodes: List[cst.ClassDef] = []
         self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}
@@ -341,6 +342,8 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         accel = self._accelerator(value.func.value)
         if accel is None or any(a.star for a in value.args):
             return None
+        if not accel.line:  # held by a parameter or attribute (`HeldAccelerator`): the region starts here
+            accel = replace(accel, line=self.positions.line(value))
         return accel, [a.value for a in value.args]
 
     # --- calls ---------------------------------------------------------------
@@ -394,12 +397,13 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
             label = f"prepared-model region of {prepared.label}"
             state = RegionEntry(prepared.spec, prepared.line, prepared.node, label)
         receiver = None if root in ("self", "cls") else self._lookup(root, "instances")
-        text = call_text(self.module, node, callee) if state is not None and state.is_float16 else ""
+        accel = scope.pending[-1] if scope.pending and state is None else ()  # the project solve's question
+        text = call_text(self.module, node, callee) if accel or state is not None and state.is_float16 else ""
         slots, given = distribution_arguments(node, self.dist_refs, self._wide, self.module.code_for_node,
                                               self.positions.line, scope.display)
         self.scope.calls.append(
             CallRecord(kind, name, state, position.line, protected, position.column + 1, callee, text,
-                       receiver, scope.binds_locally(root), density, slots, given)  # type: ignore[arg-type]
+                       receiver, scope.binds_locally(root), density, slots, given, accel)  # type: ignore[arg-type]
         )
         if callee.rsplit(".", 1)[-1].endswith(frameworks.RECORDED_SUFFIXES):  # rules L and H
             model = trainer_model(node)

@@ -2,6 +2,10 @@
 Accelerate's `accelerator.autocast()` (rule A), also bound to a name (`ctx = accelerator.autocast`, with or
 without a conditional: `accelerator.autocast if amp else nullcontext`).
 
+An accelerator the file does not build (a parameter, a `self.` attribute, a factory's result) is the project's
+question: the `with` is recorded as pending (`Scope.pending`, `CallRecord.accel`), and the project's value
+flow answers it (`HeldAccelerator`, from `project.accelflow`), when the file is analysed again with its entries.
+
 A mixin of `Collector`: it reads the collector's imports, options, current scope, class stack and positions,
 and pushes the regions a `with` statement opens on the scope's stack.
 """
@@ -14,10 +18,10 @@ import libcst as cst
 
 from amplint.facts import frameworks
 from amplint.facts.cstregions import bound_argument, factory_of, region_spec
-from amplint.facts.model import AccelBinding, AnalysisOptions, Opener, RegionEntry, Scope
+from amplint.facts.model import AccelBinding, AnalysisOptions, Opener, PendingAccel, RegionEntry, Scope
 from amplint.facts.nodes import accelerator_binding, attribute_dtype, self_attribute
 from amplint.model import Precision
-from amplint.names import ImportTable
+from amplint.names import ImportTable, dotted_name
 from amplint.regions import AutocastFactory, RegionSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +41,7 @@ class WithRegions:
     class_accels: Dict[str, Dict[str, AccelBinding]]
     attr_dtypes: Dict[Tuple[str, str], Optional[Precision]]
     pushed: Dict[int, int]
+    pending_pushed: Dict[int, int]
 
     _lookup: Callable[[str, str], object]  # the collector's: a name in the scope's tables
 
@@ -63,11 +68,19 @@ class WithRegions:
                 label = f"accelerator.autocast() region of {accel.label}"
                 self.scope.regions.append(RegionEntry(accel.spec, self.positions.line(node), node, label))
                 pushed += 1
+            elif accel is None and self.options.project:
+                receiver = self._pending_accelerator(item.item)
+                if receiver is not None:  # the project solve answers what it holds (`HeldAccelerator`)
+                    self.scope.pending.append((receiver, self.positions.line(node)))
+                    self.scope.accel_reads.append(self.scope.pending[-1])
+                    self.pending_pushed[id(node)] = self.pending_pushed.get(id(node), 0) + 1
         self.pushed[id(node)] = pushed
 
     def leave_With_body(self, node: cst.With) -> None:
         for _ in range(self.pushed.pop(id(node), 0)):
             self.scope.regions.pop()
+        for _ in range(self.pending_pushed.pop(id(node), 0)):
+            self.scope.pending.pop()
 
     def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
         return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
@@ -107,8 +120,9 @@ class WithRegions:
             return factory
         if self.options.project and isinstance(value, cst.Attribute) and value.attr.value == "autocast":
             accel = self._accelerator(value.value)  # `ctx = accelerator.autocast`: `with ctx():` opens its region
-            if accel is not None:
-                return accel
+            receiver = dotted_name(value.value) if accel is None else None
+            if accel is not None or receiver is not None:
+                return accel or PendingAccel(receiver)  # type: ignore[arg-type]
         if isinstance(value, cst.Call):
             called = self._called_factory(value)
             if called is not None:
@@ -140,13 +154,38 @@ class WithRegions:
         bound = self.scope.lookup_factory(expr.func.value) if isinstance(expr.func, cst.Name) else None
         return bound if isinstance(bound, AccelBinding) else None
 
+    def _pending_accelerator(self, expr: cst.BaseExpression) -> Optional[str]:
+        """`with x.autocast():` or `with ctx():` (`ctx = x.autocast`), a branch counting, where the file does not
+        bind `x` to `Accelerator(...)`: `x` as written (a dotted name), for the project solve."""
+        if isinstance(expr, cst.IfExp):
+            return self._pending_accelerator(expr.body) or self._pending_accelerator(expr.orelse)
+        if not isinstance(expr, cst.Call):
+            return None
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "autocast":
+            return None if self._factory(expr.func) is not None else dotted_name(expr.func.value)
+        bound = self.scope.lookup_factory(expr.func.value) if isinstance(expr.func, cst.Name) else None
+        return bound.receiver if isinstance(bound, PendingAccel) else None
+
     def _accelerator(self, node: cst.BaseExpression) -> Optional[AccelBinding]:
+        found: Optional[AccelBinding] = None
         if isinstance(node, cst.Name):
-            return self._lookup(node.value, "accelerators")  # type: ignore[return-value]
+            found = self._lookup(node.value, "accelerators")  # type: ignore[assignment]
         attr = self_attribute(node)
         if attr is not None and self.scope.class_name is not None:
-            return self.class_accels.get(self.scope.class_name, {}).get(attr)
-        return None
+            found = self.class_accels.get(self.scope.class_name, {}).get(attr)
+        return found or self._held_accelerator(node)
+
+    def _held_accelerator(self, node: cst.BaseExpression) -> Optional[AccelBinding]:
+        """The accelerator the project solve found `node` (a parameter, `self.acc`, a factory's result) holding."""
+        if not self.options.accelerators:
+            return None
+        receiver = dotted_name(node)
+        held = next((h for h in self.options.accelerators
+                     if h.function == self.scope.key and h.receiver == receiver), None)
+        if held is None:
+            return None
+        spec = None if held.precision is None else RegionSpec(held.precision, True, "cuda", '"cuda"')
+        return AccelBinding(spec, self.positions.line(node) if node in self.positions else 0, node, held.label)
 
     def _accelerator_ctor(self, value: cst.BaseExpression) -> Optional[AccelBinding]:
         if not (isinstance(value, cst.Call) and self.imports.matches(value.func, frameworks.ACCELERATOR)):

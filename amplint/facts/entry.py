@@ -6,9 +6,9 @@ data, no LibCST: cached project runs name it without importing the parser.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
-from amplint.model import Hop, RegionInfo
+from amplint.model import Hop, Precision, RegionInfo
 
 
 @dataclass(frozen=True)
@@ -114,3 +114,18 @@ class Float32Reads:
 
     function: str
     reads: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HeldAccelerator:
+    """A receiver of `.autocast()` in a function of the analysed file (a parameter, a `self.` attribute, a local
+    bound to a factory's result) that the project's value flow found bound to `Accelerator(...)` (rule A): a
+    parameter joined over every call site, a factory through its returns, an attribute over its assignments.
+
+    The collector reads `with receiver.autocast():` (or `ctx = receiver.autocast`) as that construction's region.
+    """
+
+    function: str  # scope key
+    receiver: str  # as written: "accelerator", "self.accelerator"
+    precision: Optional[Precision]  # what its `mixed_precision` gives (`frameworks.accelerate_precision`)
+    label: str  # the construction and where it is built: 'Accelerator(mixed_precision="fp16") (built at main.py:5)'

@@ -20,9 +20,17 @@ a model returned by `accelerator.prepare(...)` runs its `forward` in one
 call `model(...)` of a prepared model is a call made in a float16 region, even
 under `autocast(enabled=False)`. `"bf16"` gives a bfloat16 region, `"no"` none.
 A missing `mixed_precision` is read from `accelerate config`/the environment:
-maybe-float16. The receiver must be bound to an `Accelerator(...)` in the same
-file (a local, a module global or a `self.` attribute): `x.autocast()` on any
-other object is not a region.
+maybe-float16. The receiver is bound to an `Accelerator(...)` in the same
+file (a local, a module global or a `self.` attribute), or, in project mode,
+it holds one the project builds elsewhere (`project/accelflow.py`): a
+parameter given one at some call site (the join over every call site in the
+project), a local bound to a factory that returns one (`return
+Accelerator(...)`, `return acc or Accelerator(...)`), a `self.` attribute
+assigned one (`self.accelerator = accelerator` in `__init__`). Of several, the
+most float16 counts. `x.autocast()` on an object the project never gives an
+`Accelerator(...)` (a library entry point's parameter, configured by code
+outside the project) is not a region: its precision cannot be read, and a
+guess would report code the project never runs in float16.
 
 Rule H (Hugging Face Trainer). When the project constructs
 `TrainingArguments(fp16=True)` (or `Seq2SeqTrainingArguments`), `compute_loss`

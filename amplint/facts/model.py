@@ -18,7 +18,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from libcst.metadata import CodeRange
 
     from amplint.facts.frameworks import FrameworkCall
-    from amplint.facts.entry import CallReturn, Constructor, DensityCall, DistArgument, Float32Reads, ReturnedDist
+    from amplint.facts.entry import (
+        CallReturn, Constructor, DensityCall, DistArgument, Float32Reads, HeldAccelerator, ReturnedDist,
+    )
     from amplint.names import ImportTable
     from amplint.positions import Positions
 
@@ -41,6 +43,7 @@ class AnalysisOptions:
     producers: FrozenSet[str] = frozenset()  # callees that return probabilities (`entry.ProbabilityCallees`)
     float32_reads: Tuple["Float32Reads", ...] = ()  # reads the project proved float32 (`entry.Float32Reads`)
     builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
+    accelerators: Tuple["HeldAccelerator", ...] = ()  # receivers the project found bound to `Accelerator(...)`
 
 
 @dataclass
@@ -180,6 +183,8 @@ class CallRecord:
     density: bool = False  # the call is also a site: a call of the project's own density
     dist_args: Tuple[str, ...] = ()  # argument slots ("0", "dist") given a distribution (`facts.signatures`)
     given: Tuple[Tuple[str, "ReturnedDist"], ...] = ()  # those built from parameters not cast: slot, what
+    # Made in the `with` of an accelerator the file does not build (`PendingAccel`): (receiver, the `with`'s line).
+    accel: Tuple[str, int] = ()
 
 
 @dataclass
@@ -192,9 +197,17 @@ class AccelBinding:
     label: str  # the construction as messages show it: 'Accelerator(mixed_precision="fp16")'
 
 
+@dataclass(frozen=True)
+class PendingAccel:
+    """`x.autocast` where the file does not bind `x` to `Accelerator(...)`: a parameter, a `self.` attribute, a
+    factory's result. The project's value flow says what `x` holds (`project.accelflow`, `HeldAccelerator`)."""
+
+    receiver: str  # as written, a dotted name: "accelerator", "self.accelerator"
+
+
 # What a name may be bound to that a `with` opens: an autocast factory, a region object, an accelerator's
-# `autocast` method (`ctx = accelerator.autocast`).
-Opener = Union[AutocastFactory, RegionSpec, AccelBinding]
+# `autocast` method (`ctx = accelerator.autocast`), one whose receiver the project solve answers for.
+Opener = Union[AutocastFactory, RegionSpec, AccelBinding, PendingAccel]
 
 
 @dataclass
@@ -225,6 +238,8 @@ class Scope:
     instances: Dict[str, Tuple[str, bool]] = field(default_factory=dict)  # name -> (class expression, exact)
     accelerators: Dict[str, AccelBinding] = field(default_factory=dict)
     prepared: Dict[str, AccelBinding] = field(default_factory=dict)  # models returned by accelerator.prepare
+    pending: List[Tuple[str, int]] = field(default_factory=list)  # the `PendingAccel` `with`s open here, innermost last
+    accel_reads: List[Tuple[str, int]] = field(default_factory=list)  # every such `with`: (receiver, line)
 
     def child(self, name: str, container: str, enclosing_class: Optional[str],
               node: "Optional[cst.CSTNode]" = None) -> "Scope":

@@ -18,7 +18,10 @@ CPython's tree of the files involved:
   function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
   elements are the container's elements (`{...}`, `[...]`, `nn.ModuleDict`);
   `getattr(module, "Name")` and `importlib.import_module("pkg.mod")` are read
-  when their strings are literal; `a if c else b` and `a or b` join both.
+  when their strings are literal; `a if c else b` and `a or b` join both;
+  Accelerate's `Accelerator(...)` is an `Accelerated` value (rule A: its file, line and precision), so an
+  accelerator handed to a parameter, returned by a factory or kept on `self` is known where it is used
+  (`accelflow.py`).
 
 Bounded by `MAX_HOPS` parameter-to-caller steps and by a guard on cycles; an
 answer is memoized as the resolver's are (`memo.Memo`: sure or for this pass).
@@ -30,6 +33,10 @@ from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set,
                     Tuple, Union)
 
+from amplint.facts.astnodes import literal
+from amplint.facts.frameworks import ACCELERATOR, accelerate_precision, describe
+from amplint.model import Precision
+from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.flowtrees import FileTree, dotted, index_tree, lambda_key, param_names
 from amplint.project.memo import Doubts
 from amplint.project.summary import MODULE_KEY
@@ -101,7 +108,18 @@ class BoundMethod:
     name: str
 
 
-Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod]
+@dataclass(frozen=True)
+class Accelerated:
+    """An `Accelerator(...)` of Accelerate built at `path`:`line` (rule A), and what its `mixed_precision` makes:
+    None when its `autocast()` is a no-op (`"no"`)."""
+
+    path: str
+    line: int
+    precision: Optional[Precision]
+    label: str  # the construction as messages show it: 'Accelerator(mixed_precision="fp16")'
+
+
+Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, Accelerated]
 Values = FrozenSet[Value]
 _NONE: Values = frozenset()
 
@@ -120,6 +138,7 @@ class Flow:
         self._answers = resolver.doubts.memo()  # (what is asked, its subject...) -> Values
         self._sites = resolver.doubts.memo()  # (path, scope) -> call sites
         self._busy: Set[Tuple[object, ...]] = set()
+        self._imports: Dict[str, ImportTable] = {}
 
     # --- trees -----------------------------------------------------------------------------------------
     def tree(self, path: str) -> Optional[FileTree]:
@@ -307,6 +326,8 @@ class Flow:
                 isinstance(node.args[0].value, str):
             return frozenset(v for v in self._module_symbol(path, node.args[0].value.split("."))
                              if isinstance(v, Module)) or self._absolute_module(path, node.args[0].value)
+        if name == "Accelerator" and ast_qualnames(func, self._import_table(path)) & ACCELERATOR:
+            return frozenset({_accelerated(path, node)})
         found: Set[Value] = set()
         for callee in self.value(path, scope, func, hops):
             if isinstance(callee, ClassValue):
@@ -314,6 +335,12 @@ class Flow:
             else:
                 found.update(v for at, key in self.runs(callee) or () for v in self.returns(at, key, hops + 1))
         return frozenset(found)
+
+    def _import_table(self, path: str) -> ImportTable:
+        if path not in self._imports:
+            tree = self.tree(path)
+            self._imports[path] = import_table(tree.tree) if tree is not None else ImportTable()
+        return self._imports[path]
 
     def runs(self, callee: Value) -> Optional[List[Tuple[str, str]]]:
         """(path, key) of each function a call of `callee` runs: itself, a module's `forward` (or `__call__`),
@@ -513,3 +540,14 @@ def call_argument(call: ast.Call, params: List[str], name: str, offset: int) -> 
     if 0 <= position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
         return call.args[position]
     return None
+
+
+def _accelerated(path: str, call: ast.Call) -> Accelerated:
+    """`Accelerator(mixed_precision=...)` as the collector reads it (`facts.nodes.accelerator_binding`)."""
+    mixed = next((k.value for k in call.keywords if k.arg == "mixed_precision"), None)
+    double_star = any(k.arg is None for k in call.keywords)
+    text = None if mixed is None else (f'"{mixed.value}"' if isinstance(mixed, ast.Constant) and isinstance(
+        mixed.value, str) and '"' not in mixed.value else ast.unparse(mixed))
+    arg = None if mixed is None or text is None else literal(mixed, text)
+    return Accelerated(path, call.lineno, accelerate_precision(arg, double_star),
+                       describe("Accelerator", "mixed_precision", arg, double_star))

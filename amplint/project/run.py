@@ -12,6 +12,7 @@ from amplint.model import FileError, FileResult
 from amplint.parallel import RunPool
 from amplint.project.cache import DiskCache, PassCache, code_fingerprint
 from amplint.project import configfiles
+from amplint.project.accelflow import accel_seeds, held_accelerators
 from amplint.project.ahead import walk_in_waves
 from amplint.project.covered import covered_density_calls, probability_callees, resolved_density_calls
 from amplint.project.implied import hf_seeds, lightning_seeds
@@ -89,9 +90,8 @@ def _walk_and_report(
 
     def walk_pass() -> Walked:
         resolver.new_pass()
-        seeds = call_seeds(loader, resolver, root) + lightning_seeds(loader, resolver, root, settings) + hf_seeds(
-            loader, resolver, root
-        )
+        seeds = call_seeds(loader, resolver, root) + accel_seeds(loader, resolver, root) + lightning_seeds(
+            loader, resolver, root, settings) + hf_seeds(loader, resolver, root)
         return walk(seeds, loader, resolver, config.max_depth, root)
 
     walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
@@ -115,6 +115,7 @@ def _walk_and_report(
                 + tuple(arguments.get(p, ())) + covered_density_calls(loader, resolver, p)
                 + resolved_density_calls(loader, resolver, p, root, entries.get(p, ()))
                 + probability_callees(loader, resolver, p) + _float32_reads(loader, resolver, p, entries.get(p, ()))
+                + held_accelerators(loader, resolver, p, root)
                 for p in contextual}
     contexts = {p: found for p, found in contexts.items() if found}
     results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]

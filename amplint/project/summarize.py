@@ -49,6 +49,7 @@ def _call(call: "CallRecord") -> CallSummary:
         density=call.density,
         dist_args=call.dist_args,
         given=call.given,
+        accel=call.accel,
     )
 
 
@@ -84,6 +85,7 @@ def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_
         loses_range=losing,
         returns_prob=returns_prob,
         returned_calls=returned_calls,
+        accels=tuple(scope.accel_reads),
     )
 
 

@@ -69,6 +69,9 @@ class CallSummary:
     density: bool = False  # also a site: a call of the project's own density (`project.covered`)
     dist_args: Tuple[str, ...] = ()  # argument slots given a distribution: "0" (position) or "dist" (keyword)
     given: Tuple[Tuple[str, ReturnedDist], ...] = ()  # those built from tensors not cast: slot, what
+    # Made in `with x.autocast():` where the file does not build `x`: (x as written, the `with`'s line)
+    # (`project.accelflow` asks the value flow what `x` holds).
+    accel: Tuple[str, int] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class FunctionSummary:
     returns_prob: bool = False  # may return probabilities it computes (`project.probreturns`)
     # Calls whose value it returns, whole or an element: (line, callee as written, index or -1) (`probreturns`)
     returned_calls: Tuple[Tuple[int, str, int], ...] = ()
+    accels: Tuple[Tuple[str, int], ...] = ()  # every such `with x.autocast():` of the function: (x, line)
 
 
 @dataclass(frozen=True)
