@@ -295,3 +295,19 @@ def test_the_autocast_method_of_a_parameter_bound_to_a_local(tmp_path: Path) -> 
     region = 'accelerator.autocast() region of Accelerator(mixed_precision="fp16") (built at one.py:20)'
     assert f"runs in the float16 {region} at line 9 with inputs" in messages[("one.py", 10)]
     assert f"runs in the float16 {region} at line 15 with inputs" in messages[("one.py", 16)]
+
+
+def test_an_accelerator_imported_under_another_name(tmp_path: Path) -> None:
+    """`from accelerate import Accelerator as Acc` builds the same accelerator: the flow resolves the name through
+    the file's imports, not by its spelling; a class of the project's own named `Accelerator` builds none."""
+    aliased = MAIN.replace("from accelerate import Accelerator", "from accelerate import Accelerator as Acc").replace(
+        "acc = Accelerator(", "acc = Acc(")
+    (tmp_path / "aliased").mkdir()
+    (tmp_path / "own").mkdir()
+    root = _project(tmp_path / "aliased", {"losses.py": LOSSES, "loop.py": LOOP, "main.py": aliased.format(
+        precision="fp16")})
+    assert _findings(root)[0] == [("pkg/loop.py", 9, 14, "AMP001"), ("pkg/losses.py", 5, 13, "AMP001")]
+    own = MAIN.replace("from accelerate import Accelerator\n", "class Accelerator:\n    def __init__(self, **kw):\n"
+                       "        pass\n")
+    root = _project(tmp_path / "own", {"losses.py": LOSSES, "loop.py": LOOP, "main.py": own.format(precision="fp16")})
+    assert _findings(root)[0] == []

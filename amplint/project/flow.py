@@ -326,7 +326,7 @@ class Flow:
                 isinstance(node.args[0].value, str):
             return frozenset(v for v in self._module_symbol(path, node.args[0].value.split("."))
                              if isinstance(v, Module)) or self._absolute_module(path, node.args[0].value)
-        if name == "Accelerator" and ast_qualnames(func, self._import_table(path)) & ACCELERATOR:
+        if self._builds_accelerator(path, func, name):
             return frozenset({_accelerated(path, node)})
         found: Set[Value] = set()
         for callee in self.value(path, scope, func, hops):
@@ -335,6 +335,13 @@ class Flow:
             else:
                 found.update(v for at, key in self.runs(callee) or () for v in self.returns(at, key, hops + 1))
         return frozenset(found)
+
+    def _builds_accelerator(self, path: str, func: ast.expr, name: str) -> bool:
+        """`Accelerator(...)` as the file's imports resolve it, under any name (`from accelerate import Accelerator as
+        Acc`); the last part is checked first, as most calls are of something else."""
+        if name != "Accelerator" and not (isinstance(func, ast.Name) and name in self._import_table(path).bindings):
+            return False
+        return bool(ast_qualnames(func, self._import_table(path)) & ACCELERATOR)
 
     def _import_table(self, path: str) -> ImportTable:
         if path not in self._imports:
