@@ -69,6 +69,16 @@ class Probed:
 
 
 @dataclass(frozen=True)
+class OnDevice:
+    """How one device's autocast policy computes a hand-written value: `spared` when it runs no op that loses
+    range in float16; otherwise `probed`, float16 on the probe activations, when the value's numbers are known."""
+
+    device: str = ""  # "cpu", "cuda"; "" for the site's own region, whichever it is
+    spared: bool = False
+    probed: Optional[Probed] = None
+
+
+@dataclass(frozen=True)
 class SiteSpec:
     """What a probability computation computes, without its source semantics.
 
@@ -81,6 +91,9 @@ class SiteSpec:
     kind: str = "distribution"  # which recognizer found it (`amplint.facts.sites`)
     spared: bool = False  # hand-written math its region's device computes with no range lost in float16
     probed: Optional[Probed] = None  # hand-written math on the probe activations, where its numbers are known
+    # Hand-written math with no region of its own, per device a region elsewhere may reach it from: how that
+    # device's policy computes it with its parameters holding the region's values (`mathsites._spared`).
+    reached: Tuple["OnDevice", ...] = ()
 
 
 @dataclass(frozen=True)

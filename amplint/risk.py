@@ -116,11 +116,13 @@ def assess(finding: Finding) -> Risk:
     if device not in DEVICES:
         return _unknown("the region's device is not a literal", region.device)
     if site.method not in DISTRIBUTION_METHODS:
-        if site.spared and region.enabled:
+        reached = next((d for d in site.reached if d.device == device), None)  # no region of its own
+        if (site.spared or reached is not None and reached.spared) and region.enabled:
             return Risk("low", device, f"{device.upper()} autocast runs every range-losing op of it in float32 "
                         "(read from its op lists, amplint/policies.py; not measured)")
-        if site.probed is not None and region.enabled:
-            return _probed(site.probed, device)
+        probed = site.probed or (reached.probed if reached is not None else None)
+        if probed is not None and region.enabled:
+            return _probed(probed, device, reached is not None and site.probed is None)
         return _unknown(HANDWRITTEN.get(site.method, HANDWRITTEN[""]), device)
     if not site.dists:
         return _unknown(UNSEEN, device)
@@ -140,10 +142,12 @@ def assess(finding: Finding) -> Risk:
     return _judge(rows, column, device, not region.enabled)
 
 
-def _probed(probed: Probed, device: str) -> Risk:
-    """Hand-written math judged by float16 on the probe activations (amplint/facts/probes.py)."""
-    where = (f"on activations up to ±{ENVELOPE:g} under {device.upper()} autocast's policy (float16 emulated on "
-             "probes, amplint/facts/probes.py; not measured)")
+def _probed(probed: Probed, device: str, reached: bool = False) -> Risk:
+    """Hand-written math judged by float16 on the probe activations (amplint/facts/probes.py). `reached`: in a
+    function a region elsewhere enters, whose parameters are taken as that region's activations."""
+    given = ", its parameters taken as the region's activations" if reached else ""
+    where = (f"on activations up to ±{ENVELOPE:g}{given} under {device.upper()} autocast's policy (float16 emulated "
+             "on probes, amplint/facts/probes.py; not measured)")
     if probed.holds:
         return Risk("low", device, f"every value stays within float16's range, largest error "
                     f"{probed.max_error:.2g}, {where}")

@@ -133,7 +133,9 @@ RULE = Rule(
         "compute, such as a head's output; float16 emulated in pure Python, amplint/facts/probes.py): no value "
         "non-finite and none off by more than 1e-2 from float64 gives risk `low` (`0.5 * s` under `exp` stays "
         "below 22026), a loss gives `high` with the count, and an op it cannot read leaves it `unknown`. A "
-        "parameter the region does not make (`y` in `y - mu`, the caller's data) counts as float32 there. A cast "
+        "parameter the region does not make (`y` in `y - mu`, the caller's data) counts as float32 there; in a "
+        "function a region elsewhere enters, every parameter is taken as that region's activation, on the device of "
+        "the region that reaches it. A cast "
         "written after float16 already lost range (`torch.sigmoid(z).float()`, and `torch.exp(s).float()` under "
         "CPU autocast) comes too late: the inputs are then the tensors that op read, and fix A casts them there."
     ),

@@ -110,7 +110,7 @@ def test_probes_decide_whether_the_float16_ops_hold(body: str, expression: str, 
 
 
 def test_a_policy_that_runs_every_lossy_op_in_float32_spares_without_probes() -> None:
-    assert _on_device("s = head(x)\nreturn torch.exp(s)", "torch.exp(s)", CUDA) == OnDevice(spared=True)
+    assert _on_device("s = head(x)\nreturn torch.exp(s)", "torch.exp(s)", CUDA) == OnDevice("cuda", spared=True)
 
 
 def test_the_statement_judges_a_log_its_product_makes_exact() -> None:
@@ -148,3 +148,54 @@ def test_the_risk_of_a_written_out_density_comes_from_the_probes(scale: str, lev
     assert risk is not None and risk.level == level and risk.device == "cpu" and detail in risk.detail
     held = " (under CPU autocast its float16 ops stay in range on activations up to ±20" in result.findings[0].message
     assert held is (level == "low")
+
+
+REACHED_LOSSES = '''\
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def gaussian_nll(mu, log_std, y):
+    z = (y - mu) / log_std.exp()
+    return 0.5 * z.pow(2) + log_std + 0.5 * math.log(2 * math.pi)
+
+
+def scale_entropy(s):
+    return 0.5 + torch.log(F.softplus(s))
+'''
+REACHED_TRAIN = '''\
+import torch
+
+from pkg.losses import gaussian_nll, scale_entropy
+
+
+def step(model, x, y):
+    with torch.autocast("{device}"{dtype}):
+        mu, log_std = model(x).chunk(2, dim=-1)
+        return gaussian_nll(mu, log_std, y).mean() + scale_entropy(log_std).mean()
+'''
+
+
+@pytest.mark.parametrize("device,dtype,nll,entropy", [
+    # CUDA runs `exp`, `pow`, `log` and `softplus` in float32: nothing of the Gaussian is lost there.
+    ("cuda", "", "low", "low"),
+    # CPU runs them in float16: `exp(log_std)` is inf above 11.1, and `softplus(s)` 0 below -17.
+    ("cpu", ", dtype=torch.float16", "high", "high"),
+])
+def test_math_a_region_elsewhere_reaches_is_judged_on_that_regions_device(tmp_path, device: str, dtype: str,
+                                                                          nll: str, entropy: str) -> None:
+    """A function with no region of its own is judged per device, its parameters taken as the region's
+    activations; the finding's risk reads the device of the region that reaches it (before: `unknown`)."""
+    from amplint.config import Config
+    from amplint.engine import check_paths
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'a'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "losses.py").write_text(REACHED_LOSSES)
+    (tmp_path / "pkg" / "train.py").write_text(REACHED_TRAIN.format(device=device, dtype=dtype))
+    found = sorted((f.path.rsplit("/", 1)[-1], f.line, f.column, f.code, f.risk.level, f.risk.device)
+                   for r in check_paths([str(tmp_path)], Config()) for f in r.findings)
+    assert found == [("losses.py", 9, 12, "AMP003", nll, device), ("losses.py", 13, 18, "AMP003", entropy, device)]

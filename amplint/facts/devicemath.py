@@ -33,7 +33,7 @@ from amplint.facts import probes
 from amplint.facts.mathcalls import imported, number_value
 from amplint.facts.mathenv import Env, self_attribute
 from amplint.facts.mathnames import python_math
-from amplint.model import Probed
+from amplint.model import OnDevice, Probed
 from amplint.names import dotted_name
 from amplint.policies import FLOAT32, LOWER, AutocastPolicy
 
@@ -304,15 +304,6 @@ def _union(groups: Iterable[Tuple[cst.BaseExpression, ...]]) -> Tuple[cst.BaseEx
     return tuple(seen.values())
 
 
-@dataclass(frozen=True)
-class OnDevice:
-    """How a region's device computes a hand-written value: `spared` when its policy runs no op that loses range
-    in float16; otherwise `probed`, float16 on the probe activations, when the value's numbers are known."""
-
-    spared: bool = False
-    probed: Optional[Probed] = None
-
-
 def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],
               is_wide: Callable[[cst.BaseExpression], bool], data: FrozenSet[str] = frozenset(),
               floor: bool = False, whole: Optional[cst.BaseExpression] = None) -> OnDevice:
@@ -327,14 +318,14 @@ def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolic
     evaluator = DeviceMath(env, policy, is_wide, data)
     computed = evaluator.of(node)
     if floor:
-        return OnDevice(spared=not computed.lossy and computed.dtype != F16)
+        return OnDevice(policy.device, spared=not computed.lossy and computed.dtype != F16)
     statement = evaluator.of(whole) if whole is not None and whole is not node else computed
     if UNREAD in statement.lossy:
         statement = computed  # a statement the walk cannot read (several values, a comprehension): the site alone
     if not computed.lossy and not statement.lossy:
-        return OnDevice(spared=True)
+        return OnDevice(policy.device, spared=True)
     judged = computed.values if statement.values is None else statement.values
-    return OnDevice(probed=probes.judge(judged))
+    return OnDevice(policy.device, probed=probes.judge(judged))
 
 
 def cast_too_late(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],

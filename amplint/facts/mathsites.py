@@ -25,6 +25,7 @@ from amplint.facts.devicemath import cast_too_late, on_device
 from amplint.facts.kernels import kernel
 from amplint.facts.logparams import is_positive_transform, log_parameter_form
 from amplint.facts.mathenv import Env, unrebound_parameters
+from amplint.policies import CPU, CUDA
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.facts.model import DistRef, Scope, Site
@@ -82,12 +83,19 @@ def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext"
     says whether it holds there (`Site.probed`; `amplint.facts.devicemath.on_device`). Either way it is reported,
     its inputs float16 with no cast; the message and its risk say what the device does. `floor`: `expr` is what
     a floor is added to."""
-    if site is not None and site.uncast and site.state is not None:
-        env = ctx.math_env()
+    if site is None or not site.uncast:
+        return site
+    env = ctx.math_env()
+    if site.state is not None:
         device = on_device(expr, env, site.state.policy, ctx.is_wide, unrebound_parameters(ctx.scope.node, env),
                            floor, _statement_value(site))
         site.promoted = list(site.uncast) if device.spared else []
         site.probed = device.probed
+    elif isinstance(ctx.scope.node, cst.FunctionDef):
+        # Math a region elsewhere may reach: its parameters hold that region's values, none of them float32 data.
+        whole = _statement_value(site)
+        site.reached = tuple(on_device(expr, env, policy, ctx.is_wide, frozenset(), floor, whole)
+                             for policy in (CPU, CUDA))
     return site
 
 

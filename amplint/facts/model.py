@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Protocol, Set, Tuple, Union
 
-from amplint.model import Precision, Probed, RegionInfo
+from amplint.model import OnDevice, Precision, Probed, RegionInfo
 from amplint.policies import AutocastPolicy, policy_for
 from amplint.regions import AutocastFactory, RegionSpec
 
@@ -143,6 +143,9 @@ class Site:
     # Hand-written math on the probe activations under its region's policy (`amplint.facts.probes`), where the
     # policy alone does not spare it and its numbers are known: its risk says whether it holds on that device.
     probed: Optional[Probed] = None
+    # With no region of its own: how each device's policy computes it, its parameters holding what a region
+    # elsewhere gave (`mathsites._spared`); the finding's risk reads the reaching region's device.
+    reached: Tuple[OnDevice, ...] = ()
     # Uncast inputs that are parameters of the site's function, never rebound there: in a region of that
     # function they hold what the caller gave, float32 data as often as not (`sites.parameter_inputs`).
     data: List[cst.BaseExpression] = field(default_factory=list)

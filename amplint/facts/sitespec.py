@@ -26,7 +26,7 @@ def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
     math = site.kind != DISTRIBUTION and bool(site.uncast)
     spared = math and len(site.promoted) == len(site.uncast)
     return SiteSpec(site.method, tuple(specs.dist_spec(d) for d in site.dists), tuple(values), site.kind, spared,
-                    site.probed if math and not spared else None)
+                    site.probed if math and not spared else None, site.reached if math else ())
 
 
 @dataclass(frozen=True)
