@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
-from amplint.astwalk import statements
+from amplint.astwalk import BLOCKS, statements
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -147,27 +147,26 @@ def _number_constants(tree: ast.Module, table: ImportTable) -> Dict[str, Optiona
     and bound no other way there. A function's `global` rebinding is not looked for."""
     once: Dict[str, ast.expr] = {}
     other: Set[str] = set()
-    todo: List[ast.stmt] = list(tree.body)
+    todo: List[ast.AST] = list(tree.body)
     while todo:
-        stmt = todo.pop()
-        if isinstance(stmt, _SCOPES):
-            other.add(stmt.name)
+        node = todo.pop()
+        if isinstance(node, _SCOPES):
+            other.add(node.name)
             continue
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(
-            stmt, "target", None) if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(
+            node, "target", None) if isinstance(node, ast.AnnAssign) and node.value is not None else None
         if isinstance(target, ast.Name):
             other.update({target.id} if target.id in once else ())
-            once[target.id] = stmt.value  # type: ignore[union-attr]
-        else:
-            other.update(_bound(stmt))
-        todo.extend(child for _, value in ast.iter_fields(stmt) if isinstance(value, list)
-                    for child in value if isinstance(child, ast.stmt))
-        todo.extend(inner for handler in getattr(stmt, "handlers", ()) for inner in handler.body)
-        todo.extend(inner for case in getattr(stmt, "cases", ()) for inner in case.body)
+            once[target.id] = node.value  # type: ignore[attr-defined]
+        elif isinstance(node, ast.stmt):
+            other.update(_bound(node))
+        todo.extend(child for _, value in ast.iter_fields(node) if isinstance(value, list)
+                    for child in value if isinstance(child, BLOCKS))
     found: Dict[str, Optional[float]] = {}
     for name in sorted(once, key=lambda n: (once[n].lineno, once[n].col_offset)):  # earlier ones may be used
-        if name not in other and _is_number(once[name], table, found):
-            found[name] = _evaluate(once[name], found)
+        number, value = _number(once[name], table, found) if name not in other else (False, None)
+        if number:
+            found[name] = value
     return found
 
 
@@ -182,23 +181,49 @@ def _bound(stmt: ast.stmt) -> Iterator[str]:
     yield from (node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name))
 
 
-def _is_number(node: ast.expr, table: ImportTable, known: Dict[str, Optional[float]]) -> bool:
-    """A Python number's expression: literals, earlier constants, `math`/NumPy constants and functions of them."""
+_UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: a}
+_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
+_MATH_FUNCTIONS = {"log": math.log, "log2": math.log2, "log10": math.log10, "sqrt": math.sqrt, "exp": math.exp}
+
+
+def _number(node: ast.expr, table: ImportTable, known: Dict[str, Optional[float]]) -> Tuple[bool, Optional[float]]:
+    """Is `node` a Python number's expression (literals, earlier constants, `math`/NumPy constants and functions of
+    them), and its value where plain arithmetic and the common `math` constants and functions give one (None where
+    not, or where Python refuses it: a log of 0, an overflow)?"""
     if isinstance(node, ast.Constant):
-        return type(node.value) in (int, float)
-    if isinstance(node, ast.UnaryOp):
-        return _is_number(node.operand, table, known)
-    if isinstance(node, ast.BinOp):
-        return _is_number(node.left, table, known) and _is_number(node.right, table, known)
+        number = type(node.value) in (int, float)
+        return number, float(node.value) if number else None
     if isinstance(node, ast.Name):
-        return node.id in known
+        return node.id in known, known.get(node.id)
+    if isinstance(node, ast.UnaryOp):
+        number, value = _number(node.operand, table, known)
+        return number, _apply(_UNARY.get(type(node.op)), value)
+    if isinstance(node, ast.BinOp):
+        (left, a), (right, b) = _number(node.left, table, known), _number(node.right, table, known)
+        return left and right, _apply(_BINARY.get(type(node.op)), a, b)
     dotted = ast_dotted(node.func if isinstance(node, ast.Call) else node)
-    if dotted is None or "." not in dotted:
-        return False
-    if not any(q.split(".")[0] in _NUMBER_MODULES for q in table.qualnames_of(dotted.split(".")[0])):
-        return False
-    return not isinstance(node, ast.Call) or not node.keywords and all(
-        _is_number(arg, table, known) for arg in node.args)
+    if dotted is None or "." not in dotted or not any(
+            q.split(".")[0] in _NUMBER_MODULES for q in table.qualnames_of(dotted.split(".")[0])):
+        return False, None
+    if not isinstance(node, ast.Call):
+        return True, _MATH_CONSTANTS.get(dotted.rsplit(".", 1)[-1])
+    args = [_number(arg, table, known) for arg in node.args]
+    number = not node.keywords and all(each for each, _ in args)
+    function = _MATH_FUNCTIONS.get(dotted.rsplit(".", 1)[-1]) if number and args else None
+    return number, _apply(function, *(value for _, value in args))
+
+
+def _apply(operation: Optional[Callable[..., float]], *values: Optional[float]) -> Optional[float]:
+    """`operation` of `values`; None for no operation, a value not known, or one Python refuses."""
+    if operation is None or any(value is None for value in values):
+        return None
+    try:
+        result = operation(*values)
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return float(result) if isinstance(result, (int, float)) else None
 
 
 def _bind_from(table: ImportTable, stmt: ast.ImportFrom) -> None:
@@ -227,39 +252,3 @@ def _bind_alias(table: ImportTable, stmt: ast.Assign) -> None:
 def collect_imports(module: cst.Module) -> ImportTable:
     """`import_table` for a LibCST module (tests and callers without CPython's tree)."""
     return import_table(ast.parse(module.code))
-
-
-_UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: a}
-_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
-_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
-_MATH_FUNCTIONS = {"log": math.log, "log2": math.log2, "log10": math.log10, "sqrt": math.sqrt, "exp": math.exp}
-
-
-def _evaluate(node: ast.expr, known: Dict[str, Optional[float]]) -> Optional[float]:
-    """The value of a number's expression (`_is_number`) where its operations are plain arithmetic and the common
-    `math`/NumPy constants and functions; None where not, or where Python refuses it (a log of 0, an overflow)."""
-    try:
-        value = _value(node, known)
-    except (ArithmeticError, ValueError, TypeError):
-        return None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _value(node: ast.expr, known: Dict[str, Optional[float]]) -> Optional[float]:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return known.get(node.id)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        inner = _value(node.operand, known)
-        return None if inner is None else _UNARY[type(node.op)](inner)
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _value(node.left, known), _value(node.right, known)
-        return None if left is None or right is None else _BINARY[type(node.op)](left, right)
-    if isinstance(node, ast.Attribute):
-        return _MATH_CONSTANTS.get(node.attr)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MATH_FUNCTIONS:
-        args = [_value(arg, known) for arg in node.args]
-        return None if not args or None in args else _MATH_FUNCTIONS[node.func.attr](*args)
-    return None

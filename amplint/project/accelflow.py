@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from amplint.facts.entry import HeldAccelerator
 from amplint.model import Precision, RegionInfo
@@ -84,8 +84,12 @@ def accel_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
         calls: List[Tuple[CallSummary, FunctionSummary]] = [
             (call, function) for function in summary.functions.values() for call in function.calls if call.accel]
         where = shown(path, root)
+        opens: Dict[Tuple[str, Tuple[str, int]], Optional[RegionRef]] = {}  # one answer per `with`, not per call
         for call, function in sorted(calls, key=lambda item: (item[0].line, item[0].column)):
-            opened = region(resolver, path, function, call.accel, root)
+            key = (function.key, call.accel)
+            if key not in opens:
+                opens[key] = region(resolver, path, function, call.accel, root)
+            opened = opens[key]
             if opened is None or not opened.float16:
                 continue
             call = replace(call, region=opened)
