@@ -1,16 +1,18 @@
 """CPython's trees of the texts one project run reads more than once, with their import tables.
 
-A cold project run parses a file with CPython up to four times: for the
+A cold project run parses a file with CPython up to five times: for the
 project's autocast spellings (every file that spells `autocast`), for the
 text pass's single-file screen (`pipeline.will_parse`), for its summary
-(`summarize.read_summary`) and for its shape (`Loader.shape`). On the
-real-code corpus 92 of 279 parses were repeats, about 6% of a run's
-instructions with their import tables (benchmarks/RESULTS.md). Nothing
-changes these trees or tables once built, so each reader can share them.
+(`summarize.read_summary`), for its shape (`Loader.shape`) and for the value
+flow (`FlowQuestions.file_tree`). On the real-code corpus 92 of 279 parses
+were repeats, about 6% of a run's instructions with their import tables
+(benchmarks/RESULTS.md). Nothing changes these trees or tables once built, so
+each reader can share them, and what a reader builds from a tree
+(`derived`: the flow's index of its scopes, which the summary reads too).
 
 A memo is owned by one run and handed to its readers. A reader keeps a tree
 only when a later one may want it, and the last reader takes it out, so the
-memo holds the files between the text pass and their summaries, not every
+memo holds the files between their readers, within its budget, not every
 file the passes parse. It crosses a process boundary empty (`__reduce__`): a
 pool worker keeps its own (`worker_trees`), which the summaries sent to that
 worker read (`kept_trees`).
@@ -19,18 +21,22 @@ from __future__ import annotations
 
 import ast
 from collections import OrderedDict
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union
 
 from amplint.deep import python_parse
 from amplint.files import Stamp, file_stamp
 from amplint.names import ImportTable, import_table
 
 # Source bytes whose trees are kept; the least recently read go first. A tree takes 20-45 bytes of
-# memory per byte of source (measured on the corpus's largest files), so this bounds it near 40 MB.
-KEEP_SOURCE_BYTES = 1_000_000
+# memory per byte of source (measured on the corpus's largest files), so this bounds it near 160 MB. A file's
+# summary is read, and the value flow reads the same tree soon after: with 1 MB the flow found a third of
+# them gone, and a cold `-j 1` run over the real-code corpus took 17.2 s of CPU against 13.9 s with 4 MB,
+# at the same peak memory (275 MB: the flow keeps each tree it reads for the run).
+KEEP_SOURCE_BYTES = 4_000_000
 
 _MEMORY_KEY = "cpython_trees"  # where a pool worker's memory holds its memo
 Parsed = Union[Tuple[ast.Module, ImportTable], str]  # the tree and its imports, or CPython's refusal
+T = TypeVar("T")
 
 
 class CPythonTrees:
@@ -46,6 +52,7 @@ class CPythonTrees:
         self._size = 0
         self._kept: "OrderedDict[str, Tuple[ast.Module, ImportTable]]" = OrderedDict()
         self._reads: Dict[str, Tuple[Stamp, str]] = {}  # path -> (stamp, digest of the bytes a pass read)
+        self._derived: Dict[str, Dict[str, Any]] = {}  # text -> what readers built from its kept tree, by kind
 
     def __reduce__(self) -> Tuple[type, Tuple[int]]:
         return type(self), (self._budget,)  # a copy in another process starts empty
@@ -81,6 +88,16 @@ class CPythonTrees:
         while self._size > self._budget:
             self.forget(next(iter(self._kept)))
 
+    def derived(self, text: str, kind: str, make: Callable[[], T]) -> T:
+        """`make()`, built from the tree of `text`, kept with the tree while the tree is kept: one index of a file
+        serves every reader that builds it (a file's summary and the value flow index its scopes alike)."""
+        if text not in self._kept:
+            return make()
+        found = self._derived.setdefault(text, {})
+        if kind not in found:
+            found[kind] = make()
+        return found[kind]  # type: ignore[no-any-return]
+
     def note_read(self, path: str, stamp: Stamp, content: str) -> None:
         """`path`, as `stamp` shows it, held the bytes whose digest is `content`."""
         self._reads[path] = (stamp, content)
@@ -94,6 +111,7 @@ class CPythonTrees:
         """Drop the tree of `text`, if kept: the run will not read it again."""
         if self._kept.pop(text, None) is not None:
             self._size -= len(text)
+            self._derived.pop(text, None)
 
 
 def worker_trees(memory: Optional[Dict[str, Any]], sent: CPythonTrees) -> CPythonTrees:

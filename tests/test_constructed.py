@@ -8,7 +8,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 from amplint.config import Config
-from amplint.project.constructed import matched_names, use_pattern
+from amplint.project.constructed import used_names
 from amplint.project.resolve import MAX_INFERRED
 from amplint.project.run import run_project
 
@@ -29,8 +29,14 @@ def f(h: Annotated):
 def test_what_counts_as_constructing_a_class() -> None:
     names = ["Imported", "Both", "Defined", "Base", "Registered", "Called", "First", "Second", "ByString",
              "Configured", "Annotated", "Absent"]
-    assert sorted(matched_names(use_pattern(names), USES)) == [
+    assert sorted(used_names(USES) & set(names)) == [
         "Annotated", "Both", "ByString", "Called", "Configured", "First", "Registered", "Second"]
+
+
+def test_a_use_inside_another_counts_whichever_classes_are_asked_about() -> None:
+    """One call's argument constructs as the call does: the answer for `Inner` must not depend on whether
+    `Outer` is a class too (one pattern of three alternatives swallowed `(Inner` into `Outer(`)."""
+    assert {"Outer", "Inner", "Last"} <= used_names("made = Outer(Inner, Last)\n")
 
 
 def _project(root: Path, files: Dict[str, str]) -> List[Tuple[str, int, str]]:

@@ -9,14 +9,14 @@ classes the project constructs bounds neither.
 A class counts as constructed when some project file, outside `class` lines, calls it
 (`Sub3(...)`), holds it as a value (`{"a": Sub3}`, `[Sub3, Sub4]`, `build(Sub3)`, `= Sub3`), names
 it in a string (`getattr(mod, "Sub3")`, `"pkg.Sub3"`), or a config file builds it (`target:`). An
-import line alone does not: `__init__.py` re-exports would make every class live. Text only: one scan
-of each file per question, however many classes it asks about.
+import line alone does not: `__init__.py` re-exports would make every class live. Text only: each file is
+scanned once per run, on the first question, for every name it uses so; each answer is then a lookup, and
+does not depend on which classes were asked about together.
 """
 from __future__ import annotations
 
 import re
-from functools import partial
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Sequence
+from typing import TYPE_CHECKING, Callable, FrozenSet, List, Optional, Sequence
 
 from amplint.project.symbols import ClassRef
 
@@ -30,42 +30,36 @@ class Constructed:
     def __init__(self, loader: "Loader", built: Callable[[], FrozenSet[str]]) -> None:
         self._loader = loader
         self._built = built  # the classes the project's config files build
-        self._known: Dict[str, bool] = {}
-
-    def _found(self, path: str, pattern: "re.Pattern[str]") -> FrozenSet[str]:
-        return self._loader.answer(path, ("uses", pattern), partial(matched_names, pattern), frozenset())
+        self._used: Optional[FrozenSet[str]] = None  # every name a project file uses as constructing it
 
     def classes(self, classes: Sequence[ClassRef]) -> List[ClassRef]:
         """The classes of `classes` the project constructs, in their order."""
-        names = {cls.name.rsplit(".", 1)[-1] for cls in classes}
-        asked = sorted(name for name in names if name not in self._known)
-        if asked:
-            live = self._built() & set(asked)
-            rest = set(asked) - live
-            if rest:
-                pattern = use_pattern(sorted(rest))
-                for path in sorted(self._loader.info):
-                    live |= self._found(path, pattern) & rest
-                    if live >= rest:
-                        break
-            self._known.update((name, name in live) for name in asked)
-        return [cls for cls in classes if self._known[cls.name.rsplit(".", 1)[-1]]]
+        if self._used is None:
+            used = set(self._built())
+            for path in sorted(self._loader.info):
+                used |= self._loader.answer(path, "uses", used_names, frozenset())
+            self._used = frozenset(used)
+        return [cls for cls in classes if cls.name.rsplit(".", 1)[-1] in self._used]
 
 
 _CLASS_LINE = re.compile(r"[ \t]*class[ \t]")
 
+# A use that may construct a class: a call, a value in a container or an argument (an annotation too), a name
+# in a string. Three scans, not one pattern of three alternatives: a match of one would swallow the text that
+# starts another (`Sub3(Sub4, x)` holds both).
+_USES = (
+    re.compile(r"\b(\w+)[ \t]*\("),
+    re.compile(r"[\[(:=,][ \t]*(?:\w+\.)*(\w+)[ \t]*(?=[,\])}]|$)", re.M),
+    re.compile(r"['\".](\w+)['\"]"),
+)
 
-def use_pattern(names: Sequence[str]) -> "re.Pattern[str]":
-    """A use of one of `names` that may construct it: a call, a value in a container or an argument, a string."""
-    alternatives = "|".join(map(re.escape, sorted(names)))
-    return re.compile(r"\b(%s)[ \t]*\(|[\[(:=,][ \t]*(?:\w+\.)*(%s)[ \t]*(?=[,\])}]|$)|['\".](%s)['\"]"
-                      % (alternatives, alternatives, alternatives), re.M)
 
-
-def matched_names(pattern: "re.Pattern[str]", text: str) -> FrozenSet[str]:
-    """The names `use_pattern` finds in `text`, `class` lines left out (`class Sub(Base):` makes no `Base`)."""
+def used_names(text: str) -> FrozenSet[str]:
+    """The names `text` uses as constructing them, `class` lines left out (`class Sub(Base):` makes no `Base`)."""
     found = set()
-    for match in pattern.finditer(text):
-        if not _CLASS_LINE.match(text, text.rfind("\n", 0, match.start()) + 1):
-            found.update(group for group in match.groups() if group)
+    for pattern in _USES:
+        for match in pattern.finditer(text):
+            name = match.group(1)
+            if name not in found and not _CLASS_LINE.match(text, text.rfind("\n", 0, match.start()) + 1):
+                found.add(name)
     return frozenset(found)

@@ -37,7 +37,7 @@ from amplint.facts.astnodes import literal
 from amplint.facts.frameworks import ACCELERATOR, accelerate_precision, describe
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_qualnames, import_table
-from amplint.project.flowtrees import FileTree, dotted, index_tree, lambda_key, param_names
+from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.memo import Doubts
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
@@ -143,8 +143,7 @@ class Flow:
     # --- trees -----------------------------------------------------------------------------------------
     def tree(self, path: str) -> Optional[FileTree]:
         if path not in self._trees:
-            parsed = self.loader.cpython_tree(path)
-            self._trees[path] = None if parsed is None else index_tree(parsed)
+            self._trees[path] = self.loader.file_tree(path)
         return self._trees[path]
 
     def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values:

@@ -5,12 +5,14 @@ cache of answers about texts, and its CPython trees.
 """
 from __future__ import annotations
 
-import ast
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
+from amplint.project.flowtrees import INDEX, index_tree
+
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.cpython_trees import CPythonTrees
+    from amplint.project.flowtrees import FileTree
     from amplint.project.modules import ModuleIndex
     from amplint.project.textpass import FileInfo
 
@@ -58,11 +60,15 @@ class FlowQuestions:
         self.stats.flow_read(path)  # type: ignore[attr-defined]
         return frozenset(re.findall(r"\w+", text))
 
-    def cpython_tree(self, path: str) -> "Optional[ast.Module]":
-        """CPython's tree of a project file (shared with the scan's), or None if it cannot be read or parsed."""
+    def file_tree(self, path: str) -> "Optional[FileTree]":
+        """CPython's tree of a project file, indexed (`flowtrees.index_tree`), or None if it cannot be read or
+        parsed. The tree and its index are those the file's summary read, when it was read here and still kept."""
         if path not in self.known:
             return None
         self.stats.flow_read(path)  # type: ignore[attr-defined]
         text = self._read(path)  # type: ignore[attr-defined]
         parsed = None if text is None else self._parsed.parse(text)
-        return None if parsed is None or isinstance(parsed, str) else parsed[0]
+        if parsed is None or isinstance(parsed, str):
+            return None
+        tree = parsed[0]
+        return self._parsed.derived(text, INDEX, lambda: index_tree(tree))

@@ -1,7 +1,8 @@
 """A file's CPython tree indexed for the value flow (`flow.py`): scopes by key, calls by name, bindings.
 
 Each index is built once per file and run, on first use: the flow asks the same few questions of a
-file many times (who calls `f`, what `x` is bound to, what `self.attr` is assigned).
+file many times (who calls `f`, what `x` is bound to, what `self.attr` is assigned). Every scope's facts
+come from one walk of the file: finding the lambdas, which are scopes too, is that same walk.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tup
 
 from amplint.astwalk import child_nodes
 from amplint.project.summary import MODULE_KEY
+
+INDEX = "flow-index"  # what `index_tree` builds, as `CPythonTrees.derived` keeps it beside the tree
 
 
 @dataclass
@@ -22,6 +25,7 @@ class _ScopeFacts:
     calls: List[ast.Call]
     returns: List[ast.expr]
     self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]]  # attr -> (target, value) of `self.attr = value`
+    lambdas: List[ast.Lambda]  # the lambdas written in the scope itself, in `own_nodes` order
 
 
 @dataclass
@@ -38,10 +42,7 @@ class FileTree:
     calls_by_argument: Optional[Dict[str, List[Tuple[str, ast.Call]]]] = None  # a bare name passed -> (scope, call)
 
     def scope_facts(self, scope: str) -> _ScopeFacts:
-        found = self.facts.get(scope)
-        if found is None:
-            found = self.facts[scope] = _scope_facts(self.scopes[scope])
-        return found
+        return self.facts[scope]
 
     def self_attrs(self, class_key: str) -> Dict[str, List[Tuple[str, ast.expr]]]:
         """Per attribute, (method scope, value) of every `self.attr = value` in the class's own methods."""
@@ -108,6 +109,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     calls: List[ast.Call] = []
     returns: List[ast.expr] = []
     self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
+    lambdas: List[ast.Lambda] = []
 
     def bind(target: ast.AST, node: ast.AST) -> None:
         for name in ast.walk(target):
@@ -117,6 +119,8 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     for node in own_nodes(scope):
         if isinstance(node, ast.Call):
             calls.append(node)
+        elif isinstance(node, ast.Lambda):
+            lambdas.append(node)
         elif isinstance(node, ast.Return) and node.value is not None:
             returns.append(node.value)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -138,7 +142,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     if isinstance(scope, ast.Lambda):
         returns.append(scope.body)
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
-    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs)
+    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs, lambdas)
 
 
 def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
@@ -174,15 +178,20 @@ def index_tree(tree: ast.Module) -> FileTree:
                     visit(case.body, prefix, scope, in_function)
 
     visit(tree.body, "", MODULE_KEY, False)
-    for scope in list(scopes):  # a lambda is a scope of its own: its parameters hold what its callers give it
-        pending = [(node, scope) for node in own_nodes(scopes[scope])]
-        while pending:
-            node, owner = pending.pop()
-            if isinstance(node, ast.Lambda):
-                key = lambda_key(owner, node)
-                scopes[key], parents[key] = node, owner
-                pending.extend((inner, key) for inner in own_nodes(node))
-    return FileTree(tree, scopes, parents, classes)
+    facts: Dict[str, _ScopeFacts] = {}
+
+    def read(key: str) -> None:
+        """The scope's facts, and its lambdas' (scopes of their own: their parameters hold what their callers
+        give them), keyed depth first from the last written, as the flow has always listed them."""
+        found = facts[key] = _scope_facts(scopes[key])
+        for node in reversed(found.lambdas):
+            inner = lambda_key(key, node)
+            scopes[inner], parents[inner] = node, key
+            read(inner)
+
+    for key in list(scopes):
+        read(key)
+    return FileTree(tree, scopes, parents, classes, facts)
 
 
 def lambda_key(owner: str, node: ast.Lambda) -> str:

@@ -18,7 +18,7 @@ from amplint.facts.astmathenv import Env, Unsure
 from amplint.facts.astprobmath import is_prob
 from amplint.facts.astsource import SourceText
 from amplint.names import ImportTable, ast_dotted as dotted_name
-from amplint.project.flowtrees import FileTree, index_tree
+from amplint.project.flowtrees import FileTree
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -35,9 +35,9 @@ class FunctionReturns:
     calls: Dict[str, Tuple[ReturnedCall, ...]]  # scope key -> the calls whose value it returns
 
 
-def function_returns(tree: ast.Module, text: str, imports: ImportTable) -> FunctionReturns:
-    """The file's `FunctionReturns`; producers are none where the tree is too deep to judge."""
-    indexed = index_tree(tree)
+def function_returns(indexed: FileTree, text: str, imports: ImportTable) -> FunctionReturns:
+    """The file's `FunctionReturns` from its indexed tree (`flowtrees.index_tree`); producers are none where the
+    tree is too deep to judge."""
     try:
         producers = _probability_returns(indexed, text, imports)
     except RecursionError:  # a tree too deep to judge: no claim

@@ -94,11 +94,12 @@ def summarize(analysis: "ModuleAnalysis", text: str) -> FileSummary:
     `text` (`SourceAnalysis.parsed_text`)."""
     import ast
 
+    from amplint.project.flowtrees import index_tree
     from amplint.project.probreturns import FunctionReturns, function_returns
 
     returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
     try:
-        told = function_returns(ast.parse(text), text, analysis.imports)
+        told = function_returns(index_tree(ast.parse(text)), text, analysis.imports)
     except (SyntaxError, ValueError, RecursionError):  # what this Python cannot read, or too deep: no claim
         told = FunctionReturns(frozenset(), {})
     functions: Dict[str, FunctionSummary] = {
@@ -168,11 +169,12 @@ def read_summary(
     from amplint.cpython_trees import parse
     from amplint.facts.astcalls import ast_facts
     from amplint.facts.astscreen import DISTRIBUTIONS, may_name_distributions
+    from amplint.project.flowtrees import INDEX, index_tree
     from amplint.project.probreturns import function_returns
 
     if _names_what_only_libcst_reads(text, config):
         return None, None
-    parsed = parse(text, trees, keep=False)  # a shape, if one is asked for later, parses it again
+    parsed = parse(text, trees)  # the value flow may read the tree, and its index, next
     if isinstance(parsed, str):  # the LibCST path reports CPython's refusal, as it always did
         return None, None
     tree, imports = parsed
@@ -181,9 +183,8 @@ def read_summary(
     facts = ast_facts(tree, text, imports, frozenset(config.extend_autocast), config.autocast_aliases)
     if facts is None:
         return None, parsed
-    if trees is not None and any(count for count, _ in facts.sites.values()):
-        trees.keep(text, parsed)  # the walk may enter its sites: their findings are read with this tree
-    return summarize_ast(facts, imports, function_returns(tree, text, imports)), None
+    indexed = index_tree(tree) if trees is None else trees.derived(text, INDEX, lambda: index_tree(tree))
+    return summarize_ast(facts, imports, function_returns(indexed, text, imports)), None
 
 
 def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:
