@@ -30,16 +30,16 @@ class Constructed:
     def __init__(self, loader: "Loader", built: Callable[[], FrozenSet[str]]) -> None:
         self._loader = loader
         self._built = built  # the classes the project's config files build
-        self._used: Optional[FrozenSet[str]] = None  # every name a project file uses as constructing it
+        self._configured: Optional[FrozenSet[str]] = None  # `built()`, read on the first question
 
     def classes(self, classes: Sequence[ClassRef]) -> List[ClassRef]:
         """The classes of `classes` the project constructs, in their order."""
-        if self._used is None:
-            used = set(self._built())
-            for path in sorted(self._loader.info):
-                used |= self._loader.answer(path, "uses", used_names, frozenset())
-            self._used = frozenset(used)
-        return [cls for cls in classes if cls.name.rsplit(".", 1)[-1] in self._used]
+        if self._configured is None:
+            self._configured = self._built()
+        return [cls for cls in classes if self._made(cls.name.rsplit(".", 1)[-1])]
+
+    def _made(self, name: str) -> bool:
+        return name in self._loader.used_names or name in self._configured  # type: ignore[operator]
 
 
 _CLASS_LINE = re.compile(r"[ \t]*class[ \t]")

@@ -64,6 +64,7 @@ class Loader(FlowQuestions, LeadQuestions):
         self._def_index: Dict[str, Set[str]] = {}
         self._region_files: Optional[List[str]] = None
         self._attr_index: Set[str] = set()
+        self.used_names: Set[str] = set()  # every name some file uses as constructing a class (`constructed`)
         self._summaries: Dict[str, Optional[FileSummary]] = {}
         self._shapes: Dict[str, "FileShape"] = {}
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
@@ -95,6 +96,7 @@ class Loader(FlowQuestions, LeadQuestions):
         self.info, self._cpython_holders = found.info, found.holders
         self.errors.update(found.errors)
         self._subclass_index, self._def_index, self._attr_index = found.subclasses, found.defines, found.attributes
+        self.used_names = found.uses
 
     def _read(self, path: str) -> Optional[str]:
         """The file's text as the analysis reads it (`identifiers.analysis_text`), for its questions and trees."""

@@ -21,6 +21,7 @@ from amplint.model import FileError
 from amplint.pipeline import will_parse
 from amplint.project.cache import held, pass_work, recall, shares
 from amplint.project import prefilter
+from amplint.project.constructed import used_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
@@ -30,11 +31,11 @@ if TYPE_CHECKING:  # pragma: no cover
 # The text pass reads ~50 MB/s (0.35 ms a file in the benchmark corpus): a pool pays from ~1,000 files.
 SCAN_POOL_FILES = 1000
 
-# What the text says: flags, `single`, class bases named, defs, `self.<attr> =` names, the names imported and
-# the classes defined. It depends only on the text and the configured autocast and distribution names: the disk
-# cache keeps it, as `_KIND`.
+# What the text says: flags, `single`, class bases named, defs, `self.<attr> =` names, the names imported, the
+# classes defined and the names used as constructing a class (`constructed.used_names`). It depends only on the
+# text and the configured autocast and distribution names: the disk cache keeps it, as `_KIND`.
 _Text = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
-              Tuple[str, ...]]
+              Tuple[str, ...], Tuple[str, ...]]
 _Scanned = Tuple[_Text, Optional[str]]  # and the content digest (None with no cache)
 _KIND = "scan"
 
@@ -62,6 +63,7 @@ class TextPass:
     subclasses: Dict[str, Set[str]] = field(default_factory=dict)  # base name -> files with a class line naming it
     defines: Dict[str, Set[str]] = field(default_factory=dict)  # function name -> files with a `def` of it
     attributes: Set[str] = field(default_factory=set)  # every `self.<attr> =` name
+    uses: Set[str] = field(default_factory=set)  # every name some file uses as constructing a class
 
 
 def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: "RunPool",
@@ -87,7 +89,7 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
                 found.errors[path] = outcome
                 continue
             text, content = outcome
-            flags, single, bases, names, attributes, imported, classes = text
+            flags, single, bases, names, attributes, imported, classes, uses = text
             if holder is not None:
                 found.holders[path] = holder
             found.info[path] = FileInfo(flags, single, imported, classes, content or "")
@@ -98,6 +100,7 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
             for name in names:
                 found.defines.setdefault(name, set()).add(path)
             found.attributes.update(attributes)
+            found.uses.update(uses)
     if cache is not None:
         cache.save(_KIND, read, known, *options)
     return found
@@ -156,11 +159,12 @@ def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
         tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
         tuple(prefilter.imported_names(text)) if "import" in text else (),
         tuple(name for name, _ in classes),
+        tuple(sorted(used_names(text))),
     )
 
 
 def _is_text(value: object) -> bool:
     """Is a cached value a `_Text`? (The codec checks each class's fields; a tuple's shape is checked here.)"""
-    return (isinstance(value, tuple) and len(value) == 7 and isinstance(value[0], prefilter.Flags)
+    return (isinstance(value, tuple) and len(value) == 8 and isinstance(value[0], prefilter.Flags)
             and isinstance(value[1], bool)
             and all(isinstance(names, tuple) and all(isinstance(name, str) for name in names) for names in value[2:]))
