@@ -197,8 +197,11 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         if self.options.project:
             for target in original_node.targets:
                 self._bind_project(target.target, original_node.value)
-        elif single is not None:
+            return
+        if single is not None:
             self._bind_own_instance(single, original_node.value)
+        for target in original_node.targets:
+            self._bind_own_accelerator(target.target, original_node.value)
 
     def _bind_own_instance(self, name: str, value: cst.BaseExpression) -> None:
         """Single-file mode: `model = Model()`, a class of this file: `model(x)` in a region enters its `forward`."""
@@ -206,6 +209,15 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         callee = dotted_name(value.func) if isinstance(value, cst.Call) else None
         if callee is not None and callee in self.class_defs:
             self.scope.instances[name] = (callee, True)
+
+    def _bind_own_accelerator(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """Single-file mode: `accelerator = Accelerator(...)` (or `self.accelerator = ...`): `with
+        accelerator.autocast():` in this file opens its region, as in project mode; a rebinding ends that."""
+        for name in target_names(target):
+            self.scope.accelerators.pop(name, None)
+        accel = self._accelerator_ctor(value)
+        if accel is not None:
+            self._set(target, accelerator=accel)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:

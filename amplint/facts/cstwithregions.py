@@ -118,9 +118,9 @@ class WithRegions:
         factory = self._factory(value)  # an alias or functools.partial(...)
         if factory is not None:
             return factory
-        if self.options.project and isinstance(value, cst.Attribute) and value.attr.value == "autocast":
+        if isinstance(value, cst.Attribute) and value.attr.value == "autocast":
             accel = self._accelerator(value.value)  # `ctx = accelerator.autocast`: `with ctx():` opens its region
-            receiver = dotted_name(value.value) if accel is None else None
+            receiver = dotted_name(value.value) if accel is None and self.options.project else None
             if accel is not None or receiver is not None:
                 return accel or PendingAccel(receiver)  # type: ignore[arg-type]
         if isinstance(value, cst.Call):
@@ -147,7 +147,7 @@ class WithRegions:
         `with ctx():` where `ctx` is bound to its `autocast` (a branch counts: `(... if amp else ...)`)."""
         if isinstance(expr, cst.IfExp):
             return self._accelerate_region(expr.body) or self._accelerate_region(expr.orelse)
-        if not (self.options.project and isinstance(expr, cst.Call)):
+        if not isinstance(expr, cst.Call):
             return None
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "autocast":
             return self._accelerator(expr.func.value)
