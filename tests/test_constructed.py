@@ -8,7 +8,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 from amplint.config import Config
-from amplint.project.constructed import used_names
+from amplint.project.prefilter import used_names
 from amplint.project.resolve import MAX_INFERRED
 from amplint.project.run import run_project
 

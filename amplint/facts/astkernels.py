@@ -24,6 +24,15 @@ def kernel(node: ast.expr, env: Env) -> Optional[List[ast.expr]]:
     return list(leaves(node, env)) if is_kernel(node, _Reader(env)) else None
 
 
+def binary_operation(node: ast.expr) -> Optional[Tuple[str, ast.expr, ast.expr]]:
+    """("+" | "-" | "*" | "/" | "**", left, right) of a binary operation, else None: what both shapes' readers
+    (`kernelshape`, `logparamshape`) say of one."""
+    if type(node) is not ast.BinOp:
+        return None
+    operator = _OPERATORS.get(type(node.op))  # type: ignore[attr-defined]
+    return None if operator is None else (operator, node.left, node.right)  # type: ignore[attr-defined]
+
+
 class _Reader:
     """`kernelshape.Reader` over CPython's nodes: `kernels._Reader`'s answers."""
 
@@ -31,10 +40,7 @@ class _Reader:
         self.env = env
 
     def operation(self, node: ast.expr) -> Optional[Tuple[str, ast.expr, ast.expr]]:
-        if type(node) is not ast.BinOp:
-            return None
-        operator = _OPERATORS.get(type(node.op))
-        return None if operator is None else (operator, node.left, node.right)
+        return binary_operation(node)
 
     def minus(self, node: ast.expr) -> Optional[ast.expr]:
         return node.operand if type(node) is ast.UnaryOp and type(node.op) is ast.USub else None

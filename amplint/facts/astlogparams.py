@@ -7,6 +7,7 @@ from typing import Optional, Sequence, Tuple
 from amplint.facts import logparamshape
 from amplint.facts.astmathenv import Env
 from amplint.facts.astnodes import is_cast_call, self_attribute
+from amplint.facts.astkernels import binary_operation
 from amplint.facts.astprobmath import additive_terms, leaves, strip_floor
 from amplint.facts.logparamshape import SCALE_DEPTH, is_log_parameter_form
 from amplint.facts.mathnames import EXP_FUNCTIONS, LOG_FUNCTIONS, SCALE_FUNCTIONS, SCALE_METHODS, python_math
@@ -15,7 +16,6 @@ from amplint.screen import LOG_METHODS
 
 _OF_EXPONENT = EXP_FUNCTIONS | LOG_FUNCTIONS  # `logparams._OF_EXPONENT`
 _EXPONENT_METHODS = frozenset({"exp"}) | LOG_METHODS
-_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
 def log_parameter_form(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
@@ -37,10 +37,7 @@ class _Reader:
         self.env = env
 
     def operation(self, node: ast.expr) -> Optional[Tuple[str, ast.expr, ast.expr]]:
-        if type(node) is not ast.BinOp:
-            return None
-        operator = _OPERATORS.get(type(node.op))
-        return None if operator is None else (operator, node.left, node.right)
+        return binary_operation(node)
 
     def signed(self, node: ast.expr) -> Optional[ast.expr]:
         signed = isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd))

@@ -24,6 +24,15 @@ def kernel(node: cst.BaseExpression, env: Env) -> Found:
     return (tuple(leaves(node, env)), node) if is_kernel(node, _Reader(env)) else None
 
 
+def binary_operation(node: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
+    """("+" | "-" | "*" | "/" | "**", left, right) of a binary operation, else None: what both shapes' readers
+    (`kernelshape`, `logparamshape`) say of one."""
+    if type(node) is not cst.BinaryOperation:
+        return None
+    operator = _OPERATORS.get(type(node.operator))  # type: ignore[attr-defined]
+    return None if operator is None else (operator, node.left, node.right)  # type: ignore[attr-defined]
+
+
 class _Reader:
     """`kernelshape.Reader` over LibCST's nodes, within one function's bindings."""
 
@@ -31,10 +40,7 @@ class _Reader:
         self.env = env
 
     def operation(self, node: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
-        if type(node) is not cst.BinaryOperation:
-            return None
-        operator = _OPERATORS.get(type(node.operator))
-        return None if operator is None else (operator, node.left, node.right)
+        return binary_operation(node)
 
     def minus(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         minus = type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus

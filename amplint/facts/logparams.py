@@ -9,6 +9,7 @@ import libcst as cst
 
 from amplint.dtypes import is_cast_call
 from amplint.facts import logparamshape
+from amplint.facts.kernels import binary_operation
 from amplint.facts.logparamshape import SCALE_DEPTH, is_log_parameter_form
 from amplint.facts.mathcalls import first_arg, function_call, method_call, receiver
 from amplint.facts.mathenv import Env, self_attribute
@@ -20,7 +21,6 @@ from amplint.screen import LOG_METHODS
 # The exp of a log-parameter, or the log of a rate: either ties the term's tensor to another term's.
 _OF_EXPONENT = EXP_FUNCTIONS | LOG_FUNCTIONS
 _EXPONENT_METHODS = frozenset({"exp"}) | LOG_METHODS
-_OPERATORS = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.Power: "**"}
 
 
 def log_parameter_form(node: cst.BaseExpression, env: Env
@@ -43,10 +43,7 @@ class _Reader:
         self.env = env
 
     def operation(self, node: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
-        if type(node) is not cst.BinaryOperation:
-            return None
-        operator = _OPERATORS.get(type(node.operator))
-        return None if operator is None else (operator, node.left, node.right)
+        return binary_operation(node)
 
     def signed(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         signed = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus))

@@ -9,13 +9,12 @@ classes the project constructs bounds neither.
 A class counts as constructed when some project file, outside `class` lines, calls it
 (`Sub3(...)`), holds it as a value (`{"a": Sub3}`, `[Sub3, Sub4]`, `build(Sub3)`, `= Sub3`), names
 it in a string (`getattr(mod, "Sub3")`, `"pkg.Sub3"`), or a config file builds it (`target:`). An
-import line alone does not: `__init__.py` re-exports would make every class live. Text only: each file is
-scanned once per run, on the first question, for every name it uses so; each answer is then a lookup, and
-does not depend on which classes were asked about together.
+import line alone does not: `__init__.py` re-exports would make every class live. Text only: the text pass
+reads every name each file uses so (`prefilter.used_names`, kept in its disk cache); an answer is a lookup,
+and does not depend on which classes were asked about together.
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Callable, FrozenSet, List, Optional, Sequence
 
 from amplint.project.symbols import ClassRef
@@ -40,26 +39,3 @@ class Constructed:
 
     def _made(self, name: str) -> bool:
         return name in self._loader.used_names or name in self._configured  # type: ignore[operator]
-
-
-_CLASS_LINE = re.compile(r"[ \t]*class[ \t]")
-
-# A use that may construct a class: a call, a value in a container or an argument (an annotation too), a name
-# in a string. Three scans, not one pattern of three alternatives: a match of one would swallow the text that
-# starts another (`Sub3(Sub4, x)` holds both).
-_USES = (
-    re.compile(r"\b(\w+)[ \t]*\("),
-    re.compile(r"[\[(:=,][ \t]*(?:\w+\.)*(\w+)[ \t]*(?=[,\])}]|$)", re.M),
-    re.compile(r"['\".](\w+)['\"]"),
-)
-
-
-def used_names(text: str) -> FrozenSet[str]:
-    """The names `text` uses as constructing them, `class` lines left out (`class Sub(Base):` makes no `Base`)."""
-    found = set()
-    for pattern in _USES:
-        for match in pattern.finditer(text):
-            name = match.group(1)
-            if name not in found and not _CLASS_LINE.match(text, text.rfind("\n", 0, match.start()) + 1):
-                found.add(name)
-    return frozenset(found)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
+from typing import Callable, FrozenSet, Iterable, Iterator, List, Sequence, Tuple
 
 from amplint.densitynames import may_call_density
 
@@ -278,3 +278,26 @@ def _where(pattern: "re.Pattern[str]", text: str, context: Callable[[str, int], 
             position = max(match.end(), start + 1)  # an empty match must not stop the search where it is
         else:
             position = start + 1
+
+
+_CLASS_LINE = re.compile(r"[ \t]*class[ \t]")
+
+# A use that may construct a class: a call, a value in a container or an argument (an annotation too), a name
+# in a string. Three scans, not one pattern of three alternatives: a match of one would swallow the text that
+# starts another (`Sub3(Sub4, x)` holds both).
+_USES = (
+    re.compile(r"\b(\w+)[ \t]*\("),
+    re.compile(r"[\[(:=,][ \t]*(?:\w+\.)*(\w+)[ \t]*(?=[,\])}]|$)", re.M),
+    re.compile(r"['\".](\w+)['\"]"),
+)
+
+
+def used_names(text: str) -> FrozenSet[str]:
+    """The names `text` uses as constructing them, `class` lines left out (`class Sub(Base):` makes no `Base`)."""
+    found = set()
+    for pattern in _USES:
+        for match in pattern.finditer(text):
+            name = match.group(1)
+            if name not in found and not _CLASS_LINE.match(text, text.rfind("\n", 0, match.start()) + 1):
+                found.add(name)
+    return frozenset(found)

@@ -21,7 +21,6 @@ from amplint.model import FileError
 from amplint.pipeline import will_parse
 from amplint.project.cache import held, pass_work, recall, shares
 from amplint.project import prefilter
-from amplint.project.constructed import used_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
@@ -32,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SCAN_POOL_FILES = 1000
 
 # What the text says: flags, `single`, class bases named, defs, `self.<attr> =` names, the names imported, the
-# classes defined and the names used as constructing a class (`constructed.used_names`). It depends only on the
+# classes defined and the names used as constructing a class (`prefilter.used_names`). It depends only on the
 # text and the configured autocast and distribution names: the disk cache keeps it, as `_KIND`.
 _Text = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
               Tuple[str, ...], Tuple[str, ...]]
@@ -159,7 +158,7 @@ def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
         tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
         tuple(prefilter.imported_names(text)) if "import" in text else (),
         tuple(name for name, _ in classes),
-        tuple(sorted(used_names(text))),
+        tuple(sorted(prefilter.used_names(text))),
     )
 
 
