@@ -20,22 +20,22 @@ summaries of the corpora are compared file by file (benchmarks/RESULTS.md).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
-from amplint.facts import astnodes as nodes
+from amplint.facts import astnodes as nodes, probshape
 from amplint.facts.astmathenv import Env
 from amplint.facts.mathnames import (
     ABS_FUNCTIONS, ABS_METHODS,
-    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
+    EXP_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
     PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS,
     SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
 )
 from amplint.names import ast_qualnames
 from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
 
-_DEPTH = 4  # `probmath._DEPTH`
+_DEPTH = probshape.DEPTH
 _ONES_LIKE = frozenset({"torch.ones_like"})
-_TENSOR = frozenset({"torch.tensor"})
+_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
 
 
@@ -120,30 +120,7 @@ def _is_literal(node: ast.expr) -> bool:
 
 def strip_floor(node: ast.expr, env: Env) -> Tuple[ast.expr, Optional[Tuple[ast.expr, float]]]:
     """`probmath.strip_floor`: (the value under a floor, (the floor's bound, its value) or None)."""
-    node = _unwrap(node)
-    if type(node) is ast.BinOp and type(node.op) is ast.Add:
-        right = literal_value(node.right, env)
-        if right is not None:
-            return node.left, (node.right, right)
-        left = literal_value(node.left, env)
-        if left is not None:
-            return node.right, (node.left, left)
-        return node, None
-    call = _function(node, FLOOR_FUNCTIONS, env)
-    if call is not None:
-        operand = _first_arg(call)
-        bound = _floor_bound(call, 1)
-        if bound is not None and isinstance(bound, ast.Call) and _matches(bound.func, _TENSOR, env):
-            bound = _first_arg(bound)
-        value = None if bound is None else literal_value(bound, env)
-        if operand is not None:
-            return operand, None if value is None or bound is None else (bound, value)
-    call = _method(node, FLOOR_METHODS, env)
-    if call is not None:
-        bound = _floor_bound(call, 0)
-        value = None if bound is None else literal_value(bound, env)
-        return _receiver(call), None if value is None or bound is None else (bound, value)
-    return node, None
+    return probshape.strip_floor(node, _Reader(env))
 
 
 def vanishes(floor: Optional[Tuple[ast.expr, float]]) -> bool:
@@ -151,36 +128,9 @@ def vanishes(floor: Optional[Tuple[ast.expr, float]]) -> bool:
     return floor is not None and 0 < floor[1] < FLOAT16_SUBNORMAL
 
 
-def _floor_bound(call: ast.Call, position: int) -> Optional[ast.expr]:
-    args = nodes.call_args(call)
-    for arg in args:
-        if arg.keyword in ("min", "other"):
-            return arg.value
-    positional = [a.value for a in args if a.keyword is None and not a.star]
-    return positional[position] if len(positional) > position else None
-
-
 def literal_value(node: ast.expr, env: Env, depth: int = _DEPTH) -> Optional[float]:
     """A small positive float the expression certainly is: a literal, or a name/attribute bound only to one."""
-    node = _unwrap(node)
-    if _is_literal(node):
-        value = _literal(node)
-        return value if value is not None and 0 < value < 1 else None
-    if depth == 0:
-        return None
-    bound: Sequence[ast.expr] = ()
-    attr = nodes.self_attribute(node)
-    if isinstance(node, ast.Name):
-        bound = env.values(node.id)
-        constant = env.constant_value(node.id)
-        if constant is not None:
-            return constant if 0 < constant < 1 else None
-    elif attr is not None:
-        bound = env.attribute_values(attr)
-    values = {literal_value(value, env, depth - 1) for value in bound}
-    if len(values) == 1:
-        return values.pop()
-    return None
+    return probshape.literal_value(node, _Reader(env), depth)
 
 
 # --- probabilities ----------------------------------------------------------------------------------
@@ -579,6 +529,49 @@ def leaves(node: ast.expr, env: Env) -> Iterator[ast.expr]:
         yield node
         return
     yield node
+
+
+class _Reader:
+    """`probshape.Reader` over CPython's nodes: `probmath._Reader`'s answers."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
+
+    def plus_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.operand if type(node) is ast.UnaryOp and type(node.op) is ast.UAdd else None
+
+    def operation(self, node: ast.expr) -> Optional[Tuple[str, ast.expr, ast.expr]]:
+        if type(node) is not ast.BinOp:
+            return None
+        return _OPERATORS.get(type(node.op), "other"), node.left, node.right
+
+    def is_literal(self, node: ast.expr) -> bool:
+        return _is_literal(node)
+
+    def literal_number(self, node: ast.expr) -> Optional[float]:
+        return _literal(node)
+
+    def name(self, node: ast.expr) -> Optional[str]:
+        return node.id if isinstance(node, ast.Name) else None
+
+    def self_attribute(self, node: ast.expr) -> Optional[str]:
+        return nodes.self_attribute(node)
+
+    def function_call(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
+        return _function(node, names, self.env)
+
+    def method_call(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
+        return _method(node, names, self.env)
+
+    def first_arg(self, call: ast.Call) -> Optional[ast.expr]:
+        return _first_arg(call)
+
+    def receiver(self, call: ast.Call) -> ast.expr:
+        return _receiver(call)
+
+    def arguments(self, call: ast.Call) -> List[nodes.Arg]:
+        return nodes.call_args(call)
 
 
 # The call readers under the names `facts.mathcalls` gives LibCST's (`astkernels` reads them).

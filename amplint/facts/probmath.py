@@ -16,17 +16,18 @@ a local name is judged by what was assigned to it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from amplint import dtypes
+from amplint.facts import probshape
 from amplint.cstwalk import inner_children, type_test
 from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _function, imported as _imported
 from amplint.facts.mathcalls import method_call as _method, number_value, receiver as _receiver
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
-    ABS_FUNCTIONS, ABS_METHODS, EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS,
+    ABS_FUNCTIONS, ABS_METHODS, EXP_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS,
     LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
     SCALE_FUNCTIONS, SCALE_METHODS, SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability)
 from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
@@ -35,8 +36,9 @@ __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "stat
 
 # float16's smallest normal: between the two limits a floor keeps a value but loses precision.
 FLOAT16_NORMAL = 2.0 ** -14
-_DEPTH = 4  # how many assignments back a name is followed
+_DEPTH = probshape.DEPTH
 _EXPRESSION = type_test(cst.BaseExpression)
+_OPERATORS = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.Power: "**"}
 
 
 @dataclass(frozen=True)
@@ -197,63 +199,13 @@ def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
 
 def strip_floor(node: cst.BaseExpression, env: Env) -> Tuple[cst.BaseExpression, Optional[Epsilon]]:
     """`p + eps`, `eps + p`, `p.clamp(min=eps)`, `torch.clamp(p, eps)`, `torch.maximum(p, tensor(eps))`: (p, eps)."""
-    node = _unwrap(node)
-    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Add:
-        right = literal_value(node.right, env)
-        if right is not None:
-            return node.left, Epsilon(node.right, right)
-        left = literal_value(node.left, env)
-        if left is not None:
-            return node.right, Epsilon(node.left, left)
-        return node, None
-    call = _function(node, FLOOR_FUNCTIONS, env)
-    if call is not None:
-        operand = _first_arg(call)
-        bound = _floor_bound(call.args, 1)
-        if bound is not None and isinstance(bound, cst.Call) and env.imports.matches(bound.func, {"torch.tensor"}):
-            bound = _first_arg(bound)
-        value = None if bound is None else literal_value(bound, env)
-        if operand is not None:
-            return operand, None if value is None or bound is None else Epsilon(bound, value)
-    call = _method(node, FLOOR_METHODS, env)
-    if call is not None:
-        bound = _floor_bound(call.args, 0)
-        value = None if bound is None else literal_value(bound, env)
-        return _receiver(call), None if value is None or bound is None else Epsilon(bound, value)
-    return node, None
-
-
-def _floor_bound(args: Sequence[cst.Arg], position: int) -> Optional[cst.BaseExpression]:
-    positional = [a.value for a in args if a.keyword is None and not a.star]
-    for arg in args:
-        if arg.keyword is not None and arg.keyword.value in ("min", "other"):
-            return arg.value
-    return positional[position] if len(positional) > position else None
+    inner, floor = probshape.strip_floor(node, _Reader(env))
+    return inner, None if floor is None else Epsilon(*floor)
 
 
 def literal_value(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> Optional[float]:
     """A small positive float the expression certainly is: a literal, or a name/attribute bound only to one."""
-    node = _unwrap(node)
-    if isinstance(node, (cst.Float, cst.Integer)):
-        try:
-            value = float(node.evaluated_value)
-        except (ValueError, OverflowError):
-            return None
-        return value if 0 < value < 1 else None
-    if depth == 0:
-        return None
-    bound: Sequence[cst.BaseExpression] = ()
-    if isinstance(node, cst.Name):
-        bound = env.values(node.value)
-        constant = env.constant_value(node.value)  # a module constant: `EPS = 1e-10`
-        if constant is not None:
-            return constant if 0 < constant < 1 else None
-    elif _self_attribute(node) is not None:
-        bound = env.attribute_values(_self_attribute(node) or "")
-    values = {literal_value(value, env, depth - 1) for value in bound}
-    if len(values) == 1:
-        return values.pop()
-    return None
+    return probshape.literal_value(node, _Reader(env), depth)
 
 
 # --- probabilities ----------------------------------------------------------------------------------
@@ -596,3 +548,50 @@ def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
         yield node
         return
     yield node
+
+
+class _Reader:
+    """`probshape.Reader` over LibCST's nodes, within one function's bindings."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
+
+    def plus_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        plus = type(node) is cst.UnaryOperation and type(node.operator) is cst.Plus  # type: ignore[attr-defined]
+        return node.expression if plus else None  # type: ignore[attr-defined]
+
+    def operation(self, node: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
+        if type(node) is not cst.BinaryOperation:
+            return None
+        return _OPERATORS.get(type(node.operator), "other"), node.left, node.right
+
+    def is_literal(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.Float, cst.Integer))
+
+    def literal_number(self, node: cst.BaseExpression) -> Optional[float]:
+        try:
+            return float(node.evaluated_value)  # type: ignore[attr-defined]
+        except (ValueError, OverflowError):
+            return None
+
+    def name(self, node: cst.BaseExpression) -> Optional[str]:
+        return node.value if isinstance(node, cst.Name) else None
+
+    def self_attribute(self, node: cst.BaseExpression) -> Optional[str]:
+        return _self_attribute(node)
+
+    def function_call(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
+        return _function(node, names, self.env)
+
+    def method_call(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
+        return _method(node, names, self.env)
+
+    def first_arg(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        return _first_arg(call)
+
+    def receiver(self, call: cst.Call) -> cst.BaseExpression:
+        return _receiver(call)
+
+    def arguments(self, call: cst.Call) -> List[Tuple[Optional[str], str, cst.BaseExpression]]:
+        return [(None if a.keyword is None else a.keyword.value, a.star, a.value) for a in call.args]
