@@ -25,13 +25,11 @@ from typing import Callable, Iterator, List, Optional, Tuple
 from amplint.facts import astnodes as nodes, probshape
 from amplint.facts.astmathenv import Env
 from amplint.facts.mathnames import (
-    ABS_FUNCTIONS, ABS_METHODS,
-    EXP_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
-    PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS,
-    SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
+    ABS_FUNCTIONS, ABS_METHODS, LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, SCALAR_LOG_FUNCTIONS,
+    SQUARE_FUNCTIONS, SQUARE_METHODS,
 )
 from amplint.names import ast_qualnames
-from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
+from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
 
 _DEPTH = probshape.DEPTH
 _ONES_LIKE = frozenset({"torch.ones_like"})
@@ -80,22 +78,12 @@ def _receiver(call: ast.Call) -> ast.expr:
 
 def lgamma_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
     """`probmath.lgamma_operand`: `x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`."""
-    call = _function(node, LGAMMA_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LGAMMA_METHODS, env)
-    return _receiver(call) if call is not None and not call.args else None
+    return probshape.lgamma_operand(node, _Reader(env))
 
 
 def log_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
     """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
-    call = _function(node, LOG_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LOG_METHODS, env)
-    if call is not None and not call.args and not call.keywords:
-        return _receiver(call)
-    return None
+    return probshape.log_operand(node, _Reader(env))
 
 
 def _unwrap(node: ast.expr) -> ast.expr:
@@ -136,89 +124,12 @@ def literal_value(node: ast.expr, env: Env, depth: int = _DEPTH) -> Optional[flo
 # --- probabilities ----------------------------------------------------------------------------------
 def is_prob(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
     """`probmath.is_prob`: does `node` hold probabilities?"""
-    node = _unwrap(node)
-    if _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None:
-        return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(node, env.imports):
-        return is_prob(node.func.value, env, depth)
-    if isinstance(node, ast.Subscript):
-        return is_prob(node.value, env, depth)
-    call = _method(node, KEEPS_PROB_METHODS, env)
-    if call is not None:
-        return is_prob(_receiver(call), env, depth)
-    call = _function(node, KEEPS_PROB_FUNCTIONS, env)
-    if call is not None:
-        first = _first_arg(call)
-        return first is not None and is_prob(first, env, depth)
-    inner, _ = strip_floor(node, env)
-    if inner is not node:
-        return is_prob(inner, env, depth)
-    if isinstance(node, ast.BinOp):
-        return _is_prob_operation(node, env, depth)
-    if isinstance(node, ast.Name):
-        if depth > 0 and any(is_prob(value, env, depth - 1) for value in env.values(node.id)):
-            return True
-        return not env.is_local(node.id) and env.by_name and names_probability(node.id)
-    if isinstance(node, ast.Call) and not _imported(node.func, env):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        return env.by_name and names_probability(name)
-    attr = nodes.self_attribute(node)
-    if attr is None:
-        return False
-    return env.by_name and names_probability(attr) or depth > 0 and any(
-        is_prob(value, env, depth - 1) for value in env.attribute_values(attr))
-
-
-def _is_prob_operation(node: ast.BinOp, env: Env, depth: int) -> bool:
-    operator = type(node.op)
-    if operator is ast.Div:
-        return _is_sum(node.right, env) or (is_prob(node.left, env, depth) and is_prob(node.right, env, depth))
-    if operator is ast.Mult:
-        return (is_prob(node.left, env, depth) and _is_scale(node.right)) or (
-            is_prob(node.right, env, depth) and _is_scale(node.left))
-    if operator is ast.Sub:
-        return _is_one(node.left, env) and is_prob(node.right, env, depth)
-    return False
-
-
-def _is_scale(node: ast.expr) -> bool:
-    node = _unwrap(node)
-    return _is_literal(node) or (isinstance(node, ast.Name) and "mask" in node.id.lower())
-
-
-def _is_one(node: ast.expr, env: Env) -> bool:
-    return _number(node) == 1 or _function(_unwrap(node), _ONES_LIKE, env) is not None
-
-
-def _root_name(node: ast.expr) -> Optional[str]:
-    node = _unwrap(node)
-    while True:
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                node.func.attr in KEEPS_PROB_METHODS | FLOOR_METHODS):
-            node = node.func.value
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _number(node.right):
-            node = node.left
-        else:
-            break
-    return node.id if isinstance(node, ast.Name) else None
+    return probshape.is_prob(node, _Reader(env), depth)
 
 
 def entropy_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
     """`p * log(p)` or `log(p) * p`: the log, whose operand is then a probability."""
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
-        return None
-    for factor, other in ((node.right, node.left), (node.left, node.right)):
-        operand = log_operand(_unwrap(factor), env)
-        if operand is None:
-            continue
-        inner, _ = strip_floor(operand, env)
-        root = _root_name(inner)
-        if root is not None and root == _root_name(_last_factor(other, env)):
-            return _unwrap(factor)
-    return None
+    return probshape.entropy_operand(node, _Reader(env))
 
 
 def _last_factor(node: ast.expr, env: Env) -> ast.expr:
@@ -230,62 +141,14 @@ def _last_factor(node: ast.expr, env: Env) -> ast.expr:
     return node
 
 
-def _is_sum(node: ast.expr, env: Env) -> bool:
-    node, _ = strip_floor(_unwrap(node), env)
-    return _method(node, SUM_METHODS, env) is not None or _function(node, SUM_FUNCTIONS, env) is not None
-
-
 def is_sum_of_exp(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
-    node = _through_casts(node, env)
-    call = _method(node, SUM_METHODS, env)
-    summed = _receiver(call) if call is not None else None
-    if summed is None:
-        call = _function(node, SUM_FUNCTIONS, env)
-        summed = None if call is None else _first_arg(call)
-    if summed is not None:
-        return _is_exp(summed, env, depth)
-    if isinstance(node, ast.Name) and depth > 0:
-        return any(is_sum_of_exp(value, env, depth - 1) for value in env.values(node.id))
-    return False
-
-
-def _is_exp(node: ast.expr, env: Env, depth: int) -> bool:
-    node = _through_casts(node, env)
-    if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _is_exp(node.left, env, depth) or _is_exp(node.right, env, depth)
-    if isinstance(node, ast.Name) and depth > 0:
-        return any(_is_exp(value, env, depth - 1) for value in env.values(node.id))
-    return False
-
-
-def _through_casts(node: ast.expr, env: Env) -> ast.expr:
-    """`probmath._through_casts`: what `x.exp().float()` casts."""
-    while isinstance(node := _unwrap(node), ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(
-            node, env.imports):
-        node = node.func.value
-    return node
+    return probshape.is_sum_of_exp(node, _Reader(env), depth)
 
 
 def straight_from_producer(node: ast.expr, env: Env) -> bool:
     """`probmath.straight_from_producer`: a softmax or sigmoid, or a local name bound once to one, also through
     a mean, a view or a gather."""
-    node = _kept_prob(_unwrap(node), env)
-    values = env.values(node.id) if isinstance(node, ast.Name) and env.is_local(node.id) else ()
-    node = _kept_prob(_unwrap(values[0]), env) if len(values) == 1 else node
-    return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
-
-
-def _kept_prob(node: ast.expr, env: Env) -> ast.expr:
-    """`probmath._kept_prob`: what a mean, a view or a gather of probabilities reads."""
-    while True:
-        method = _method(node, KEEPS_PROB_METHODS, env)
-        function = None if method is not None else _function(node, KEEPS_PROB_FUNCTIONS, env)
-        inner = _receiver(method) if method is not None else _first_arg(function) if function is not None else None
-        if inner is None:
-            return node
-        node = _unwrap(inner)
+    return probshape.straight_from_producer(node, _Reader(env))
 
 
 def log_shape(log: ast.expr, env: Env) -> Tuple[Optional[str], ast.expr]:
@@ -536,10 +399,21 @@ class _Reader:
 
     def __init__(self, env: Env) -> None:
         self.env = env
+        self.by_name = env.by_name
         self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
+        self.is_local, self.parenthesized = env.is_local, env.parenthesized
 
     def plus_operand(self, node: ast.expr) -> Optional[ast.expr]:
         return node.operand if type(node) is ast.UnaryOp and type(node.op) is ast.UAdd else None
+
+    def minus_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else None
+
+    def subscript_value(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.value if isinstance(node, ast.Subscript) else None
+
+    def calls_producer(self, node: ast.expr) -> bool:
+        return False  # the summary reader does not know the project's producers
 
     def operation(self, node: ast.expr) -> Optional[Tuple[str, ast.expr, ast.expr]]:
         if type(node) is not ast.BinOp:
@@ -563,6 +437,26 @@ class _Reader:
 
     def method_call(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
         return _method(node, names, self.env)
+
+    def method_named(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
+        return _method(node, names)
+
+    def cast_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        cast = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(
+            node, self.env.imports)
+        return node.func.value if cast else None  # type: ignore[attr-defined]
+
+    def callee_name(self, node: ast.expr) -> Optional[str]:
+        if not isinstance(node, ast.Call) or _imported(node.func, self.env):
+            return None
+        func = node.func
+        return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+    def has_arguments(self, call: ast.Call) -> bool:
+        return bool(call.args or call.keywords)
+
+    def has_positionals(self, call: ast.Call) -> bool:
+        return bool(call.args)  # CPython's lgamma asks for no positional: `x.lgamma(out=y)` counts (LibCST's not)
 
     def first_arg(self, call: ast.Call) -> Optional[ast.expr]:
         return _first_arg(call)

@@ -27,10 +27,9 @@ from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _f
 from amplint.facts.mathcalls import method_call as _method, number_value, receiver as _receiver
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
 from amplint.facts.mathnames import (
-    ABS_FUNCTIONS, ABS_METHODS, EXP_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS,
-    LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
-    SCALE_FUNCTIONS, SCALE_METHODS, SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability)
-from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
+    ABS_FUNCTIONS, ABS_METHODS, LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, SCALAR_LOG_FUNCTIONS,
+    SQUARE_FUNCTIONS, SQUARE_METHODS)
+from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
 
@@ -129,65 +128,24 @@ def _site(node: cst.BaseExpression, env: Env) -> Optional[InlineSite]:
     return None
 
 
-def _bound_once(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
-    """The value a local name is bound to, when the function binds it once."""
-    values = env.values(node.value) if isinstance(node, cst.Name) and env.is_local(node.value) else ()
-    return values[0] if len(values) == 1 else None
-
-
 def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
-    """`logits` for a local `p` bound once to `torch.softmax(logits, -1)`, `logits.sigmoid()` (or a scale's
-    `F.softplus(s)`): where they are made. A cast of `p` comes too late once float16 rounded them to 0."""
-    value = _bound_once(node, env)
-    function = None if value is None else _function(value, PROB_FUNCTIONS | SCALE_FUNCTIONS, env)
-    if function is None and value is not None and env.calls_producer(value):
-        function = value  # type: ignore[assignment]  # a project helper returning probabilities: cast its input
-    if function is not None:
-        return _first_arg(function)
-    method = None if value is None else _method(value, PROB_METHODS | SCALE_METHODS, env)
-    return None if method is None else _receiver(method)
+    """`probshape.producer_operand`: `logits` of a local bound once to `torch.softmax(logits, -1)`."""
+    return probshape.producer_operand(node, _Reader(env))
 
 
 def straight_from_producer(node: cst.BaseExpression, env: Env) -> bool:
-    """`softmax(x)`, `x.sigmoid()`, or a local name bound once to one: probabilities float16 may round to 0 but
-    holds otherwise, also through a mean, a view or a gather of them. Not `1 - p` (which float16 cancels near
-    1) nor `e / e.sum()` (whose `exp` overflows)."""
-    node = _kept_prob(_unwrap(node), env)
-    value = _bound_once(node, env)
-    node = node if value is None else _kept_prob(_unwrap(value), env)
-    return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
-
-
-def _kept_prob(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
-    """What `p.mean(0)`, `p.view(...)`, `torch.gather(p, ...)` read: they keep probabilities probabilities."""
-    while True:
-        method = _method(node, KEEPS_PROB_METHODS, env)
-        function = None if method is not None else _function(node, KEEPS_PROB_FUNCTIONS, env)
-        inner = _receiver(method) if method is not None else _first_arg(function) if function is not None else None
-        if inner is None:
-            return node
-        node = _unwrap(inner)
+    """`probshape.straight_from_producer`: a softmax or sigmoid, or a local name bound once to one."""
+    return probshape.straight_from_producer(node, _Reader(env))
 
 
 def lgamma_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
-    """`x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`: a Gamma, Beta, Dirichlet or Poisson
-    normaliser written out. float16 holds its argument to 3 digits and its value to 65504."""
-    call = _function(node, LGAMMA_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LGAMMA_METHODS, env)
-    return _receiver(call) if call is not None and not call.args else None
+    """`probshape.lgamma_operand`: `x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`."""
+    return probshape.lgamma_operand(node, _Reader(env))
 
 
 def log_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
     """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
-    call = _function(node, LOG_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LOG_METHODS, env)
-    if call is not None and not call.args:  # `math.log(x)` and `np.log(x)` take an argument
-        return _receiver(call)
-    return None
+    return probshape.log_operand(node, _Reader(env))
 
 
 def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -211,91 +169,12 @@ def literal_value(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> Op
 # --- probabilities ----------------------------------------------------------------------------------
 def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
     """Does `node` hold probabilities: a softmax or sigmoid, a normalisation, or a reduction of one?"""
-    node = _unwrap(node)
-    if _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None:
-        return True
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dtypes.is_cast_call(node, env.imports):
-        return is_prob(node.func.value, env, depth)  # `p.float()`: still probabilities, now float32 (a cast site)
-    if isinstance(node, cst.Subscript):
-        return is_prob(node.value, env, depth)
-    call = _method(node, KEEPS_PROB_METHODS, env)
-    if call is not None:
-        return is_prob(_receiver(call), env, depth)
-    call = _function(node, KEEPS_PROB_FUNCTIONS, env)
-    if call is not None:
-        first = _first_arg(call)
-        return first is not None and is_prob(first, env, depth)
-    inner, _ = strip_floor(node, env)
-    if inner is not node:
-        return is_prob(inner, env, depth)
-    if isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.Divide) and _is_sum(node.right, env):
-            return True  # x / x.sum(...): a normalisation
-        if isinstance(node.operator, cst.Divide):
-            return is_prob(node.left, env, depth) and is_prob(node.right, env, depth)  # a ratio of probabilities
-        if isinstance(node.operator, cst.Multiply):
-            return (is_prob(node.left, env, depth) and _is_scale(node.right, env)) or (
-                is_prob(node.right, env, depth) and _is_scale(node.left, env))
-        if isinstance(node.operator, cst.Subtract):  # 1 - p: the complement
-            return _is_one(node.left, env) and is_prob(node.right, env, depth)
-        return False
-    if isinstance(node, cst.Name):
-        if depth > 0 and any(is_prob(value, env, depth - 1) for value in env.values(node.value)):
-            return True
-        return not env.is_local(node.value) and names_probability(node.value)
-    if env.calls_producer(node):
-        return True  # a project function whose body returns probabilities (`project.probreturns`)
-    if isinstance(node, cst.Call) and not _imported(node.func, env):
-        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
-        return isinstance(name, str) and names_probability(name)  # normal_cdf(x), self.likelihood(y)
-    attr = _self_attribute(node)
-    if attr is not None:  # `self.p`: what the class's methods assign it, else its name
-        return names_probability(attr) or depth > 0 and any(
-            is_prob(value, env, depth - 1) for value in env.attribute_values(attr))
-    return False
-
-
-def _is_scale(node: cst.BaseExpression, env: Env) -> bool:
-    """A number or a mask: multiplying probabilities by it keeps them probabilities (or zero)."""
-    node = _unwrap(node)
-    if isinstance(node, (cst.Float, cst.Integer)):
-        return True
-    return isinstance(node, cst.Name) and "mask" in node.value.lower()
-
-
-def _is_one(node: cst.BaseExpression, env: Env) -> bool:
-    """`1`, `1.0` or `torch.ones_like(x)`."""
-    return number_value(node) == 1 or _function(_unwrap(node), frozenset({"torch.ones_like"}), env) is not None
-
-
-def _root_name(node: cst.BaseExpression) -> Optional[str]:
-    """`p` of `p`, `p[:, 1]`, `p.detach()`, `p.clip(eps)`: the value a view or floor is taken of."""
-    node = _unwrap(node)
-    while True:
-        if isinstance(node, cst.Subscript):
-            node = node.value
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
-                node.func.attr.value in KEEPS_PROB_METHODS | FLOOR_METHODS):
-            node = node.func.value
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and number_value(node.right):
-            node = node.left
-        else:
-            break
-    return node.value if isinstance(node, cst.Name) else None
+    return probshape.is_prob(node, _Reader(env), depth)
 
 
 def entropy_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
     """`p * log(p)` or `log(p) * p` (an entropy or KL term): the log, whose operand is then a probability."""
-    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)):
-        return None
-    for factor, other in ((node.right, node.left), (node.left, node.right)):
-        operand = log_operand(_unwrap(factor), env)
-        if operand is None:
-            continue
-        inner, _ = strip_floor(operand, env)
-        if _root_name(inner) is not None and _root_name(inner) == _root_name(_last_factor(other)):
-            return _unwrap(factor)
-    return None
+    return probshape.entropy_operand(node, _Reader(env))
 
 
 def _last_factor(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -308,43 +187,9 @@ def _last_factor(node: cst.BaseExpression) -> cst.BaseExpression:
     return node
 
 
-def _is_sum(node: cst.BaseExpression, env: Env) -> bool:
-    node, _ = strip_floor(_unwrap(node), env)
-    return _method(node, SUM_METHODS, env) is not None or _function(node, SUM_FUNCTIONS, env) is not None
-
-
 def is_sum_of_exp(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
     """`exp(x).sum(...)`, `torch.sum(torch.exp(x))`, or a name bound to one: a log-normaliser's argument."""
-    node = _through_casts(node, env)
-    call = _method(node, SUM_METHODS, env)
-    summed = _receiver(call) if call is not None else None
-    if summed is None:
-        call = _function(node, SUM_FUNCTIONS, env)
-        summed = None if call is None else _first_arg(call)
-    if summed is not None:
-        return _is_exp(summed, env, depth)
-    if isinstance(node, cst.Name) and depth > 0:
-        return any(is_sum_of_exp(value, env, depth - 1) for value in env.values(node.value))
-    return False
-
-
-def _is_exp(node: cst.BaseExpression, env: Env, depth: int) -> bool:
-    node = _through_casts(node, env)
-    if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
-        return True
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        return _is_exp(node.left, env, depth) or _is_exp(node.right, env, depth)  # exp(x) * mask
-    if isinstance(node, cst.Name) and depth > 0:
-        return any(_is_exp(value, env, depth - 1) for value in env.values(node.value))
-    return False
-
-
-def _through_casts(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
-    """What `x.exp().float()` casts: a cast changes no shape (whether it came in time is `devicemath`'s)."""
-    while isinstance(node := _unwrap(node), cst.Call) and isinstance(node.func, cst.Attribute) and (
-            dtypes.is_cast_call(node, env.imports)):
-        node = node.func.value
-    return node
+    return probshape.is_sum_of_exp(node, _Reader(env), depth)
 
 
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------
@@ -553,13 +398,26 @@ def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
 class _Reader:
     """`probshape.Reader` over LibCST's nodes, within one function's bindings."""
 
+    by_name = True
+
     def __init__(self, env: Env) -> None:
         self.env = env
         self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
+        self.is_local, self.calls_producer = env.is_local, env.calls_producer
 
     def plus_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         plus = type(node) is cst.UnaryOperation and type(node.operator) is cst.Plus  # type: ignore[attr-defined]
         return node.expression if plus else None  # type: ignore[attr-defined]
+
+    def minus_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        minus = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+        return node.expression if minus else None  # type: ignore[attr-defined]
+
+    def parenthesized(self, node: cst.BaseExpression) -> bool:
+        return bool(node.lpar)
+
+    def subscript_value(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        return node.value if isinstance(node, cst.Subscript) else None
 
     def operation(self, node: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
         if type(node) is not cst.BinaryOperation:
@@ -586,6 +444,25 @@ class _Reader:
 
     def method_call(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
         return _method(node, names, self.env)
+
+    def method_named(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
+        return _method(node, names)
+
+    def cast_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        cast = isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dtypes.is_cast_call(
+            node, self.env.imports)
+        return node.func.value if cast else None  # type: ignore[attr-defined]
+
+    def callee_name(self, node: cst.BaseExpression) -> Optional[str]:
+        if not isinstance(node, cst.Call) or _imported(node.func, self.env):
+            return None
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
+        return name if isinstance(name, str) else ""
+
+    def has_arguments(self, call: cst.Call) -> bool:
+        return bool(call.args)
+
+    has_positionals = has_arguments  # LibCST's lgamma asks for no argument at all: `x.lgamma(out=y)` is none
 
     def first_arg(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         return _first_arg(call)
