@@ -1,9 +1,8 @@
 """`probmath` over CPython's tree: the shapes of hand-written probability math, for the project summary.
 
-Each function answers what its namesake in `facts.probmath` answers for the
-same code, so that a file whose only sites are hand-written math is summarized
-without LibCST (`astsites.SiteJudge`). The differences between the trees are
-handled here:
+The recognizers are `facts.probshape`'s and `facts.sumshape`'s, as for `facts.probmath`; this module is their
+reader for CPython's nodes (`_Reader`), so that a file whose only sites are hand-written math is summarized
+without LibCST (`astsites.SiteJudge`). The differences between the trees are the reader's answers:
 
 - LibCST writes `True`, `False` and `None` as names and keeps an expression's
   parentheses on it; CPython has constants and no parentheses
@@ -20,21 +19,16 @@ summaries of the corpora are compared file by file (benchmarks/RESULTS.md).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
-from amplint.facts import astnodes as nodes, probshape
+from amplint.facts import astnodes as nodes, probshape, sumshape
 from amplint.facts.astmathenv import Env
-from amplint.facts.mathnames import (
-    ABS_FUNCTIONS, ABS_METHODS, LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, SCALAR_LOG_FUNCTIONS,
-    SQUARE_FUNCTIONS, SQUARE_METHODS,
-)
+from amplint.facts.mathnames import PI_NAMES
 from amplint.names import ast_qualnames
-from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
+from amplint.screen import FLOAT16_SUBNORMAL
 
 _DEPTH = probshape.DEPTH
-_ONES_LIKE = frozenset({"torch.ones_like"})
 _OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
-_LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
 
 
 # --- calls ------------------------------------------------------------------------------------------
@@ -132,15 +126,6 @@ def entropy_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
     return probshape.entropy_operand(node, _Reader(env))
 
 
-def _last_factor(node: ast.expr, env: Env) -> ast.expr:
-    node = _unwrap(node)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and not env.parenthesized(node):
-        node = node.right
-    return node
-
-
 def is_sum_of_exp(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
     return probshape.is_sum_of_exp(node, _Reader(env), depth)
 
@@ -172,17 +157,7 @@ def is_additive(node: ast.expr) -> bool:
 
 def additive_terms(node: ast.expr, env: Env) -> Iterator[ast.expr]:
     """The terms of `(a - b + c)`, unary minus dropped; a sum in parentheses of its own is one term."""
-    stack: List[Tuple[ast.expr, bool]] = [(node, True)]
-    while stack:
-        current, outer = stack.pop()
-        current = _unwrap(current)
-        if isinstance(current, ast.UnaryOp) and isinstance(current.op, ast.USub):
-            current = current.operand
-        if isinstance(current, ast.BinOp) and is_additive(current) and (outer or not env.parenthesized(current)):
-            stack.append((current.right, False))
-            stack.append((current.left, False))
-        else:
-            yield current
+    return sumshape.additive_terms(node, _Reader(env))
 
 
 def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
@@ -199,50 +174,20 @@ def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
 
 def gaussian(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
     """`probmath.gaussian`: a sum with a squared tensor term beside a log term: its tensor operands, else None."""
-    return _density_sum(node, env, is_square_of_tensor)
+    return sumshape.density_sum(node, _Reader(env), sumshape.is_square_of_tensor)
 
 
 def laplace(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
     """`probmath.laplace`: a sum with a tensor's magnitude beside a log term: its tensor operands, else None."""
-    return _density_sum(node, env, _is_abs_of_tensor)
-
-
-def _density_sum(node: ast.expr, env: Env,
-                 deviation: Callable[[ast.expr, Env], bool]) -> Optional[Tuple[ast.expr, ...]]:
-    if not is_additive(node):
-        return None
-    terms = list(additive_terms(node, env))
-    if len(terms) < 2:
-        return None
-    squares = [t for t in terms if has(t, env, deviation)]
-    if not squares:
-        return None
-    logs = [t for t in terms if has(t, env, _is_log_term)]
-    if not any(square is not log for square in squares for log in logs):
-        return None
-    return tuple(op for term in terms for op in leaves(term, env))
+    return sumshape.density_sum(node, _Reader(env), sumshape.is_abs_of_tensor)
 
 
 def has(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int = 2) -> bool:
-    key = (id(node), test.__name__, depth)
-    if key not in env.memo:
-        env.memo[key] = _search(node, env, test, depth)
-    return env.memo[key]
-
-
-def _search(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int) -> bool:
-    node = _unwrap(node)
-    if test(node, env):
-        return True
-    kind = type(node)
-    if kind is ast.Name:
-        return depth > 0 and any(has(value, env, test, depth - 1) for value in env.values(node.id))
-    if kind is ast.Lambda:
-        return False
-    if kind is ast.Attribute and depth > 0 and any(  # LibCST's attribute name is a `Name`: followed as one
-            has(value, env, test, depth - 1) for value in env.values(node.attr)):
-        return True
-    return any(has(child, env, test, depth) for child in _children(node))
+    """`probmath.has`: `sumshape.has` for a test of CPython's (node, env)."""
+    def tree_test(each: ast.expr, _tree: Any) -> bool:
+        return test(each, env)
+    tree_test.__name__ = test.__name__
+    return sumshape.has(node, _Reader(env), tree_test, depth)
 
 
 def _children(node: ast.expr) -> List[ast.expr]:
@@ -279,70 +224,11 @@ def _children(node: ast.expr) -> List[ast.expr]:
 
 
 def is_square_of_tensor(node: ast.expr, env: Env) -> bool:
-    base: Optional[ast.expr] = None
-    operator = type(node.op) if type(node) is ast.BinOp else None
-    if operator is ast.Pow:
-        if _number(node.right) == 2:
-            base = node.left
-    elif operator is ast.Mult:  # `probmath.is_square_of_tensor`: `u * u`, `-0.5 * u * u`, `-u * u`
-        if env.same_code(node.left, node.right) or env.same_code(_last_factor(node.left, env), node.right):
-            base = node.right
-    elif _method(node, SQUARE_METHODS, env) is not None:
-        base = _receiver(node)  # type: ignore[arg-type]
-    elif type(node) is ast.Call and _method(node, POW_METHODS, env) is not None:
-        exponent = _first_arg(node)
-        base = _receiver(node) if exponent is not None and _number(exponent) == 2 else None
-    else:
-        call = _function(node, SQUARE_FUNCTIONS | POW_FUNCTIONS, env)
-        if call is not None:
-            positional = [a.value for a in nodes.call_args(call) if a.keyword is None]
-            if _matches(call.func, SQUARE_FUNCTIONS, env) or (len(positional) == 2 and _number(positional[1]) == 2):
-                base = positional[0] if positional else None
-    return base is not None and _number(base) is None
-
-
-def _is_abs_of_tensor(node: ast.expr, env: Env) -> bool:
-    """`probmath._is_abs_of_tensor`: `torch.abs(y - mu)`, `(y - mu).abs()`, `abs(d)`."""
-    if type(node) is not ast.Call:
-        return False
-    if _method(node, ABS_METHODS, env) is not None:
-        base: Optional[ast.expr] = _receiver(node)
-    else:
-        call = _function(node, ABS_FUNCTIONS, env)
-        base = _first_arg(call) if call is not None else None
-    return base is not None and _number(base) is None
-
-
-def _is_log_term(node: ast.expr, env: Env) -> bool:
-    return log_operand(node, env) is not None or _is_log_2pi(node, env)
-
-
-def _is_log_2pi(node: ast.expr, env: Env, attributes: bool = True) -> bool:
-    value = _number(node)
-    if value is None and type(node) is ast.Name:
-        value = env.constant_value(node.id)
-    attr = nodes.self_attribute(node) if attributes else None
-    if attr is not None:
-        bound = env.attribute_values(attr)
-        return bool(bound) and all(_is_log_2pi(each, env, False) for each in bound)
-    if value is not None:
-        return any(abs(value - c) < 1e-6 for c in _LOG_2PI_VALUES)
-    if isinstance(node, ast.Call) and (_matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS, env)
-                                       or _method(node, LOG_METHODS, env) is not None):
-        operand = _first_arg(node) if node.args or node.keywords else None
-        return operand is not None and mentions_pi(operand, env)
-    return False
+    return sumshape.is_square_of_tensor(node, _Reader(env))
 
 
 def mentions_pi(node: ast.expr, env: Env) -> bool:
-    if _matches(node, PI_NAMES, env) or (isinstance(node, ast.Attribute) and node.attr == "pi"):
-        return True
-    if isinstance(node, ast.Call):
-        first = _first_arg(node)
-        return first is not None and mentions_pi(first, env)
-    if isinstance(node, ast.Attribute) and env.imports.qualnames_of(node.attr) & PI_NAMES:
-        return True  # the attribute's name, a `Name` to LibCST
-    return any(mentions_pi(child, env) for child in _children(node))
+    return sumshape.mentions_pi(node, _Reader(env))
 
 
 def _number(node: ast.expr) -> Optional[float]:
@@ -358,40 +244,7 @@ def _number(node: ast.expr) -> Optional[float]:
 # --- operands -----------------------------------------------------------------------------------------
 def leaves(node: ast.expr, env: Env) -> Iterator[ast.expr]:
     """`probmath.leaves`: the tensor values an expression reads."""
-    node = _unwrap(node)
-    if _number(node) is not None or isinstance(node, ast.JoinedStr) or (
-            type(node) is ast.Constant and isinstance(node.value, (str, bytes))):
-        return
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        if not _matches(node, PI_NAMES, env) and not (type(node) is ast.Name and env.is_number_constant(node.id)):
-            yield node
-        return
-    if isinstance(node, ast.Subscript):
-        yield from leaves(node.value, env)
-        return
-    if isinstance(node, ast.BinOp):
-        yield from leaves(node.left, env)
-        yield from leaves(node.right, env)
-        return
-    if isinstance(node, ast.UnaryOp):
-        yield from leaves(node.operand, env)
-        return
-    if isinstance(node, ast.Call):
-        if _matches(node.func, SCALAR_LOG_FUNCTIONS, env):
-            return
-        if nodes.is_cast_call(node, env.imports):
-            yield node
-            return
-        if isinstance(node.func, ast.Attribute) and not _imported(node.func.value, env):
-            yield from leaves(node.func.value, env)
-            return
-        first = _first_arg(node)
-        if first is not None and _imported(node.func, env):
-            yield from leaves(first, env)
-            return
-        yield node
-        return
-    yield node
+    return sumshape.leaves(node, _Reader(env))
 
 
 class _Reader:
@@ -401,7 +254,9 @@ class _Reader:
         self.env = env
         self.by_name = env.by_name
         self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
-        self.is_local, self.parenthesized = env.is_local, env.parenthesized
+        self.memo = env.memo
+        self.is_local, self.parenthesized, self.same = env.is_local, env.parenthesized, env.same_code
+        self.is_number_constant = env.is_number_constant
 
     def plus_operand(self, node: ast.expr) -> Optional[ast.expr]:
         return node.operand if type(node) is ast.UnaryOp and type(node.op) is ast.UAdd else None
@@ -426,8 +281,33 @@ class _Reader:
     def literal_number(self, node: ast.expr) -> Optional[float]:
         return _literal(node)
 
+    def is_string(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.JoinedStr) or (type(node) is ast.Constant and isinstance(node.value, (str, bytes)))
+
     def name(self, node: ast.expr) -> Optional[str]:
         return node.id if isinstance(node, ast.Name) else None
+
+    def is_name_or_attribute(self, node: ast.expr) -> bool:
+        return isinstance(node, (ast.Name, ast.Attribute))
+
+    def unary_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.operand if isinstance(node, ast.UnaryOp) else None
+
+    def children(self, node: ast.expr) -> List[ast.expr]:
+        return _children(node)
+
+    def attribute_name(self, node: ast.expr) -> Optional[str]:
+        return node.attr if type(node) is ast.Attribute else None  # LibCST's `Name` child
+
+    def is_lambda(self, node: ast.expr) -> bool:
+        return type(node) is ast.Lambda
+
+    def names_pi(self, node: ast.expr) -> bool:
+        return _matches(node, PI_NAMES, self.env) or isinstance(node, ast.Attribute) and (
+            node.attr == "pi" or bool(self.env.imports.qualnames_of(node.attr) & PI_NAMES))  # LibCST's `Name`
+
+    def imports_name(self, node: ast.expr, names: frozenset) -> bool:
+        return _matches(node, names, self.env)
 
     def self_attribute(self, node: ast.expr) -> Optional[str]:
         return nodes.self_attribute(node)
@@ -440,6 +320,19 @@ class _Reader:
 
     def method_named(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
         return _method(node, names)
+
+    def is_call(self, node: ast.expr) -> bool:
+        return type(node) is ast.Call
+
+    def is_cast(self, call: ast.Call) -> bool:
+        return nodes.is_cast_call(call, self.env.imports)
+
+    def value_receiver(self, call: ast.Call) -> Optional[ast.expr]:
+        func = call.func
+        return func.value if isinstance(func, ast.Attribute) and not _imported(func.value, self.env) else None
+
+    def imported_callee(self, call: ast.Call) -> bool:
+        return _imported(call.func, self.env)
 
     def cast_operand(self, node: ast.expr) -> Optional[ast.expr]:
         cast = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(

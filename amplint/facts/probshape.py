@@ -4,7 +4,7 @@ apart. Where the trees disagree on purpose (a call's parentheses, an attribute's
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol, Sequence, Tuple
+from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
 from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_FUNCTIONS,
@@ -20,10 +20,8 @@ _ROOT_METHODS = KEEPS_PROB_METHODS | FLOOR_METHODS
 Floor = Tuple[Any, float]  # a floor's bound as written, and its value
 
 
-class Reader(Protocol):
-    """What one tree's nodes are, as the recognizers below ask it, within one function's bindings."""
-
-    by_name: bool  # a name like `probs` counts as probabilities (CPython's `Env.by_name`; always so for LibCST)
+class Nodes(Protocol):
+    """What one tree's nodes are, as far as their shape alone tells: a sum's terms need no bindings."""
 
     def plus_operand(self, node: Any) -> Optional[Any]:
         """The operand of a unary plus, else None."""
@@ -31,14 +29,21 @@ class Reader(Protocol):
     def minus_operand(self, node: Any) -> Optional[Any]:
         """The operand of a unary minus, else None."""
 
+    def operation(self, node: Any) -> Optional[Tuple[str, Any, Any]]:
+        """("+" | "-" | "*" | "/" | "**" | "other", left, right) of a binary operation, else None."""
+
     def parenthesized(self, node: Any) -> bool:
         """Written in parentheses of its own (LibCST keeps them on the node, CPython reads the text)."""
 
+
+class Reader(Nodes, Protocol):
+    """What one tree's nodes are, as the recognizers below ask it, within one function's bindings."""
+
+    by_name: bool  # a name like `probs` counts as probabilities (CPython's `Env.by_name`; always so for LibCST)
+    memo: dict  # `has` answers for this function's nodes (`Env.memo`)
+
     def subscript_value(self, node: Any) -> Optional[Any]:
         """`x` of `x[i]`, else None."""
-
-    def operation(self, node: Any) -> Optional[Tuple[str, Any, Any]]:
-        """("+" | "-" | "*" | "/" | "**" | "other", left, right) of a binary operation, else None."""
 
     def is_literal(self, node: Any) -> bool:
         """An int or float literal as written, unsigned; not True, False or complex."""
@@ -46,8 +51,39 @@ class Reader(Protocol):
     def literal_number(self, node: Any) -> Optional[float]:
         """A literal's value; None where it is no literal or overflows a float."""
 
+    def is_string(self, node: Any) -> bool:
+        """A string or bytes literal, an f-string."""
+
     def name(self, node: Any) -> Optional[str]:
         """A bare name's identifier, else None."""
+
+    def is_name_or_attribute(self, node: Any) -> bool:
+        """A name or a dotted attribute, `self.x` included."""
+
+    def unary_operand(self, node: Any) -> Optional[Any]:
+        """The operand of any unary operation (`-x`, `not x`, `~x`), else None."""
+
+    def same(self, left: Any, right: Any) -> bool:
+        """The two are the same code (`u * u`)."""
+
+    def children(self, node: Any) -> List[Any]:
+        """The expressions under `node` as LibCST has them (an argument's value for a call's argument)."""
+
+    def attribute_name(self, node: Any) -> Optional[str]:
+        """An attribute's name where the tree has it as a string, which LibCST has as a `Name` among
+        `children` (so None there): `has` follows it as a name."""
+
+    def is_lambda(self, node: Any) -> bool:
+        """A lambda: its body is another function's."""
+
+    def names_pi(self, node: Any) -> bool:
+        """`math.pi`, `np.pi`, a name imported as pi, or any `.pi`."""
+
+    def imports_name(self, node: Any, names: frozenset) -> bool:
+        """A name or attribute that is one of the qualified `names` by the file's imports."""
+
+    def is_number_constant(self, name: str) -> bool:
+        """A module constant bound to a number (`LOG_2PI`), no tensor."""
 
     def self_attribute(self, node: Any) -> Optional[str]:
         """`x` of `self.x`, else None."""
@@ -75,6 +111,18 @@ class Reader(Protocol):
 
     def method_named(self, node: Any, names: frozenset) -> Optional[Any]:
         """`node` when it is `.name(...)` of one of `names` on anything, a module included, else None."""
+
+    def is_call(self, node: Any) -> bool:
+        """A call."""
+
+    def is_cast(self, call: Any) -> bool:
+        """A cast (`x.float()`, `x.to(torch.float32)`, `torch.tensor(x, dtype=torch.float32)`)."""
+
+    def value_receiver(self, call: Any) -> Optional[Any]:
+        """`x` of `x.name(...)` where `x` is a value, not an imported module, else None."""
+
+    def imported_callee(self, call: Any) -> bool:
+        """The call's function is a dotted name the file imported (`torch.exp`, `F.softmax`)."""
 
     def cast_operand(self, node: Any) -> Optional[Any]:
         """The receiver of a cast's method call (`x` of `x.float()`, `x.to(torch.float32)`), else None."""
