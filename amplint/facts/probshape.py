@@ -1,6 +1,8 @@
-"""Hand-written probability math recognized once, for both trees: `facts.probmath` reads LibCST's nodes and
-`facts.astprobmath` CPython's, through a `Reader` that says what a node of its tree is, so the two cannot drift
-apart. Where the trees disagree on purpose (a call's parentheses, an attribute's name), the reader says so.
+"""Hand-written probability math recognized once, for both trees: floors, probabilities, logs of them and
+log-normalisers (`facts.sumshape` has the sums). `facts.probmath` reads LibCST's nodes and `facts.astprobmath`
+CPython's, through a `Reader` that says what a node of its tree is, so the two cannot drift apart. Where the
+trees differ (parentheses, an attribute's name, what counts as a call's arguments), the reader answers as its
+tree did before the two were one.
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ class Reader(Nodes, Protocol):
     """What one tree's nodes are, as the recognizers below ask it, within one function's bindings."""
 
     by_name: bool  # a name like `probs` counts as probabilities (CPython's `Env.by_name`; always so for LibCST)
-    memo: dict  # `has` answers for this function's nodes (`Env.memo`)
+    memo: dict  # `sumshape.has` answers for this function's nodes, by node and test name (`Env.memo`)
 
     def subscript_value(self, node: Any) -> Optional[Any]:
         """`x` of `x[i]`, else None."""
@@ -116,7 +118,7 @@ class Reader(Nodes, Protocol):
         """A call."""
 
     def is_cast(self, call: Any) -> bool:
-        """A cast (`x.float()`, `x.to(torch.float32)`, `torch.tensor(x, dtype=torch.float32)`)."""
+        """A call that makes a wide float (`x.float()`, `x.to(torch.float32)`, `dtype=torch.float32`)."""
 
     def value_receiver(self, call: Any) -> Optional[Any]:
         """`x` of `x.name(...)` where `x` is a value, not an imported module, else None."""
@@ -128,8 +130,8 @@ class Reader(Nodes, Protocol):
         """The receiver of a cast's method call (`x` of `x.float()`, `x.to(torch.float32)`), else None."""
 
     def callee_name(self, node: Any) -> Optional[str]:
-        """The name a call of a function the file did not import says it computes (`normal_cdf`,
-        `self.likelihood`); None for anything else."""
+        """For a call of a function the file did not import, the name it is called by (`normal_cdf`,
+        `self.likelihood`; "" when it has none, `f[0](x)`); None for anything else."""
 
     def has_arguments(self, call: Any) -> bool:
         """The call passes anything at all."""
@@ -147,7 +149,7 @@ class Reader(Nodes, Protocol):
         """(keyword, star, value) of each argument, in source order."""
 
 
-def unwrap(node: Any, tree: Reader) -> Any:
+def unwrap(node: Any, tree: Nodes) -> Any:
     """Without unary pluses: `+x` is `x` (LibCST's parentheses stay on the node, CPython has none)."""
     operand = tree.plus_operand(node)
     while operand is not None:
@@ -398,7 +400,7 @@ def entropy_operand(node: Any, tree: Reader) -> Optional[Any]:
     return None
 
 
-def last_factor(node: Any, tree: Reader) -> Any:
+def last_factor(node: Any, tree: Nodes) -> Any:
     """`y` of `a * b * y`: the factor next to the log in a product chain."""
     node = unwrap(node, tree)
     operand = tree.minus_operand(node)
