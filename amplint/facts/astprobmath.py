@@ -1,9 +1,8 @@
 """`probmath` over CPython's tree: the shapes of hand-written probability math, for the project summary.
 
-Each function answers what its namesake in `facts.probmath` answers for the
-same code, so that a file whose only sites are hand-written math is summarized
-without LibCST (`astsites.SiteJudge`). The differences between the trees are
-handled here:
+The recognizers are `facts.probshape`'s and `facts.sumshape`'s, as for `facts.probmath`; this module is their
+reader for CPython's nodes (`_Reader`), so that a file whose only sites are hand-written math is summarized
+without LibCST (`astsites.SiteJudge`). The differences between the trees are the reader's answers:
 
 - LibCST writes `True`, `False` and `None` as names and keeps an expression's
   parentheses on it; CPython has constants and no parentheses
@@ -20,23 +19,16 @@ summaries of the corpora are compared file by file (benchmarks/RESULTS.md).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
-from amplint.facts import astnodes as nodes
+from amplint.facts import astnodes as nodes, probshape, sumshape
 from amplint.facts.astmathenv import Env
-from amplint.facts.mathnames import (
-    ABS_FUNCTIONS, ABS_METHODS,
-    EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_2PI, LOG_FUNCTIONS,
-    PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS, SQUARE_FUNCTIONS,
-    SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability,
-)
+from amplint.facts.mathnames import PI_NAMES
 from amplint.names import ast_qualnames
-from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
+from amplint.screen import FLOAT16_SUBNORMAL
 
-_DEPTH = 4  # `probmath._DEPTH`
-_ONES_LIKE = frozenset({"torch.ones_like"})
-_TENSOR = frozenset({"torch.tensor"})
-_LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
+_DEPTH = probshape.DEPTH
+_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
 # --- calls ------------------------------------------------------------------------------------------
@@ -80,22 +72,12 @@ def _receiver(call: ast.Call) -> ast.expr:
 
 def lgamma_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
     """`probmath.lgamma_operand`: `x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`."""
-    call = _function(node, LGAMMA_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LGAMMA_METHODS, env)
-    return _receiver(call) if call is not None and not call.args else None
+    return probshape.lgamma_operand(node, _Reader(env))
 
 
 def log_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
     """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
-    call = _function(node, LOG_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LOG_METHODS, env)
-    if call is not None and not call.args and not call.keywords:
-        return _receiver(call)
-    return None
+    return probshape.log_operand(node, _Reader(env))
 
 
 def _unwrap(node: ast.expr) -> ast.expr:
@@ -120,30 +102,7 @@ def _is_literal(node: ast.expr) -> bool:
 
 def strip_floor(node: ast.expr, env: Env) -> Tuple[ast.expr, Optional[Tuple[ast.expr, float]]]:
     """`probmath.strip_floor`: (the value under a floor, (the floor's bound, its value) or None)."""
-    node = _unwrap(node)
-    if type(node) is ast.BinOp and type(node.op) is ast.Add:
-        right = literal_value(node.right, env)
-        if right is not None:
-            return node.left, (node.right, right)
-        left = literal_value(node.left, env)
-        if left is not None:
-            return node.right, (node.left, left)
-        return node, None
-    call = _function(node, FLOOR_FUNCTIONS, env)
-    if call is not None:
-        operand = _first_arg(call)
-        bound = _floor_bound(call, 1)
-        if bound is not None and isinstance(bound, ast.Call) and _matches(bound.func, _TENSOR, env):
-            bound = _first_arg(bound)
-        value = None if bound is None else literal_value(bound, env)
-        if operand is not None:
-            return operand, None if value is None or bound is None else (bound, value)
-    call = _method(node, FLOOR_METHODS, env)
-    if call is not None:
-        bound = _floor_bound(call, 0)
-        value = None if bound is None else literal_value(bound, env)
-        return _receiver(call), None if value is None or bound is None else (bound, value)
-    return node, None
+    return probshape.strip_floor(node, _Reader(env))
 
 
 def vanishes(floor: Optional[Tuple[ast.expr, float]]) -> bool:
@@ -151,191 +110,30 @@ def vanishes(floor: Optional[Tuple[ast.expr, float]]) -> bool:
     return floor is not None and 0 < floor[1] < FLOAT16_SUBNORMAL
 
 
-def _floor_bound(call: ast.Call, position: int) -> Optional[ast.expr]:
-    args = nodes.call_args(call)
-    for arg in args:
-        if arg.keyword in ("min", "other"):
-            return arg.value
-    positional = [a.value for a in args if a.keyword is None and not a.star]
-    return positional[position] if len(positional) > position else None
-
-
 def literal_value(node: ast.expr, env: Env, depth: int = _DEPTH) -> Optional[float]:
     """A small positive float the expression certainly is: a literal, or a name/attribute bound only to one."""
-    node = _unwrap(node)
-    if _is_literal(node):
-        value = _literal(node)
-        return value if value is not None and 0 < value < 1 else None
-    if depth == 0:
-        return None
-    bound: Sequence[ast.expr] = ()
-    attr = nodes.self_attribute(node)
-    if isinstance(node, ast.Name):
-        bound = env.values(node.id)
-        constant = env.constant_value(node.id)
-        if constant is not None:
-            return constant if 0 < constant < 1 else None
-    elif attr is not None:
-        bound = env.attribute_values(attr)
-    values = {literal_value(value, env, depth - 1) for value in bound}
-    if len(values) == 1:
-        return values.pop()
-    return None
+    return probshape.literal_value(node, _Reader(env), depth)
 
 
 # --- probabilities ----------------------------------------------------------------------------------
 def is_prob(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
     """`probmath.is_prob`: does `node` hold probabilities?"""
-    node = _unwrap(node)
-    if _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None:
-        return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(node, env.imports):
-        return is_prob(node.func.value, env, depth)
-    if isinstance(node, ast.Subscript):
-        return is_prob(node.value, env, depth)
-    call = _method(node, KEEPS_PROB_METHODS, env)
-    if call is not None:
-        return is_prob(_receiver(call), env, depth)
-    call = _function(node, KEEPS_PROB_FUNCTIONS, env)
-    if call is not None:
-        first = _first_arg(call)
-        return first is not None and is_prob(first, env, depth)
-    inner, _ = strip_floor(node, env)
-    if inner is not node:
-        return is_prob(inner, env, depth)
-    if isinstance(node, ast.BinOp):
-        return _is_prob_operation(node, env, depth)
-    if isinstance(node, ast.Name):
-        if depth > 0 and any(is_prob(value, env, depth - 1) for value in env.values(node.id)):
-            return True
-        return not env.is_local(node.id) and env.by_name and names_probability(node.id)
-    if isinstance(node, ast.Call) and not _imported(node.func, env):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        return env.by_name and names_probability(name)
-    attr = nodes.self_attribute(node)
-    if attr is None:
-        return False
-    return env.by_name and names_probability(attr) or depth > 0 and any(
-        is_prob(value, env, depth - 1) for value in env.attribute_values(attr))
-
-
-def _is_prob_operation(node: ast.BinOp, env: Env, depth: int) -> bool:
-    operator = type(node.op)
-    if operator is ast.Div:
-        return _is_sum(node.right, env) or (is_prob(node.left, env, depth) and is_prob(node.right, env, depth))
-    if operator is ast.Mult:
-        return (is_prob(node.left, env, depth) and _is_scale(node.right)) or (
-            is_prob(node.right, env, depth) and _is_scale(node.left))
-    if operator is ast.Sub:
-        return _is_one(node.left, env) and is_prob(node.right, env, depth)
-    return False
-
-
-def _is_scale(node: ast.expr) -> bool:
-    node = _unwrap(node)
-    return _is_literal(node) or (isinstance(node, ast.Name) and "mask" in node.id.lower())
-
-
-def _is_one(node: ast.expr, env: Env) -> bool:
-    return _number(node) == 1 or _function(_unwrap(node), _ONES_LIKE, env) is not None
-
-
-def _root_name(node: ast.expr) -> Optional[str]:
-    node = _unwrap(node)
-    while True:
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                node.func.attr in KEEPS_PROB_METHODS | FLOOR_METHODS):
-            node = node.func.value
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _number(node.right):
-            node = node.left
-        else:
-            break
-    return node.id if isinstance(node, ast.Name) else None
+    return probshape.is_prob(node, _Reader(env), depth)
 
 
 def entropy_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
     """`p * log(p)` or `log(p) * p`: the log, whose operand is then a probability."""
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
-        return None
-    for factor, other in ((node.right, node.left), (node.left, node.right)):
-        operand = log_operand(_unwrap(factor), env)
-        if operand is None:
-            continue
-        inner, _ = strip_floor(operand, env)
-        root = _root_name(inner)
-        if root is not None and root == _root_name(_last_factor(other, env)):
-            return _unwrap(factor)
-    return None
-
-
-def _last_factor(node: ast.expr, env: Env) -> ast.expr:
-    node = _unwrap(node)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and not env.parenthesized(node):
-        node = node.right
-    return node
-
-
-def _is_sum(node: ast.expr, env: Env) -> bool:
-    node, _ = strip_floor(_unwrap(node), env)
-    return _method(node, SUM_METHODS, env) is not None or _function(node, SUM_FUNCTIONS, env) is not None
+    return probshape.entropy_operand(node, _Reader(env))
 
 
 def is_sum_of_exp(node: ast.expr, env: Env, depth: int = _DEPTH) -> bool:
-    node = _through_casts(node, env)
-    call = _method(node, SUM_METHODS, env)
-    summed = _receiver(call) if call is not None else None
-    if summed is None:
-        call = _function(node, SUM_FUNCTIONS, env)
-        summed = None if call is None else _first_arg(call)
-    if summed is not None:
-        return _is_exp(summed, env, depth)
-    if isinstance(node, ast.Name) and depth > 0:
-        return any(is_sum_of_exp(value, env, depth - 1) for value in env.values(node.id))
-    return False
-
-
-def _is_exp(node: ast.expr, env: Env, depth: int) -> bool:
-    node = _through_casts(node, env)
-    if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _is_exp(node.left, env, depth) or _is_exp(node.right, env, depth)
-    if isinstance(node, ast.Name) and depth > 0:
-        return any(_is_exp(value, env, depth - 1) for value in env.values(node.id))
-    return False
-
-
-def _through_casts(node: ast.expr, env: Env) -> ast.expr:
-    """`probmath._through_casts`: what `x.exp().float()` casts."""
-    while isinstance(node := _unwrap(node), ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(
-            node, env.imports):
-        node = node.func.value
-    return node
+    return probshape.is_sum_of_exp(node, _Reader(env), depth)
 
 
 def straight_from_producer(node: ast.expr, env: Env) -> bool:
     """`probmath.straight_from_producer`: a softmax or sigmoid, or a local name bound once to one, also through
     a mean, a view or a gather."""
-    node = _kept_prob(_unwrap(node), env)
-    values = env.values(node.id) if isinstance(node, ast.Name) and env.is_local(node.id) else ()
-    node = _kept_prob(_unwrap(values[0]), env) if len(values) == 1 else node
-    return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
-
-
-def _kept_prob(node: ast.expr, env: Env) -> ast.expr:
-    """`probmath._kept_prob`: what a mean, a view or a gather of probabilities reads."""
-    while True:
-        method = _method(node, KEEPS_PROB_METHODS, env)
-        function = None if method is not None else _function(node, KEEPS_PROB_FUNCTIONS, env)
-        inner = _receiver(method) if method is not None else _first_arg(function) if function is not None else None
-        if inner is None:
-            return node
-        node = _unwrap(inner)
+    return probshape.straight_from_producer(node, _Reader(env))
 
 
 def log_shape(log: ast.expr, env: Env) -> Tuple[Optional[str], ast.expr]:
@@ -359,17 +157,7 @@ def is_additive(node: ast.expr) -> bool:
 
 def additive_terms(node: ast.expr, env: Env) -> Iterator[ast.expr]:
     """The terms of `(a - b + c)`, unary minus dropped; a sum in parentheses of its own is one term."""
-    stack: List[Tuple[ast.expr, bool]] = [(node, True)]
-    while stack:
-        current, outer = stack.pop()
-        current = _unwrap(current)
-        if isinstance(current, ast.UnaryOp) and isinstance(current.op, ast.USub):
-            current = current.operand
-        if isinstance(current, ast.BinOp) and is_additive(current) and (outer or not env.parenthesized(current)):
-            stack.append((current.right, False))
-            stack.append((current.left, False))
-        else:
-            yield current
+    return sumshape.additive_terms(node, _Reader(env))
 
 
 def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
@@ -386,50 +174,20 @@ def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
 
 def gaussian(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
     """`probmath.gaussian`: a sum with a squared tensor term beside a log term: its tensor operands, else None."""
-    return _density_sum(node, env, is_square_of_tensor)
+    return sumshape.density_sum(node, _Reader(env), sumshape.is_square_of_tensor)
 
 
 def laplace(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
     """`probmath.laplace`: a sum with a tensor's magnitude beside a log term: its tensor operands, else None."""
-    return _density_sum(node, env, _is_abs_of_tensor)
-
-
-def _density_sum(node: ast.expr, env: Env,
-                 deviation: Callable[[ast.expr, Env], bool]) -> Optional[Tuple[ast.expr, ...]]:
-    if not is_additive(node):
-        return None
-    terms = list(additive_terms(node, env))
-    if len(terms) < 2:
-        return None
-    squares = [t for t in terms if has(t, env, deviation)]
-    if not squares:
-        return None
-    logs = [t for t in terms if has(t, env, _is_log_term)]
-    if not any(square is not log for square in squares for log in logs):
-        return None
-    return tuple(op for term in terms for op in leaves(term, env))
+    return sumshape.density_sum(node, _Reader(env), sumshape.is_abs_of_tensor)
 
 
 def has(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int = 2) -> bool:
-    key = (id(node), test.__name__, depth)
-    if key not in env.memo:
-        env.memo[key] = _search(node, env, test, depth)
-    return env.memo[key]
-
-
-def _search(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int) -> bool:
-    node = _unwrap(node)
-    if test(node, env):
-        return True
-    kind = type(node)
-    if kind is ast.Name:
-        return depth > 0 and any(has(value, env, test, depth - 1) for value in env.values(node.id))
-    if kind is ast.Lambda:
-        return False
-    if kind is ast.Attribute and depth > 0 and any(  # LibCST's attribute name is a `Name`: followed as one
-            has(value, env, test, depth - 1) for value in env.values(node.attr)):
-        return True
-    return any(has(child, env, test, depth) for child in _children(node))
+    """`probmath.has`: `sumshape.has` for a test of CPython's (node, env)."""
+    def tree_test(each: ast.expr, _tree: Any) -> bool:
+        return test(each, env)
+    tree_test.__name__ = test.__name__
+    return sumshape.has(node, _Reader(env), tree_test, depth)
 
 
 def _children(node: ast.expr) -> List[ast.expr]:
@@ -466,70 +224,11 @@ def _children(node: ast.expr) -> List[ast.expr]:
 
 
 def is_square_of_tensor(node: ast.expr, env: Env) -> bool:
-    base: Optional[ast.expr] = None
-    operator = type(node.op) if type(node) is ast.BinOp else None
-    if operator is ast.Pow:
-        if _number(node.right) == 2:
-            base = node.left
-    elif operator is ast.Mult:  # `probmath.is_square_of_tensor`: `u * u`, `-0.5 * u * u`, `-u * u`
-        if env.same_code(node.left, node.right) or env.same_code(_last_factor(node.left, env), node.right):
-            base = node.right
-    elif _method(node, SQUARE_METHODS, env) is not None:
-        base = _receiver(node)  # type: ignore[arg-type]
-    elif type(node) is ast.Call and _method(node, POW_METHODS, env) is not None:
-        exponent = _first_arg(node)
-        base = _receiver(node) if exponent is not None and _number(exponent) == 2 else None
-    else:
-        call = _function(node, SQUARE_FUNCTIONS | POW_FUNCTIONS, env)
-        if call is not None:
-            positional = [a.value for a in nodes.call_args(call) if a.keyword is None]
-            if _matches(call.func, SQUARE_FUNCTIONS, env) or (len(positional) == 2 and _number(positional[1]) == 2):
-                base = positional[0] if positional else None
-    return base is not None and _number(base) is None
-
-
-def _is_abs_of_tensor(node: ast.expr, env: Env) -> bool:
-    """`probmath._is_abs_of_tensor`: `torch.abs(y - mu)`, `(y - mu).abs()`, `abs(d)`."""
-    if type(node) is not ast.Call:
-        return False
-    if _method(node, ABS_METHODS, env) is not None:
-        base: Optional[ast.expr] = _receiver(node)
-    else:
-        call = _function(node, ABS_FUNCTIONS, env)
-        base = _first_arg(call) if call is not None else None
-    return base is not None and _number(base) is None
-
-
-def _is_log_term(node: ast.expr, env: Env) -> bool:
-    return log_operand(node, env) is not None or _is_log_2pi(node, env)
-
-
-def _is_log_2pi(node: ast.expr, env: Env, attributes: bool = True) -> bool:
-    value = _number(node)
-    if value is None and type(node) is ast.Name:
-        value = env.constant_value(node.id)
-    attr = nodes.self_attribute(node) if attributes else None
-    if attr is not None:
-        bound = env.attribute_values(attr)
-        return bool(bound) and all(_is_log_2pi(each, env, False) for each in bound)
-    if value is not None:
-        return any(abs(value - c) < 1e-6 for c in _LOG_2PI_VALUES)
-    if isinstance(node, ast.Call) and (_matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS, env)
-                                       or _method(node, LOG_METHODS, env) is not None):
-        operand = _first_arg(node) if node.args or node.keywords else None
-        return operand is not None and mentions_pi(operand, env)
-    return False
+    return sumshape.is_square_of_tensor(node, _Reader(env))
 
 
 def mentions_pi(node: ast.expr, env: Env) -> bool:
-    if _matches(node, PI_NAMES, env) or (isinstance(node, ast.Attribute) and node.attr == "pi"):
-        return True
-    if isinstance(node, ast.Call):
-        first = _first_arg(node)
-        return first is not None and mentions_pi(first, env)
-    if isinstance(node, ast.Attribute) and env.imports.qualnames_of(node.attr) & PI_NAMES:
-        return True  # the attribute's name, a `Name` to LibCST
-    return any(mentions_pi(child, env) for child in _children(node))
+    return sumshape.mentions_pi(node, _Reader(env))
 
 
 def _number(node: ast.expr) -> Optional[float]:
@@ -545,40 +244,121 @@ def _number(node: ast.expr) -> Optional[float]:
 # --- operands -----------------------------------------------------------------------------------------
 def leaves(node: ast.expr, env: Env) -> Iterator[ast.expr]:
     """`probmath.leaves`: the tensor values an expression reads."""
-    node = _unwrap(node)
-    if _number(node) is not None or isinstance(node, ast.JoinedStr) or (
-            type(node) is ast.Constant and isinstance(node.value, (str, bytes))):
-        return
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        if not _matches(node, PI_NAMES, env) and not (type(node) is ast.Name and env.is_number_constant(node.id)):
-            yield node
-        return
-    if isinstance(node, ast.Subscript):
-        yield from leaves(node.value, env)
-        return
-    if isinstance(node, ast.BinOp):
-        yield from leaves(node.left, env)
-        yield from leaves(node.right, env)
-        return
-    if isinstance(node, ast.UnaryOp):
-        yield from leaves(node.operand, env)
-        return
-    if isinstance(node, ast.Call):
-        if _matches(node.func, SCALAR_LOG_FUNCTIONS, env):
-            return
-        if nodes.is_cast_call(node, env.imports):
-            yield node
-            return
-        if isinstance(node.func, ast.Attribute) and not _imported(node.func.value, env):
-            yield from leaves(node.func.value, env)
-            return
-        first = _first_arg(node)
-        if first is not None and _imported(node.func, env):
-            yield from leaves(first, env)
-            return
-        yield node
-        return
-    yield node
+    return sumshape.leaves(node, _Reader(env))
+
+
+class _Reader:
+    """`probshape.Reader` over CPython's nodes: `probmath._Reader`'s answers."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.by_name = env.by_name
+        self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
+        self.memo = env.memo
+        self.is_local, self.parenthesized, self.same = env.is_local, env.parenthesized, env.same_code
+        self.is_number_constant = env.is_number_constant
+
+    def plus_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.operand if type(node) is ast.UnaryOp and type(node.op) is ast.UAdd else None
+
+    def minus_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else None
+
+    def subscript_value(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.value if isinstance(node, ast.Subscript) else None
+
+    def calls_producer(self, node: ast.expr) -> bool:
+        return False  # the summary reader does not know the project's producers
+
+    def operation(self, node: ast.expr) -> Optional[Tuple[str, ast.expr, ast.expr]]:
+        if type(node) is not ast.BinOp:
+            return None
+        return _OPERATORS.get(type(node.op), "other"), node.left, node.right
+
+    def is_literal(self, node: ast.expr) -> bool:
+        return _is_literal(node)
+
+    def literal_number(self, node: ast.expr) -> Optional[float]:
+        return _literal(node)
+
+    def is_string(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.JoinedStr) or (type(node) is ast.Constant and isinstance(node.value, (str, bytes)))
+
+    def name(self, node: ast.expr) -> Optional[str]:
+        return node.id if isinstance(node, ast.Name) else None
+
+    def is_name_or_attribute(self, node: ast.expr) -> bool:
+        return isinstance(node, (ast.Name, ast.Attribute))
+
+    def unary_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        return node.operand if isinstance(node, ast.UnaryOp) else None
+
+    def children(self, node: ast.expr) -> List[ast.expr]:
+        return _children(node)
+
+    def attribute_name(self, node: ast.expr) -> Optional[str]:
+        return node.attr if type(node) is ast.Attribute else None  # LibCST's `Name` child
+
+    def is_lambda(self, node: ast.expr) -> bool:
+        return type(node) is ast.Lambda
+
+    def names_pi(self, node: ast.expr) -> bool:
+        return _matches(node, PI_NAMES, self.env) or isinstance(node, ast.Attribute) and (
+            node.attr == "pi" or bool(self.env.imports.qualnames_of(node.attr) & PI_NAMES))  # LibCST's `Name`
+
+    def imports_name(self, node: ast.expr, names: frozenset) -> bool:
+        return _matches(node, names, self.env)
+
+    def self_attribute(self, node: ast.expr) -> Optional[str]:
+        return nodes.self_attribute(node)
+
+    def function_call(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
+        return _function(node, names, self.env)
+
+    def method_call(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
+        return _method(node, names, self.env)
+
+    def method_named(self, node: ast.expr, names: frozenset) -> Optional[ast.Call]:
+        return _method(node, names)
+
+    def is_call(self, node: ast.expr) -> bool:
+        return type(node) is ast.Call
+
+    def is_cast(self, call: ast.Call) -> bool:
+        return nodes.is_cast_call(call, self.env.imports)
+
+    def value_receiver(self, call: ast.Call) -> Optional[ast.expr]:
+        func = call.func
+        return func.value if isinstance(func, ast.Attribute) and not _imported(func.value, self.env) else None
+
+    def imported_callee(self, call: ast.Call) -> bool:
+        return _imported(call.func, self.env)
+
+    def cast_operand(self, node: ast.expr) -> Optional[ast.expr]:
+        cast = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and nodes.is_cast_call(
+            node, self.env.imports)
+        return node.func.value if cast else None  # type: ignore[attr-defined]
+
+    def callee_name(self, node: ast.expr) -> Optional[str]:
+        if not isinstance(node, ast.Call) or _imported(node.func, self.env):
+            return None
+        func = node.func
+        return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+    def has_arguments(self, call: ast.Call) -> bool:
+        return bool(call.args or call.keywords)
+
+    def has_positionals(self, call: ast.Call) -> bool:
+        return bool(call.args)  # CPython's lgamma asks for no positional: `x.lgamma(out=y)` counts (LibCST's not)
+
+    def first_arg(self, call: ast.Call) -> Optional[ast.expr]:
+        return _first_arg(call)
+
+    def receiver(self, call: ast.Call) -> ast.expr:
+        return _receiver(call)
+
+    def arguments(self, call: ast.Call) -> List[nodes.Arg]:
+        return nodes.call_args(call)
 
 
 # The call readers under the names `facts.mathcalls` gives LibCST's (`astkernels` reads them).

@@ -12,31 +12,35 @@ on float16 inputs, and the rules decide what to report.
 Recognition is structural on purpose. A name alone (`probs`) is trusted only
 for values the function did not compute itself (parameters and attributes):
 a local name is judged by what was assigned to it.
+
+The recognizers themselves are `facts.probshape`'s and `facts.sumshape`'s,
+written once for both trees; this module is their reader for LibCST's nodes
+(`_Reader`) and keeps LibCST's own walk (`inline_sites`) and answer types
+(`Epsilon`, `InlineSite`). `facts.astprobmath` is the reader for CPython's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from amplint import dtypes
+from amplint.facts import probshape, sumshape
 from amplint.cstwalk import inner_children, type_test
 from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _function, imported as _imported
-from amplint.facts.mathcalls import method_call as _method, number_value, receiver as _receiver
+from amplint.facts.mathcalls import method_call as _method, receiver as _receiver
 from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
-from amplint.facts.mathnames import (
-    ABS_FUNCTIONS, ABS_METHODS, EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS,
-    LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, PROB_FUNCTIONS, PROB_METHODS, SCALAR_LOG_FUNCTIONS,
-    SCALE_FUNCTIONS, SCALE_METHODS, SQUARE_FUNCTIONS, SQUARE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability)
-from amplint.screen import FLOAT16_SUBNORMAL, LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
+from amplint.facts.mathnames import PI_NAMES
+from amplint.screen import FLOAT16_SUBNORMAL
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
 
 # float16's smallest normal: between the two limits a floor keeps a value but loses precision.
 FLOAT16_NORMAL = 2.0 ** -14
-_DEPTH = 4  # how many assignments back a name is followed
+_DEPTH = probshape.DEPTH
 _EXPRESSION = type_test(cst.BaseExpression)
+_OPERATORS = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.Power: "**"}
 
 
 @dataclass(frozen=True)
@@ -127,472 +131,234 @@ def _site(node: cst.BaseExpression, env: Env) -> Optional[InlineSite]:
     return None
 
 
-def _bound_once(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
-    """The value a local name is bound to, when the function binds it once."""
-    values = env.values(node.value) if isinstance(node, cst.Name) and env.is_local(node.value) else ()
-    return values[0] if len(values) == 1 else None
-
-
 def producer_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
-    """`logits` for a local `p` bound once to `torch.softmax(logits, -1)`, `logits.sigmoid()` (or a scale's
-    `F.softplus(s)`): where they are made. A cast of `p` comes too late once float16 rounded them to 0."""
-    value = _bound_once(node, env)
-    function = None if value is None else _function(value, PROB_FUNCTIONS | SCALE_FUNCTIONS, env)
-    if function is None and value is not None and env.calls_producer(value):
-        function = value  # type: ignore[assignment]  # a project helper returning probabilities: cast its input
-    if function is not None:
-        return _first_arg(function)
-    method = None if value is None else _method(value, PROB_METHODS | SCALE_METHODS, env)
-    return None if method is None else _receiver(method)
+    """`probshape.producer_operand`: `logits` of a local bound once to `torch.softmax(logits, -1)`."""
+    return probshape.producer_operand(node, _Reader(env))
 
 
 def straight_from_producer(node: cst.BaseExpression, env: Env) -> bool:
-    """`softmax(x)`, `x.sigmoid()`, or a local name bound once to one: probabilities float16 may round to 0 but
-    holds otherwise, also through a mean, a view or a gather of them. Not `1 - p` (which float16 cancels near
-    1) nor `e / e.sum()` (whose `exp` overflows)."""
-    node = _kept_prob(_unwrap(node), env)
-    value = _bound_once(node, env)
-    node = node if value is None else _kept_prob(_unwrap(value), env)
-    return _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None
-
-
-def _kept_prob(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
-    """What `p.mean(0)`, `p.view(...)`, `torch.gather(p, ...)` read: they keep probabilities probabilities."""
-    while True:
-        method = _method(node, KEEPS_PROB_METHODS, env)
-        function = None if method is not None else _function(node, KEEPS_PROB_FUNCTIONS, env)
-        inner = _receiver(method) if method is not None else _first_arg(function) if function is not None else None
-        if inner is None:
-            return node
-        node = _unwrap(inner)
+    """`probshape.straight_from_producer`: a softmax or sigmoid, or a local name bound once to one."""
+    return probshape.straight_from_producer(node, _Reader(env))
 
 
 def lgamma_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
-    """`x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`: a Gamma, Beta, Dirichlet or Poisson
-    normaliser written out. float16 holds its argument to 3 digits and its value to 65504."""
-    call = _function(node, LGAMMA_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LGAMMA_METHODS, env)
-    return _receiver(call) if call is not None and not call.args else None
+    """`probshape.lgamma_operand`: `x` of `torch.lgamma(x)`, `x.lgamma()`, `torch.special.gammaln(x)`."""
+    return probshape.lgamma_operand(node, _Reader(env))
 
 
 def log_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
     """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
-    call = _function(node, LOG_FUNCTIONS, env)
-    if call is not None:
-        return _first_arg(call)
-    call = _method(node, LOG_METHODS, env)
-    if call is not None and not call.args:  # `math.log(x)` and `np.log(x)` take an argument
-        return _receiver(call)
-    return None
-
-
-def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
-    """Parentheses are kept on the node in LibCST; nothing to strip but a unary plus."""
-    while type(node) is cst.UnaryOperation and type(node.operator) is cst.Plus:
-        node = node.expression
-    return node
+    return probshape.log_operand(node, _Reader(env))
 
 
 def strip_floor(node: cst.BaseExpression, env: Env) -> Tuple[cst.BaseExpression, Optional[Epsilon]]:
     """`p + eps`, `eps + p`, `p.clamp(min=eps)`, `torch.clamp(p, eps)`, `torch.maximum(p, tensor(eps))`: (p, eps)."""
-    node = _unwrap(node)
-    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Add:
-        right = literal_value(node.right, env)
-        if right is not None:
-            return node.left, Epsilon(node.right, right)
-        left = literal_value(node.left, env)
-        if left is not None:
-            return node.right, Epsilon(node.left, left)
-        return node, None
-    call = _function(node, FLOOR_FUNCTIONS, env)
-    if call is not None:
-        operand = _first_arg(call)
-        bound = _floor_bound(call.args, 1)
-        if bound is not None and isinstance(bound, cst.Call) and env.imports.matches(bound.func, {"torch.tensor"}):
-            bound = _first_arg(bound)
-        value = None if bound is None else literal_value(bound, env)
-        if operand is not None:
-            return operand, None if value is None or bound is None else Epsilon(bound, value)
-    call = _method(node, FLOOR_METHODS, env)
-    if call is not None:
-        bound = _floor_bound(call.args, 0)
-        value = None if bound is None else literal_value(bound, env)
-        return _receiver(call), None if value is None or bound is None else Epsilon(bound, value)
-    return node, None
-
-
-def _floor_bound(args: Sequence[cst.Arg], position: int) -> Optional[cst.BaseExpression]:
-    positional = [a.value for a in args if a.keyword is None and not a.star]
-    for arg in args:
-        if arg.keyword is not None and arg.keyword.value in ("min", "other"):
-            return arg.value
-    return positional[position] if len(positional) > position else None
+    inner, floor = probshape.strip_floor(node, _Reader(env))
+    return inner, None if floor is None else Epsilon(*floor)
 
 
 def literal_value(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> Optional[float]:
     """A small positive float the expression certainly is: a literal, or a name/attribute bound only to one."""
-    node = _unwrap(node)
-    if isinstance(node, (cst.Float, cst.Integer)):
-        try:
-            value = float(node.evaluated_value)
-        except (ValueError, OverflowError):
-            return None
-        return value if 0 < value < 1 else None
-    if depth == 0:
-        return None
-    bound: Sequence[cst.BaseExpression] = ()
-    if isinstance(node, cst.Name):
-        bound = env.values(node.value)
-        constant = env.constant_value(node.value)  # a module constant: `EPS = 1e-10`
-        if constant is not None:
-            return constant if 0 < constant < 1 else None
-    elif _self_attribute(node) is not None:
-        bound = env.attribute_values(_self_attribute(node) or "")
-    values = {literal_value(value, env, depth - 1) for value in bound}
-    if len(values) == 1:
-        return values.pop()
-    return None
+    return probshape.literal_value(node, _Reader(env), depth)
 
 
 # --- probabilities ----------------------------------------------------------------------------------
 def is_prob(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
     """Does `node` hold probabilities: a softmax or sigmoid, a normalisation, or a reduction of one?"""
-    node = _unwrap(node)
-    if _function(node, PROB_FUNCTIONS, env) is not None or _method(node, PROB_METHODS, env) is not None:
-        return True
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dtypes.is_cast_call(node, env.imports):
-        return is_prob(node.func.value, env, depth)  # `p.float()`: still probabilities, now float32 (a cast site)
-    if isinstance(node, cst.Subscript):
-        return is_prob(node.value, env, depth)
-    call = _method(node, KEEPS_PROB_METHODS, env)
-    if call is not None:
-        return is_prob(_receiver(call), env, depth)
-    call = _function(node, KEEPS_PROB_FUNCTIONS, env)
-    if call is not None:
-        first = _first_arg(call)
-        return first is not None and is_prob(first, env, depth)
-    inner, _ = strip_floor(node, env)
-    if inner is not node:
-        return is_prob(inner, env, depth)
-    if isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.Divide) and _is_sum(node.right, env):
-            return True  # x / x.sum(...): a normalisation
-        if isinstance(node.operator, cst.Divide):
-            return is_prob(node.left, env, depth) and is_prob(node.right, env, depth)  # a ratio of probabilities
-        if isinstance(node.operator, cst.Multiply):
-            return (is_prob(node.left, env, depth) and _is_scale(node.right, env)) or (
-                is_prob(node.right, env, depth) and _is_scale(node.left, env))
-        if isinstance(node.operator, cst.Subtract):  # 1 - p: the complement
-            return _is_one(node.left, env) and is_prob(node.right, env, depth)
-        return False
-    if isinstance(node, cst.Name):
-        if depth > 0 and any(is_prob(value, env, depth - 1) for value in env.values(node.value)):
-            return True
-        return not env.is_local(node.value) and names_probability(node.value)
-    if env.calls_producer(node):
-        return True  # a project function whose body returns probabilities (`project.probreturns`)
-    if isinstance(node, cst.Call) and not _imported(node.func, env):
-        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
-        return isinstance(name, str) and names_probability(name)  # normal_cdf(x), self.likelihood(y)
-    attr = _self_attribute(node)
-    if attr is not None:  # `self.p`: what the class's methods assign it, else its name
-        return names_probability(attr) or depth > 0 and any(
-            is_prob(value, env, depth - 1) for value in env.attribute_values(attr))
-    return False
-
-
-def _is_scale(node: cst.BaseExpression, env: Env) -> bool:
-    """A number or a mask: multiplying probabilities by it keeps them probabilities (or zero)."""
-    node = _unwrap(node)
-    if isinstance(node, (cst.Float, cst.Integer)):
-        return True
-    return isinstance(node, cst.Name) and "mask" in node.value.lower()
-
-
-def _is_one(node: cst.BaseExpression, env: Env) -> bool:
-    """`1`, `1.0` or `torch.ones_like(x)`."""
-    return number_value(node) == 1 or _function(_unwrap(node), frozenset({"torch.ones_like"}), env) is not None
-
-
-def _root_name(node: cst.BaseExpression) -> Optional[str]:
-    """`p` of `p`, `p[:, 1]`, `p.detach()`, `p.clip(eps)`: the value a view or floor is taken of."""
-    node = _unwrap(node)
-    while True:
-        if isinstance(node, cst.Subscript):
-            node = node.value
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
-                node.func.attr.value in KEEPS_PROB_METHODS | FLOOR_METHODS):
-            node = node.func.value
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and number_value(node.right):
-            node = node.left
-        else:
-            break
-    return node.value if isinstance(node, cst.Name) else None
+    return probshape.is_prob(node, _Reader(env), depth)
 
 
 def entropy_operand(node: cst.BaseExpression, env: Env) -> Optional[cst.BaseExpression]:
     """`p * log(p)` or `log(p) * p` (an entropy or KL term): the log, whose operand is then a probability."""
-    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)):
-        return None
-    for factor, other in ((node.right, node.left), (node.left, node.right)):
-        operand = log_operand(_unwrap(factor), env)
-        if operand is None:
-            continue
-        inner, _ = strip_floor(operand, env)
-        if _root_name(inner) is not None and _root_name(inner) == _root_name(_last_factor(other)):
-            return _unwrap(factor)
-    return None
-
-
-def _last_factor(node: cst.BaseExpression) -> cst.BaseExpression:
-    """`y` of `a * b * y`: the factor next to the log in a product chain."""
-    node = _unwrap(node)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        node = node.expression
-    while isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply) and not node.lpar:
-        node = node.right
-    return node
-
-
-def _is_sum(node: cst.BaseExpression, env: Env) -> bool:
-    node, _ = strip_floor(_unwrap(node), env)
-    return _method(node, SUM_METHODS, env) is not None or _function(node, SUM_FUNCTIONS, env) is not None
+    return probshape.entropy_operand(node, _Reader(env))
 
 
 def is_sum_of_exp(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bool:
     """`exp(x).sum(...)`, `torch.sum(torch.exp(x))`, or a name bound to one: a log-normaliser's argument."""
-    node = _through_casts(node, env)
-    call = _method(node, SUM_METHODS, env)
-    summed = _receiver(call) if call is not None else None
-    if summed is None:
-        call = _function(node, SUM_FUNCTIONS, env)
-        summed = None if call is None else _first_arg(call)
-    if summed is not None:
-        return _is_exp(summed, env, depth)
-    if isinstance(node, cst.Name) and depth > 0:
-        return any(is_sum_of_exp(value, env, depth - 1) for value in env.values(node.value))
-    return False
-
-
-def _is_exp(node: cst.BaseExpression, env: Env, depth: int) -> bool:
-    node = _through_casts(node, env)
-    if _function(node, EXP_FUNCTIONS, env) is not None or _method(node, frozenset({"exp"}), env) is not None:
-        return True
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        return _is_exp(node.left, env, depth) or _is_exp(node.right, env, depth)  # exp(x) * mask
-    if isinstance(node, cst.Name) and depth > 0:
-        return any(_is_exp(value, env, depth - 1) for value in env.values(node.value))
-    return False
-
-
-def _through_casts(node: cst.BaseExpression, env: Env) -> cst.BaseExpression:
-    """What `x.exp().float()` casts: a cast changes no shape (whether it came in time is `devicemath`'s)."""
-    while isinstance(node := _unwrap(node), cst.Call) and isinstance(node.func, cst.Attribute) and (
-            dtypes.is_cast_call(node, env.imports)):
-        node = node.func.value
-    return node
+    return probshape.is_sum_of_exp(node, _Reader(env), depth)
 
 
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------
 def is_additive(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract))
+    return sumshape.is_additive(node, _NODES)
 
 
 def additive_terms(node: cst.BaseExpression, root: bool = True) -> Iterator[cst.BaseExpression]:
-    """The terms of `(a - b + c)`, with unary minus dropped: a, b, c. Inner parentheses make one term.
-
-    Iterative: a generated sum of hundreds of terms is a chain that deep.
-    """
-    stack = [(node, root)]
-    while stack:
-        current, outer = stack.pop()
-        current = _unwrap(current)
-        if isinstance(current, cst.UnaryOperation) and isinstance(current.operator, cst.Minus):
-            current = current.expression
-        if is_additive(current) and (outer or not current.lpar):
-            assert isinstance(current, cst.BinaryOperation)
-            stack.append((current.right, False))
-            stack.append((current.left, False))
-        else:
-            yield current
+    """The terms of `(a - b + c)`, with unary minus dropped: a, b, c. Inner parentheses make one term."""
+    return sumshape.additive_terms(node, _NODES, root)
 
 
 def gaussian(node: cst.BaseExpression, env: Env
              ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
     """A sum with a squared tensor term beside a log term: (its tensor operands, where it starts), else None."""
-    return _density_sum(node, env, is_square_of_tensor)
+    return _density_sum(node, env, sumshape.is_square_of_tensor)
 
 
 def laplace(node: cst.BaseExpression, env: Env
             ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
     """A sum with a tensor's magnitude beside a log term (`abs(y - mu) / b + log(2 * b)`): a Laplace
     log-density written out, whose `|y - mu| / b` overflows float16 for small scales as a square does."""
-    return _density_sum(node, env, _is_abs_of_tensor)
+    return _density_sum(node, env, sumshape.is_abs_of_tensor)
 
 
-def _density_sum(node: cst.BaseExpression, env: Env, deviation: Callable[[cst.BaseExpression, Env], bool]
+def _density_sum(node: cst.BaseExpression, env: Env, deviation: Callable[[cst.BaseExpression, Any], bool]
                  ) -> Optional[Tuple[Tuple[cst.BaseExpression, ...], cst.BaseExpression]]:
-    """A deviation term (`deviation`: squared, or a magnitude) beside a log term (a tensor log or the
-    log(2*pi) constant) in one sum: (its tensor operands, where it starts), else None."""
-    terms = list(additive_terms(node)) if is_additive(node) else []
-    squares = [t for t in terms if has(t, env, deviation)] if len(terms) > 1 else []
-    logs = [t for t in terms if has(t, env, _is_log_term)] if squares else []  # most sums: no search
-    if not any(square is not log for square in squares for log in logs):
-        return None
-    return tuple(op for term in terms for op in leaves(term, env)), first_sum(node)
+    operands = sumshape.density_sum(node, _Reader(env), deviation)
+    return None if operands is None else (operands, first_sum(node))
 
 
 def first_sum(node: cst.BaseExpression) -> cst.BaseExpression:
-    """The innermost left sum of a chain, without parentheses: it starts where the written math starts.
-
-    `(a - b - 0.5 + c)` starts at its `(`; `a - b` starts at `a`. Only sums
-    have positions in the collector, so the anchor is a sum, not the term.
-    """
-    inner = _unwrap(node)
-    while isinstance(inner, cst.BinaryOperation) and is_additive(inner.left) and not inner.left.lpar:
-        inner = inner.left  # type: ignore[assignment]
-    if isinstance(inner, cst.BinaryOperation) and inner.lpar:
-        return _first_leaf(inner)
-    return inner
-
-
-def _first_leaf(node: cst.BaseExpression) -> cst.BaseExpression:
-    """For a parenthesised sum whose first term is not a sum: that first term."""
-    return next(additive_terms(node))
+    """The innermost left sum of a chain, without parentheses: it starts where the written math starts."""
+    return sumshape.first_sum(node, _NODES)
 
 
 def has(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool],
          depth: int = 2) -> bool:
-    """`test` holds for `node`, a sub-expression, or (`depth` steps back) a name's assigned value.
-
-    Memoized per function (`Env.memo`): the terms of the sums in one function share their names'
-    assigned values, which would otherwise be searched once per term.
-    """
-    key = (id(node), test.__name__, depth)
-    if key not in env.memo:
-        env.memo[key] = _search(node, env, test, depth)
-    return env.memo[key]
-
-
-def _search(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool], depth: int) -> bool:
-    node = _unwrap(node)
-    if test(node, env):
-        return True
-    kind = type(node)
-    if kind is cst.Name:
-        return depth > 0 and any(has(value, env, test, depth - 1) for value in env.values(node.value))
-    if kind is cst.Lambda or kind is cst.FunctionDef:
-        return False
-    return any(_EXPRESSION(child) and has(child, env, test, depth) or
-               (type(child) is cst.Arg and has(child.value, env, test, depth))
-               for child in inner_children(node))
+    """`sumshape.has` for a test of LibCST's (node, env); memoized per function under the test's name."""
+    def tree_test(each: cst.BaseExpression, _tree: Any) -> bool:
+        return test(each, env)
+    tree_test.__name__ = test.__name__
+    return sumshape.has(node, _Reader(env), tree_test, depth)
 
 
 def is_square_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
-    base: Optional[cst.BaseExpression] = None
-    operator = type(node.operator) if type(node) is cst.BinaryOperation else None
-    if operator is cst.Power:
-        if number_value(node.right) == 2:
-            base = node.left
-    elif operator is cst.Multiply:  # `u * u`, also `-0.5 * u * u` and `-u * u`: a number or a sign before it
-        if node.left.deep_equals(node.right) or _last_factor(node.left).deep_equals(node.right):
-            base = node.right
-    elif _method(node, SQUARE_METHODS, env) is not None:
-        base = _receiver(node)  # type: ignore[arg-type]
-    elif type(node) is cst.Call and _method(node, POW_METHODS, env) is not None:
-        exponent = _first_arg(node)
-        base = _receiver(node) if exponent is not None and number_value(exponent) == 2 else None
-    else:
-        call = _function(node, SQUARE_FUNCTIONS | POW_FUNCTIONS, env)
-        if call is not None:
-            positional = [a.value for a in call.args if a.keyword is None]
-            if env.imports.matches(call.func, SQUARE_FUNCTIONS) or (
-                    len(positional) == 2 and number_value(positional[1]) == 2):
-                base = positional[0] if positional else None
-    return base is not None and number_value(base) is None
-
-
-def _is_abs_of_tensor(node: cst.BaseExpression, env: Env) -> bool:
-    """`torch.abs(y - mu)`, `(y - mu).abs()`, `abs(d)`: a tensor's magnitude."""
-    if type(node) is not cst.Call:
-        return False
-    if _method(node, ABS_METHODS, env) is not None:
-        base: Optional[cst.BaseExpression] = _receiver(node)  # type: ignore[arg-type]
-    else:
-        call = _function(node, ABS_FUNCTIONS, env)
-        base = _first_arg(call) if call is not None else None
-    return base is not None and number_value(base) is None
-
-
-def _is_log_term(node: cst.BaseExpression, env: Env) -> bool:
-    return log_operand(node, env) is not None or _is_log_2pi(node, env)
-
-
-def _is_log_2pi(node: cst.BaseExpression, env: Env, attributes: bool = True) -> bool:
-    """`math.log(2 * math.pi)`, `np.log(2 * np.pi)`, or the constant's value written out; a module constant or
-    a `self.` attribute bound to one (`LOG_2PI`, `self.log_2pi`)."""
-    value = number_value(node)
-    if value is None and type(node) is cst.Name:
-        value = env.constant_value(node.value)
-    attr = _self_attribute(node) if attributes else None
-    if attr is not None:
-        bound = env.attribute_values(attr)
-        return bool(bound) and all(_is_log_2pi(each, env, False) for each in bound)
-    if value is not None:
-        return any(abs(value - c) < 1e-6 for c in (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2))
-    if isinstance(node, cst.Call) and (env.imports.matches(node.func, SCALAR_LOG_FUNCTIONS | LOG_FUNCTIONS)
-                                       or _method(node, LOG_METHODS, env) is not None):
-        operand = _first_arg(node) if node.args else None
-        return operand is not None and mentions_pi(operand, env)
-    return False
+    return sumshape.is_square_of_tensor(node, _Reader(env))
 
 
 def mentions_pi(node: cst.BaseExpression, env: Env) -> bool:
-    if env.imports.matches(node, PI_NAMES) or (isinstance(node, cst.Attribute) and node.attr.value == "pi"):
-        return True
-    if isinstance(node, cst.Call):
-        first = _first_arg(node)
-        return first is not None and mentions_pi(first, env)
-    return any(isinstance(child, cst.BaseExpression) and mentions_pi(child, env) for child in inner_children(node))
+    return sumshape.mentions_pi(node, _Reader(env))
 
 
-# --- operands -----------------------------------------------------------------------------------------
 def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
     """The tensor values an expression reads: names, attributes and calls that are not math on them."""
-    node = _unwrap(node)
-    strings = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-    if number_value(node) is not None or isinstance(node, strings):
-        return
-    if isinstance(node, (cst.Name, cst.Attribute)):
-        if not env.imports.matches(node, PI_NAMES) and not (type(node) is cst.Name and env.is_number_constant(
-                node.value)):
-            yield node
-        return
-    if isinstance(node, cst.Subscript):
-        yield from leaves(node.value, env)
-        return
-    if isinstance(node, cst.BinaryOperation):
-        yield from leaves(node.left, env)
-        yield from leaves(node.right, env)
-        return
-    if isinstance(node, cst.UnaryOperation):
-        yield from leaves(node.expression, env)
-        return
-    if isinstance(node, cst.Call):
-        if env.imports.matches(node.func, SCALAR_LOG_FUNCTIONS):
-            return
-        if dtypes.is_cast_call(node, env.imports):
-            yield node  # `x.float()`: the analysis sees a wide input
-            return
-        if isinstance(node.func, cst.Attribute) and not _imported(node.func.value, env):
-            yield from leaves(node.func.value, env)  # x.softmax(...), x.sum(...): the receiver
-            return
-        first = _first_arg(node)
-        if first is not None and _imported(node.func, env):
-            yield from leaves(first, env)  # torch.exp(x), F.softmax(x)
-            return
-        yield node
-        return
-    yield node
+    return sumshape.leaves(node, _Reader(env))
+
+
+class _Nodes:
+    """`probshape.Nodes` over LibCST's nodes: what their shape alone tells."""
+
+    def plus_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        plus = type(node) is cst.UnaryOperation and type(node.operator) is cst.Plus  # type: ignore[attr-defined]
+        return node.expression if plus else None  # type: ignore[attr-defined]
+
+    def minus_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        minus = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+        return node.expression if minus else None  # type: ignore[attr-defined]
+
+    def operation(self, node: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
+        if type(node) is not cst.BinaryOperation:
+            return None
+        return _OPERATORS.get(type(node.operator), "other"), node.left, node.right
+
+    def parenthesized(self, node: cst.BaseExpression) -> bool:
+        return bool(node.lpar)
+
+
+_NODES = _Nodes()
+
+
+class _Reader(_Nodes):
+    """`probshape.Reader` over LibCST's nodes, within one function's bindings."""
+
+    by_name = True
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.memo = env.memo
+        self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
+        self.is_local, self.calls_producer, self.is_number_constant = (
+            env.is_local, env.calls_producer, env.is_number_constant)
+
+    def subscript_value(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        return node.value if isinstance(node, cst.Subscript) else None
+
+    def is_literal(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.Float, cst.Integer))
+
+    def literal_number(self, node: cst.BaseExpression) -> Optional[float]:
+        try:
+            return float(node.evaluated_value)  # type: ignore[attr-defined]
+        except (ValueError, OverflowError):
+            return None
+
+    def is_string(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+    def name(self, node: cst.BaseExpression) -> Optional[str]:
+        return node.value if isinstance(node, cst.Name) else None
+
+    def is_name_or_attribute(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.Name, cst.Attribute))
+
+    def unary_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        return node.expression if isinstance(node, cst.UnaryOperation) else None
+
+    def same(self, left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+        return left.deep_equals(right)
+
+    def children(self, node: cst.BaseExpression) -> List[cst.BaseExpression]:
+        return [child if _EXPRESSION(child) else child.value  # type: ignore[attr-defined]
+                for child in inner_children(node) if _EXPRESSION(child) or type(child) is cst.Arg]
+
+    def attribute_name(self, node: cst.BaseExpression) -> Optional[str]:
+        return None  # an attribute's name is a `Name` among its children
+
+    def is_lambda(self, node: cst.BaseExpression) -> bool:
+        return type(node) is cst.Lambda
+
+    def names_pi(self, node: cst.BaseExpression) -> bool:
+        return self.env.imports.matches(node, PI_NAMES) or (
+            isinstance(node, cst.Attribute) and node.attr.value == "pi")
+
+    def imports_name(self, node: cst.BaseExpression, names: frozenset) -> bool:
+        return self.env.imports.matches(node, names)
+
+    def self_attribute(self, node: cst.BaseExpression) -> Optional[str]:
+        return _self_attribute(node)
+
+    def function_call(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
+        return _function(node, names, self.env)
+
+    def method_call(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
+        return _method(node, names, self.env)
+
+    def method_named(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
+        return _method(node, names)
+
+    def is_call(self, node: cst.BaseExpression) -> bool:
+        return type(node) is cst.Call
+
+    def is_cast(self, call: cst.Call) -> bool:
+        return dtypes.is_cast_call(call, self.env.imports)
+
+    def value_receiver(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        func = call.func
+        return func.value if isinstance(func, cst.Attribute) and not _imported(func.value, self.env) else None
+
+    def imported_callee(self, call: cst.Call) -> bool:
+        return _imported(call.func, self.env)
+
+    def cast_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        cast = isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dtypes.is_cast_call(
+            node, self.env.imports)
+        return node.func.value if cast else None  # type: ignore[attr-defined]
+
+    def callee_name(self, node: cst.BaseExpression) -> Optional[str]:
+        if not isinstance(node, cst.Call) or _imported(node.func, self.env):
+            return None
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
+        return name if isinstance(name, str) else ""
+
+    def has_arguments(self, call: cst.Call) -> bool:
+        return bool(call.args)
+
+    has_positionals = has_arguments  # LibCST's lgamma asks for no argument at all: `x.lgamma(out=y)` is none
+
+    def first_arg(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        return _first_arg(call)
+
+    def receiver(self, call: cst.Call) -> cst.BaseExpression:
+        return _receiver(call)
+
+    def arguments(self, call: cst.Call) -> List[Tuple[Optional[str], str, cst.BaseExpression]]:
+        return [(None if a.keyword is None else a.keyword.value, a.star, a.value) for a in call.args]
