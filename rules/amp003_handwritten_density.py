@@ -37,6 +37,10 @@ UNFIXABLE_CALL = (
     "not fixable: the arguments of the project's own density may not all be tensors; cast its tensor "
     "arguments (or the constructor's) to float32 by hand, or compute in float32 inside the density"
 )
+UNFIXABLE_STATEMENT = (
+    "not fixable: float16 loses range outside the probability math, in the statement's other terms; cast the "
+    "tensors listed to float32 where they are made (the codemod cannot tell that each is a tensor)"
+)
 KINDS = (INLINE, DENSITY)
 
 
@@ -71,17 +75,24 @@ def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     if diagnosis.origin:
         return f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from " + (
             region_phrase(diagnosis))
-    return (f"{shape} runs in the {kind} {diagnosis.region.label} at line {diagnosis.region.line} on tensors not "
-            f"cast to float32: {inputs}{reached_via(diagnosis)}{spared_on(diagnosis)}")
+    where = f"the {kind} {diagnosis.region.label} at line {diagnosis.region.line}"
+    if site.through_statement:
+        return (f"{shape} reads float32 inputs, but the statement holding it runs in {where} and loses range on "
+                f"tensors not cast to float32: {inputs}{reached_via(diagnosis)}{spared_on(diagnosis)}")
+    return (f"{shape} runs in {where} on tensors not cast to float32: {inputs}{reached_via(diagnosis)}"
+            f"{spared_on(diagnosis)}")
 
 
 def fix_strategies(diagnosis: Diagnosis) -> Tuple[str, ...]:
     """Fix A casts what a log of probabilities reads; the other shapes are left to the user (`UNFIXABLE`)."""
     site = diagnosis.site
-    return (CAST,) if site.kind == INLINE and site.method in CASTABLE and site.uncast else ()
+    castable = site.kind == INLINE and site.method in CASTABLE and not site.through_statement
+    return (CAST,) if castable and site.uncast else ()
 
 
 def why_unfixable(diagnosis: Diagnosis) -> str:
+    if diagnosis.site.through_statement:
+        return UNFIXABLE_STATEMENT
     return UNFIXABLE_CALL if diagnosis.site.kind == DENSITY else UNFIXABLE
 
 
@@ -137,7 +148,10 @@ RULE = Rule(
         "function a region elsewhere enters, every parameter is taken as that region's activation, on the device of "
         "the region that reaches it. A cast "
         "written after float16 already lost range (`torch.sigmoid(z).float()`, and `torch.exp(s).float()` under "
-        "CPU autocast) comes too late: the inputs are then the tensors that op read, and fix A casts them there."
+        "CPU autocast) comes too late: the inputs are then the tensors that op read, and fix A casts them there. "
+        "Math whose own inputs are cast is judged with the statement it is in, since that is what the loss gets: "
+        "`torch.lgamma(a.float()) / s.exp()` overflows at the `exp`, so the finding names `s`, and it is not fixed "
+        "(the cast belongs where `s` is made; the codemod cannot tell that every such input is a tensor)."
     ),
     why_bad=(
         "The math runs in float16 when its inputs are float16. float16's smallest subnormal is 6.0e-8: a "
@@ -176,6 +190,13 @@ with torch.autocast("cpu", dtype=torch.float16):
     mu, raw = head(x).float().chunk(2, dim=-1)
     b = 1e-3 * torch.sigmoid(raw)
     nll = (torch.abs(y.float() - mu) / b + torch.log(2 * b)).sum(-1)
+""",
+        # Its own inputs cast, and the rest of the statement loses nothing in float16: an addition, a cast `exp`.
+        """
+import torch
+with torch.autocast("cpu", dtype=torch.float16):
+    mu, s = head(x).chunk(2, dim=-1)
+    term = torch.lgamma(mu.float().exp()) / s.float().exp() + s
 """,
         # The fused primitive.
         """
@@ -454,6 +475,19 @@ def cauchy_pdf(head, x, y):
         return 1.0 / (math.pi * scale * (1 + ((y - loc) / scale) ** 2))
 """,
             6,
+            16,
+        ),
+        # Its own inputs cast, but the statement divides by `exp` of a float16 head: under CPU autocast it
+        # overflows, and the quotient is 0 or NaN. Reported at the math, not fixable (the cast belongs to `s`).
+        Invalid(
+            """
+import torch
+def gamma_term(head, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        mu, s = head(x).chunk(2, dim=-1)
+        return torch.lgamma(mu.float().exp()) / s.exp()
+""",
+            5,
             16,
         ),
     ),

@@ -22,6 +22,7 @@ from amplint.engine import check_source
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 from amplint.fix.apply import fix_text  # noqa: E402
+from amplint.rules.amp003_handwritten_density import UNFIXABLE_STATEMENT  # noqa: E402
 from amplint.verify.devices import CUDA_EMULATED, EmulatedCudaTensor, to_host  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -74,6 +75,10 @@ CASES: Dict[str, Tuple[str, Dict[str, List[Tuple[int, int, str, str]]]]] = {
     "binary entropy with a floor float16 keeps": (
         "p = torch.sigmoid(z)\nreturn -(p * torch.log(p + 1e-06) + (1 - p) * torch.log(1 - p + 1e-06)).sum(-1)",
         {"cpu": [(10, 55, "AMP003", "low")], "cuda": [(10, 55, "AMP003", "low")]}),
+    # The log-normaliser's own input is cast, but its statement multiplies by a float16 `exp`, which overflows
+    # under CPU autocast; CUDA runs the `exp` in float32, so nothing is lost there and nothing is reported.
+    "cast lgamma times a float16 exp": ("return torch.lgamma(F.softplus(z.float()) + 1e-3) * s.exp()", {
+        "cpu": [(9, 16, "AMP003", "high")], "cuda": []}),
     # A cast before the sigmoid: float32 throughout on both.
     "sigmoid cast in time": ("p = torch.sigmoid(z.float())\nreturn -torch.log(p)", {"cpu": [], "cuda": []}),
 }
@@ -154,6 +159,18 @@ def test_fix_casts_before_the_op_that_lost_range(device: str) -> None:
     assert fixed.remaining == ()
     assert nonfinite(run(text, device)) > 0
     assert nonfinite(run(fixed.fixed, device)) == 0
+
+
+def test_math_lost_in_its_statement_is_reported_and_not_fixed() -> None:
+    """The cast belongs where the float16 `exp` is made, outside the math: the codemod leaves it, and says where."""
+    text = source(CASES["cast lgamma times a float16 exp"][0], "cpu")
+    result = check_source(text, "case.py", Config())
+    [finding] = result.findings
+    assert "the statement holding it" in finding.message and "`s`" in finding.message
+    assert not finding.fixable and finding.fix_strategies == ()
+    fixed = fix_text(text, "case.py", Config())
+    assert fixed.fixed == text and [f.line for f in fixed.remaining] == [9]
+    assert [s.reason for s in fixed.skipped] == [UNFIXABLE_STATEMENT]
 
 
 def test_min_risk_high_leaves_out_what_the_device_spares() -> None:

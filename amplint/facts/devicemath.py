@@ -33,7 +33,7 @@ from amplint.facts import probes
 from amplint.facts.mathcalls import imported, number_value
 from amplint.facts.mathenv import Env, self_attribute
 from amplint.facts.mathnames import python_math
-from amplint.model import OnDevice, Probed
+from amplint.model import PROBE_TOLERANCE, OnDevice, Probed
 from amplint.names import dotted_name
 from amplint.policies import FLOAT32, LOWER, AutocastPolicy
 
@@ -81,8 +81,9 @@ class DeviceMath:
     """Evaluates expressions of one function under one policy; answers are memoized per node."""
 
     def __init__(self, env: Env, policy: AutocastPolicy, is_wide: Callable[[cst.BaseExpression], bool],
-                 data: FrozenSet[str] = frozenset()) -> None:
+                 data: FrozenSet[str] = frozenset(), density: int = 1) -> None:
         self.env = env
+        self.density = density  # probe rows per leaf, as a multiple of `probes.LADDER`'s
         self.data = data  # parameters that hold the caller's values (`Site.data`): float32 data, not float16
         self.policy = policy
         self.is_wide = is_wide
@@ -139,7 +140,7 @@ class DeviceMath:
         """A value the analysis does not compute: float16 unless proved float32; its numbers are probes (an
         activation's, or `data`'s: the caller's targets and counts)."""
         dtype = dtype or (F32 if self.is_wide(node) else F16)
-        return Computed(dtype, values=probes.leaf(_code(node), dtype == F16, data), leaf=True)
+        return Computed(dtype, values=probes.leaf(_code(node), dtype == F16, data, self.density), leaf=True)
 
     def _name(self, node: cst.Name) -> Computed:
         """A local is its bindings (a cast among them keeps what was lost before it); a parameter the function
@@ -324,8 +325,27 @@ def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolic
         statement = computed  # a statement the walk cannot read (several values, a comprehension): the site alone
     if not computed.lossy and not statement.lossy:
         return OnDevice(policy.device, spared=True)
-    judged = computed.values if statement.values is None else statement.values
-    return OnDevice(policy.device, probed=probes.judge(judged))
+    probed = probes.judge(_judged(computed, statement))
+    if probed is not None and probed.holds and probed.max_error * probes.NEAR > PROBE_TOLERANCE:
+        denser = DeviceMath(env, policy, is_wide, data, probes.REFINE)
+        again = denser.of(node)
+        probed = probes.worse(probed, probes.judge(_judged(again, denser.of(whole) if statement is not computed
+                                                              else again)))
+    return OnDevice(policy.device, probed=probed)
+
+
+def _judged(computed: Computed, statement: Computed) -> Optional[probes.Value]:
+    """The numbers the probes judge: the statement's where known, else the site's own."""
+    return computed.values if statement.values is None else statement.values
+
+
+def statement_sources(whole: cst.BaseExpression, env: Env, policy: AutocastPolicy,
+                      is_wide: Callable[[cst.BaseExpression], bool], data: FrozenSet[str] = frozenset()
+                      ) -> List[cst.BaseExpression]:
+    """The float16 tensors a statement loses range from under `policy` (the operands of its first ops that lost
+    it), or [] when it loses none or cannot be read whole: what a cast must reach there."""
+    computed = DeviceMath(env, policy, is_wide, data).of(whole)
+    return [] if UNREAD in computed.lossy else list(computed.sources)
 
 
 def cast_too_late(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolicy],

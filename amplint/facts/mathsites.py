@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, List, Optional, Protocol, Set, Tuple
 import libcst as cst
 
 from amplint.facts import probmath
-from amplint.facts.devicemath import cast_too_late, on_device
+from amplint.facts.devicemath import cast_too_late, on_device, statement_sources
 from amplint.facts.kernels import kernel
 from amplint.facts.logparams import is_positive_transform, log_parameter_form
 from amplint.facts.mathenv import Env, unrebound_parameters
+from amplint.facts.nodes import tainted_inputs
 from amplint.policies import CPU, CUDA
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,11 +82,18 @@ def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext"
     """Mark how the site's region's device computes it: its policy may run every op that loses range in float32
     (CUDA runs `softmax`, `exp`, `pow` and `log` so: `Site.promoted`); otherwise float16 on the probe activations
     says whether it holds there (`Site.probed`; `amplint.facts.devicemath.on_device`). Either way it is reported,
-    its inputs float16 with no cast; the message and its risk say what the device does. `floor`: `expr` is what
-    a floor is added to."""
-    if site is None or not site.uncast:
+    its inputs float16 with no cast; the message and its risk say what the device does. A site whose own inputs
+    are float32 takes those its statement loses range on (`_statement_inputs`). `floor`: `expr` is what a floor
+    is added to."""
+    if site is None:
         return site
     env = ctx.math_env()
+    if len(site.data) == len(site.uncast) and not floor:  # a floor's finding is about the floor: float32 keeps it
+        _statement_inputs(site, ctx)
+    elif site.uncast:
+        _supersede(site, ctx)
+    if not site.uncast:
+        return site
     if site.state is not None:
         device = on_device(expr, env, site.state.policy, ctx.is_wide, unrebound_parameters(ctx.scope.node, env),
                            floor, _statement_value(site))
@@ -97,6 +105,33 @@ def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext"
         site.reached = tuple(on_device(expr, env, policy, ctx.is_wide, frozenset(), floor, whole)
                              for policy in (CPU, CUDA))
     return site
+
+
+def _statement_inputs(site: "Site", ctx: "SiteContext") -> None:
+    """A site whose own inputs are float32 (cast, or the caller's data: `Site.data`) still loses range when its
+    statement does: `torch.lgamma(a.float()) / s.exp()` overflows at the `exp`. The site's uncast inputs become
+    the float16 tensors the statement loses range from (`Site.through_statement`), once per statement. Only in
+    a region of the site's own function: reached from elsewhere, a site is judged by its own inputs."""
+    whole = _statement_value(site)
+    if site.state is None or site.state.policy is None or whole is None:
+        return
+    if any(other.statement is site.statement and other.uncast for other in ctx.scope.sites):
+        return  # the statement is reported at a site of its own already
+    env = ctx.math_env()
+    sources = statement_sources(whole, env, site.state.policy, ctx.is_wide,
+                                unrebound_parameters(ctx.scope.node, env))
+    if sources:
+        site.uncast, site.data = sources, []
+        site.tainted = tainted_inputs(ctx.scope.tainted, sources)
+        site.through_statement = True
+
+
+def _supersede(site: "Site", ctx: "SiteContext") -> None:
+    """A site with float16 inputs of its own reports its statement: one made earlier in it that took the
+    statement's inputs (`_statement_inputs`) reports nothing."""
+    for other in ctx.scope.sites:
+        if other.through_statement and other.statement is site.statement:
+            other.uncast, other.tainted, other.through_statement = [], [], False
 
 
 def _statement_value(site: "Site") -> Optional[cst.BaseExpression]:

@@ -149,6 +149,9 @@ class Site:
     # Uncast inputs that are parameters of the site's function, never rebound there: in a region of that
     # function they hold what the caller gave, float32 data as often as not (`sites.parameter_inputs`).
     data: List[cst.BaseExpression] = field(default_factory=list)
+    # Its own inputs are float32; `uncast` holds the float16 tensors its statement loses range from
+    # (`mathsites._statement_inputs`: `torch.lgamma(a.float()) / s.exp()`).
+    through_statement: bool = False
 
     @property
     def constructor_visible(self) -> bool:

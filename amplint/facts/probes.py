@@ -27,7 +27,9 @@ A value is hazardous when, in any row, float16 gives a non-finite value
 where the reference is finite, or an error |f16 - ref| / max(|ref|, 1) above
 `amplint.model.PROBE_TOLERANCE` (1e-2), the rule `tests/mathgen` measures truth
 by. Ops this module
-does not know give no numbers, and then nothing is proved.
+does not know give no numbers, and then nothing is proved. A value that holds with
+an error within a factor `NEAR` of the tolerance is drawn again on `REFINE` times
+as many rows (`devicemath.on_device`): a loss by cancellation hides in narrow bands.
 """
 from __future__ import annotations
 
@@ -46,6 +48,11 @@ ENVELOPE = 20.0
 # loses range in narrow bands there (a sigmoid rounds to 1 between 8.3 and 9, `1 - p` then to 0).
 LADDER = ((0.5, 2), (2.0, 4), (6.0, 8), (12.0, 16), (ENVELOPE, 16))
 WIDTH = 8  # entries per row; reductions run over a row
+# Math whose largest error on the probes comes within `NEAR` of the tolerance is evaluated again on `REFINE`
+# times as many rows: a loss of digits by cancellation (`rate - k * log(rate)` near its root) lives in bands
+# too narrow for the first draw to hit reliably, and only such borderline math pays for the second.
+NEAR = 5
+REFINE = 8
 _HUGE = 3.4e38  # float32's range: a reference beyond it says nothing about float16
 
 Row = Tuple[float, ...]
@@ -73,14 +80,15 @@ def half(x: float) -> float:
 
 
 @functools.lru_cache(maxsize=4096)  # a pure function of its key: the same names recur in every site of a file
-def leaf(key: str, float16: bool, data: bool = False) -> Probe:
+def leaf(key: str, float16: bool, data: bool = False, density: int = 1) -> Probe:
     """An activation (signed) or the function's data (not negative) named `key`, rounded to float16 when it is
     float16: the same key gives the same numbers. Per step of `LADDER`, rows spread over the whole interval,
     and a quarter as many held at its low end and at its high end (every logit of a row very negative: a
-    collapsed scale, a saturated classifier)."""
-    rng = random.Random(zlib.crc32(key.encode()))
+    collapsed scale, a saturated classifier). `density` times as many rows, drawn afresh (`REFINE`)."""
+    rng = random.Random(zlib.crc32(f"{key}#{density}".encode()) if density > 1 else zlib.crc32(key.encode()))
     rows: List[Row] = []
     for magnitude, count in LADDER:
+        count *= density
         magnitude = ENVELOPE if data else magnitude  # data is no state of the network: any row holds any
         low = 0.0 if data else -magnitude
         middle = (low + magnitude) / 2
@@ -280,6 +288,14 @@ def clamp(value: Optional[Value], low: Optional[Value], high: Optional[Value], f
     if high is not None:
         out = apply("minimum", [out, high], float16)
     return out
+
+
+def worse(first: Optional[Probed], second: Optional[Probed]) -> Optional[Probed]:
+    """Two draws' verdicts as one: every value compared, the largest error of either."""
+    if first is None or second is None:
+        return first or second
+    return Probed(first.values + second.values, first.nonfinite + second.nonfinite,
+                  max(first.max_error, second.max_error))
 
 
 def judge(value: Optional[Value]) -> Optional[Probed]:
