@@ -1,7 +1,7 @@
 """AMP003: hand-written log-density math runs under float16 autocast without a float32 cast."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING, List, Tuple
 
 from amplint.facts.densitycalls import DENSITY
 from amplint.facts.mathsites import INLINE, KERNEL, LGAMMA, LOG_PARAMETER, LOG_SCALE
@@ -67,10 +67,20 @@ def _shape(site: "Site") -> str:
     return SHAPES.get(site.method, "hand-written probability math")
 
 
+def _float16_inputs(site: "Site") -> "List[cst.BaseExpression]":
+    """The inputs the message lists: in the site's own region, not the function's parameters it never rebinds
+    (`Site.data`: the caller's targets and counts, float32 there by the same rule that lets a site reading only
+    them go unreported), unless nothing else is left."""
+    if site.state is None:
+        return list(site.uncast)
+    data = {id(node) for node in site.data}
+    return [node for node in site.uncast if id(node) not in data] or list(site.uncast)
+
+
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
     site = diagnosis.site
     shape = _shape(site)
-    inputs = listing(site.uncast, module)
+    inputs = listing(_float16_inputs(site), module)
     kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
     if diagnosis.origin:
         return f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from " + (

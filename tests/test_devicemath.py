@@ -173,6 +173,19 @@ def test_math_lost_in_its_statement_is_reported_and_not_fixed() -> None:
     assert [s.reason for s in fixed.skipped] == [UNFIXABLE_STATEMENT]
 
 
+def test_the_message_lists_the_float16_inputs_not_the_callers_data() -> None:
+    """`k` is a parameter the region does not make (counts, float32 data by the rule that leaves a site reading
+    only parameters unreported): the message names `rate` only. Reached from a region elsewhere, a parameter is
+    that region's activation and is listed."""
+    body = "rate = F.softplus(s)\nreturn (torch.lgamma(y + 1) - y * torch.log(rate) + rate).sum(-1)"
+    own = [f.message for f in check_source(source(body, "cpu"), "case.py", Config()).findings]
+    assert [m.split("not cast to float32: ")[1].split(";")[0] for m in own] == ["`rate`", "`rate`"]
+    reached = "import torch\n\n\ndef nll(rate, k):\n    return torch.lgamma(k + 1) - k * torch.log(rate) + rate\n\n\n" \
+        "def step(head, x, k):\n    with torch.autocast(\"cpu\", dtype=torch.float16):\n        return nll(head(x), k)\n"
+    messages = [f.message for f in check_source(reached, "case.py", Config()).findings]
+    assert [m.split("not cast to float32: ")[1].split(" (reached")[0] for m in messages] == ["`k`, `rate`", "`k`"]
+
+
 def test_min_risk_high_leaves_out_what_the_device_spares() -> None:
     from amplint.risk import at_least
 
