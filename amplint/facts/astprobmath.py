@@ -15,7 +15,6 @@ from typing import Any, Callable, Iterator, Optional, Tuple
 from amplint.facts import probshape, sumshape
 from amplint.facts.astmathenv import Env
 from amplint.facts.astreader import AstReader as _Reader
-from amplint.screen import FLOAT16_SUBNORMAL
 
 _DEPTH = probshape.DEPTH
 
@@ -33,11 +32,6 @@ def log_operand(node: ast.expr, env: Env) -> Optional[ast.expr]:
 def strip_floor(node: ast.expr, env: Env) -> Tuple[ast.expr, Optional[Tuple[ast.expr, float]]]:
     """`probmath.strip_floor`: (the value under a floor, (the floor's bound, its value) or None)."""
     return probshape.strip_floor(node, _Reader(env))
-
-
-def vanishes(floor: Optional[Tuple[ast.expr, float]]) -> bool:
-    """`probmath.Epsilon.vanishes`: float16 rounds the floor to 0."""
-    return floor is not None and 0 < floor[1] < FLOAT16_SUBNORMAL
 
 
 def literal_value(node: ast.expr, env: Env, depth: int = _DEPTH) -> Optional[float]:
@@ -66,50 +60,10 @@ def straight_from_producer(node: ast.expr, env: Env) -> bool:
     return probshape.straight_from_producer(node, _Reader(env))
 
 
-def log_shape(log: ast.expr, env: Env) -> Tuple[Optional[str], ast.expr]:
-    """`mathsites._log_shape`: ("log-sum-exp" | "log-of-prob" | None, the value under any floor)."""
-    operand = log_operand(log, env)
-    if operand is None:
-        return None, log
-    inner, floor = strip_floor(operand, env)
-    if is_sum_of_exp(inner, env):
-        return "log-sum-exp", inner
-    if not is_prob(inner, env):
-        return None, inner
-    guarded = floor is not None and floor[1] > 0 and not vanishes(floor) and straight_from_producer(inner, env)
-    return ("guarded" if guarded else "log-of-prob"), inner
-
-
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------
-def is_additive(node: ast.expr) -> bool:
-    return isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
-
-
 def additive_terms(node: ast.expr, env: Env) -> Iterator[ast.expr]:
     """The terms of `(a - b + c)`, unary minus dropped; a sum in parentheses of its own is one term."""
     return sumshape.additive_terms(node, _Reader(env))
-
-
-def inner_sums(node: ast.BinOp, env: Env) -> Iterator[ast.BinOp]:
-    """The sums `mathsites._claim` marks: each side of `node` that is a sum with no parentheses of its own, and
-    theirs, transitively. The walk reaches them next, and a sum is judged once."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        for side in (current.left, current.right):
-            if isinstance(side, ast.BinOp) and is_additive(side) and not env.parenthesized(side):
-                yield side
-                stack.append(side)
-
-
-def gaussian(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
-    """`probmath.gaussian`: a sum with a squared tensor term beside a log term: its tensor operands, else None."""
-    return sumshape.density_sum(node, _Reader(env), sumshape.is_square_of_tensor)
-
-
-def laplace(node: ast.expr, env: Env) -> Optional[Tuple[ast.expr, ...]]:
-    """`probmath.laplace`: a sum with a tensor's magnitude beside a log term: its tensor operands, else None."""
-    return sumshape.density_sum(node, _Reader(env), sumshape.is_abs_of_tensor)
 
 
 def has(node: ast.expr, env: Env, test: Callable[[ast.expr, Env], bool], depth: int = 2) -> bool:

@@ -174,10 +174,6 @@ def is_sum_of_exp(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bo
 
 
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------
-def is_additive(node: cst.BaseExpression) -> bool:
-    return sumshape.is_additive(node, _NODES)
-
-
 def additive_terms(node: cst.BaseExpression, root: bool = True) -> Iterator[cst.BaseExpression]:
     """The terms of `(a - b + c)`, with unary minus dropped: a, b, c. Inner parentheses make one term."""
     return sumshape.additive_terms(node, _NODES, root)
