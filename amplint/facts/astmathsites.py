@@ -107,7 +107,7 @@ class MathSites:
                 return None  # one site per written sum, not one per sub-sum
             tree = AstReader(self._env(function, owner))
             self._claimed.update(id(inner) for inner in siteshape.inner_sums(node, tree))
-            operands = None
+            operands: Optional[Tuple[ast.expr, ...]] = None
             for _, operands in siteshape.density_sums(node, tree):
                 if operands:
                     break  # the first with operands, else the last answer (`siteshape`'s doc)
