@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, List, Tuple
 
 from amplint.facts.densitycalls import DENSITY
-from amplint.facts.mathsites import INLINE, KERNEL, LGAMMA, LOG_PARAMETER, LOG_SCALE
+from amplint.facts.siteshape import INLINE, KERNEL, LGAMMA, LOG_PARAMETER, LOG_SCALE
 from amplint.model import Precision
 from amplint.rulebase import (
     CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, spared_on, uncast_under_float16,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Tuple
 
-from amplint.facts.mathsites import EPSILON
+from amplint.facts.siteshape import EPSILON
 from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16
 
 if TYPE_CHECKING:  # pragma: no cover

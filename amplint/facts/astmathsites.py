@@ -1,11 +1,12 @@
 """`mathsites` over CPython's tree: which calls and operations are hand-written probability math.
 
-The recognizers answer as the collector's do (`facts.mathsites`), in their
-order, with the shapes read by `astprobmath` over a function's bindings
-(`astmathenv`): a tensor log of probabilities or of a sum of exps, a floor
-float16 drops (`p + 1e-10`, `p.clamp(min=1e-12)`), an entropy term
-(`p * log(p)`), a Gaussian written out. Each answers the site's inputs, or
-None for no site; `astsites.SiteJudge` counts them.
+The recognizers are `facts.siteshape`'s, the collector's (`facts.mathsites`),
+asked in its order over CPython's reader (`facts.astreader`) within a
+function's bindings (`astmathenv`): a tensor log of probabilities or of a sum
+of exps, a floor float16 drops (`p + 1e-10`, `p.clamp(min=1e-12)`), an entropy
+term (`p * log(p)`), a Gaussian written out, a density kernel. Each answers the
+site's inputs, or None for no site; `astsites.SiteJudge` counts them.
+`siteshape`'s doc lists where these answers and the collector's differ.
 
 Every such site needs a log or a literal float16 rounds to zero in its
 function (or, for a floor, in its class's `self.` attributes): `_Triggers`
@@ -19,11 +20,12 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from amplint.facts import astprobmath as shapes
-from amplint.facts.astkernels import kernel
-from amplint.facts.astlogparams import is_positive_transform, log_parameter_form
+from amplint.facts import siteshape
 from amplint.facts.astmathenv import Env, class_attributes
+from amplint.facts.astprobmath import leaves
+from amplint.facts.astreader import AstReader
 from amplint.facts.astsource import SourceText
+from amplint.facts.kernelshape import is_kernel
 from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, LOG_2PI, LOG_FUNCTIONS, SCALAR_LOG_FUNCTIONS,
 )
@@ -31,15 +33,7 @@ from amplint.names import ImportTable, ast_qualnames
 from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
 
 Inputs = Optional[List[ast.expr]]  # a site's inputs, or None for no site
-_LOG_SCALE = "log-of-scale"  # `mathsites.LOG_SCALE`
 
-
-def _log_shape(log: ast.expr, env: Env) -> Tuple[Optional[str], ast.expr]:
-    """`mathsites._log_shape`: `astprobmath.log_shape`, or a log of a scale (`astlogparams`)."""
-    shape, inner = shapes.log_shape(log, env)
-    if shape is None and inner is not log and is_positive_transform(inner, env):
-        return _LOG_SCALE, inner
-    return shape, inner
 
 _LOGS = LOG_FUNCTIONS | SCALAR_LOG_FUNCTIONS
 _LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2)  # written out, a Gaussian's log term with no log call
@@ -53,7 +47,7 @@ _EXP_TEXT = re.compile(r"\bexp\b")
 
 def math_constant(value: Optional[float]) -> bool:
     """A module constant's value the math reads by name (`ImportTable.number_constants`): a floor float16 drops
-    (`astprobmath.literal_value`), or log(2*pi) or half of it (`_is_log_2pi`)."""
+    (`probshape.literal_value`), or log(2*pi) or half of it (`sumshape.is_log_2pi`)."""
     return value is not None and (0 < value < FLOAT16_SUBNORMAL or any(
         abs(abs(value) - c) < 1e-6 for c in _LOG_2PI_VALUES))
 
@@ -77,18 +71,13 @@ class MathSites:
                  inside_last: Callable[[ast.expr], bool]) -> Inputs:
         """`mathsites.inline_call`: a tensor log of probabilities, of a sum of exps or of a scale."""
         env = self._env(function, owner)
-        operand = shapes.lgamma_operand(node, env)
-        if operand is not None:
-            return list(shapes.leaves(operand, env))
-        shape, inner = _log_shape(node, env)
-        if shape is None or shape == "guarded" or (shape == _LOG_SCALE and inside_last(node)):
-            return None
-        return list(shapes.leaves(inner, env))
+        found = siteshape.log_site(node, AstReader(env), inside_last)
+        return None if found is None else list(leaves(found[1], env))
 
     def kernel_call(self, node: ast.Call, function: Optional[ast.AST], owner: Optional[ast.ClassDef],
                     inside_last: Callable[[ast.expr], bool]) -> Inputs:
-        """`mathsites._kernel_site` on a call: `torch.pow(1 + z ** 2, -2)` (`astkernels`)."""
-        return None if inside_last(node) else kernel(node, self._env(function, owner))
+        """`mathsites._kernel_site` on a call: `torch.pow(1 + z ** 2, -2)` (`kernelshape`)."""
+        return None if inside_last(node) else _kernel(node, self._env(function, owner))
 
     def floor_call(self, node: ast.Call, function: Optional[ast.AST], statement: ast.AST,
                    owner: Optional[ast.ClassDef]) -> Inputs:
@@ -100,7 +89,7 @@ class MathSites:
     def operation(self, node: ast.BinOp, function: Optional[ast.AST], statement: ast.AST,
                   owner: Optional[ast.ClassDef], inside_last: Callable[[ast.expr], bool]) -> Inputs:
         """`mathsites.inline_operation`: a floor, then an entropy term, then a Gaussian written out, then a
-        density kernel (`astkernels`).
+        density kernel (`kernelshape`).
 
         `inside_last`: does a node lie inside the last site counted (`Collector.inside_site`)?"""
         operator = type(node.op)
@@ -116,27 +105,25 @@ class MathSites:
                 function is not None and owner is not None and self._screened(self._triggers.log, owner))):
             if id(node) in self._claimed or inside_last(node):
                 return None  # one site per written sum, not one per sub-sum
-            env = self._env(function, owner)
-            self._claimed.update(id(inner) for inner in shapes.inner_sums(node, env))
-            operands = shapes.gaussian(node, env) or shapes.laplace(node, env) or log_parameter_form(node, env)
+            tree = AstReader(self._env(function, owner))
+            self._claimed.update(id(inner) for inner in siteshape.inner_sums(node, tree))
+            operands: Optional[Tuple[ast.expr, ...]] = None
+            for _, operands in siteshape.density_sums(node, tree):
+                if operands:
+                    break  # the first with operands, else the last answer (`siteshape`'s doc)
             return None if operands is None else list(operands)
         if operator in (ast.Mult, ast.Div, ast.Pow) and not inside_last(node):
-            return kernel(node, self._env(function, owner))
+            return _kernel(node, self._env(function, owner))
         return None
 
     # --- the recognizers ---------------------------------------------------------------------------
     def _floor_site(self, node: ast.expr, env: Env) -> Inputs:
-        inner, floor = shapes.strip_floor(node, env)
-        if not shapes.vanishes(floor) or inner is node or not shapes.is_prob(inner, env):
-            return None
-        return list(shapes.leaves(inner, env))
+        found = siteshape.floor_site(node, AstReader(env))
+        return None if found is None else list(leaves(found[0], env))
 
     def _product_site(self, node: ast.expr, env: Env) -> Inputs:
-        log = shapes.entropy_operand(node, env)
-        if log is None:
-            return None
-        shape, inner = _log_shape(log, env)
-        return None if shape is not None else list(shapes.leaves(inner, env))  # a log of its own is its own site
+        found = siteshape.entropy_site(node, AstReader(env))
+        return None if found is None else list(leaves(found[1], env))  # a log of its own is its own site
 
     def _env(self, function: Optional[ast.AST], owner: Optional[ast.ClassDef]) -> Env:
         """`Collector.math_env`: one per function (the module's, with no bindings, for code outside any)."""
@@ -162,7 +149,7 @@ class MathSites:
         return bool(ast_qualnames(func, self.imports) & functions)
 
     def _log_factor(self, node: ast.expr) -> bool:
-        """Can `node` be the log of an entropy term (`astprobmath.entropy_operand`)?"""
+        """Can `node` be the log of an entropy term (`probshape.entropy_operand`)?"""
         while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
             node = node.operand
         return isinstance(node, ast.Call) and self._names(node.func, LOG_METHODS, LOG_FUNCTIONS)
@@ -214,7 +201,7 @@ class _Triggers:
         return self._renamed_log or self._within(self._offsets()[1], node)
 
     def log_or_exp(self, node: ast.AST) -> bool:
-        """A log, or an `exp` (a density in log-parameter form, `astlogparams`), may be in `node`."""
+        """A log, or an `exp` (a density in log-parameter form, `logparamshape`), may be in `node`."""
         if self.log(node):
             return True
         if self._exps is None:
@@ -256,6 +243,11 @@ class _Triggers:
         index = bisect_left(offsets, self.source.offset(first, 0))
         end = self.source.offset(node.end_lineno or first, node.end_col_offset or 0)
         return index < len(offsets) and offsets[index] < end
+
+
+def _kernel(node: ast.expr, env: Env) -> Inputs:
+    """`mathsites._kernel_site`: a density kernel's tensor operands, else None."""
+    return list(leaves(node, env)) if is_kernel(node, AstReader(env)) else None
 
 
 @lru_cache(maxsize=None)

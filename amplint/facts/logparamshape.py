@@ -9,27 +9,23 @@ the loss with it; a rate's log keeps 3 digits. Also a log of a scale made from a
 entropy, which float16 sends to -inf once the scale rounds to 0 (below -17). Terms are read through
 parentheses (`(1 + s) - mu ** 2`).
 
-One recognizer for both trees: a `Reader` says what a node of its tree is (`facts.logparams` for LibCST's,
-`facts.astlogparams` for CPython's), so the two readers cannot drift apart.
+One recognizer for both trees: a `Reader` says what a node of its tree is (`facts.cstreader` for LibCST's,
+`facts.astreader` for CPython's; `facts.logparams` and `facts.astlogparams` ask), so the two cannot drift apart.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import Any, Iterator, List, Optional, Protocol, Set, Tuple
+
+from amplint.facts import probshape
+from amplint.facts.mathnames import SCALE_FUNCTIONS, SCALE_METHODS
+from amplint.facts.shapereader import local_values, self_attribute_values
 
 SCALE_DEPTH = 4  # how many bindings back a scale is followed
 
 
-class Reader(Protocol):
-    """What one tree's nodes are, as the form below asks it, within one function's bindings."""
-
-    def operation(self, node: Any) -> Optional[Tuple[str, Any, Any]]:
-        """("+" | "-" | "*" | "/" | "**", left, right) of a binary operation, else None."""
-
-    def signed(self, node: Any) -> Optional[Any]:
-        """The operand of a unary minus or plus, else None."""
-
-    def literal(self, node: Any) -> bool:
-        """An int or float literal as written, unsigned (`2`, `0.5`)."""
+class Reader(probshape.Reader, Protocol):
+    """What one tree's nodes are, as the form below asks it, within one function's bindings: `probshape`'s
+    questions, and how the tree writes a math constant, a tensor's name and an exponent."""
 
     def math_constant(self, node: Any) -> bool:
         """An attribute of Python's or NumPy's math (`math.pi`)."""
@@ -37,23 +33,8 @@ class Reader(Protocol):
     def written(self, node: Any) -> Optional[str]:
         """A name's or attribute's dotted name, a call's text without whitespace; else None."""
 
-    def floor_stripped(self, node: Any) -> Any:
-        """The value under one floor (`p + eps`, `p.clamp(min=eps)`), else `node` itself."""
-
     def exponent_argument(self, node: Any) -> Optional[Any]:
         """`x` of `torch.exp(x)`, `x.exp()`, `torch.log(x)` or `x.log()`, else None."""
-
-    def scale_call(self, node: Any) -> bool:
-        """A call that makes a positive scale from an activation (`torch.exp(s)`, `F.softplus(s)`, `s.exp()`)."""
-
-    def cast_operand(self, node: Any) -> Optional[Any]:
-        """The receiver of a cast's method call (`x` of `x.float()`, `x.to(torch.float32)`), else None."""
-
-    def local_values(self, node: Any) -> Optional[Sequence[Any]]:
-        """What a local name is bound to; None for anything else."""
-
-    def attribute_values(self, node: Any) -> Sequence[Any]:
-        """What a `self.` attribute is bound to (nothing for anything else)."""
 
 
 def is_log_parameter_form(node: Any, tree: Reader) -> bool:
@@ -75,7 +56,7 @@ def is_positive_transform(node: Any, tree: Reader, depth: int = SCALE_DEPTH) -> 
     a cast of one, or a local or `self.` attribute bound to one. float16 rounds it to 0 or to inf, and its log
     (a log-normaliser, a Gaussian's entropy) follows. Floors on it are looked through (`torch.exp(s) + eps`)."""
     node = _floorless(node, tree)
-    if tree.scale_call(node):
+    if tree.function_call(node, SCALE_FUNCTIONS) is not None or tree.method_call(node, SCALE_METHODS) is not None:
         return True
     operand = tree.cast_operand(node)
     if operand is not None:
@@ -87,16 +68,16 @@ def is_positive_transform(node: Any, tree: Reader, depth: int = SCALE_DEPTH) -> 
             _is_constant_factor(right, tree) and is_positive_transform(left, tree, depth))
     if depth <= 0:
         return False
-    values = tree.local_values(node)
+    values = local_values(node, tree)
     if values is None:
-        values = tree.attribute_values(node)
+        values = self_attribute_values(node, tree)
     return any(is_positive_transform(value, tree, depth - 1) for value in values)
 
 
 def _is_constant_factor(node: Any, tree: Reader) -> bool:
     """`2`, `0.5`, `math.pi`: a number a scale may be multiplied by."""
     node = _bare(node, tree)
-    return tree.literal(node) or tree.math_constant(node)
+    return tree.is_literal(node) or tree.math_constant(node)
 
 
 def _terms(node: Any, tree: Reader) -> List[Any]:
@@ -129,7 +110,7 @@ def _exponents(term: Any, tree: Reader, depth: int) -> Iterator[str]:
             if not _entropy_term(operation, tree):
                 pending += [operation[1], operation[2]]
         elif depth > 0:
-            values = tree.local_values(node)
+            values = local_values(node, tree)
             if values is not None and len(values) == 1:
                 yield from _exponents(values[0], tree, depth - 1)
 
@@ -162,9 +143,9 @@ def _tensor_name(node: Any, tree: Reader) -> Optional[str]:
     operation = tree.operation(node)
     if operation is not None and operation[0] in ("*", "/"):
         operator, left, right = operation
-        if tree.literal(right):
+        if tree.is_literal(right):
             return _tensor_name(left, tree)
-        if operator == "*" and tree.literal(left):
+        if operator == "*" and tree.is_literal(left):
             return _tensor_name(right, tree)
         return None
     return tree.written(node)
@@ -173,17 +154,22 @@ def _tensor_name(node: Any, tree: Reader) -> Optional[str]:
 def _floorless(node: Any, tree: Reader) -> Any:
     """`rate` of `rate + 1e-12`, `eps + rate`, `rate.clamp(min=eps)`: the tensor under the floors on it."""
     node = _bare(node, tree)
-    inner = tree.floor_stripped(node)
+    inner = probshape.strip_floor(node, tree)[0]
     while inner is not node:
         node = _bare(inner, tree)
-        inner = tree.floor_stripped(node)
+        inner = probshape.strip_floor(node, tree)[0]
     return node
 
 
 def _bare(node: Any, tree: Reader) -> Any:
     """Without a unary sign: `-s` and `+s` name the tensor `s`."""
-    operand = tree.signed(node)
+    operand = _signed(node, tree)
     while operand is not None:
         node = operand
-        operand = tree.signed(node)
+        operand = _signed(node, tree)
     return node
+
+
+def _signed(node: Any, tree: Reader) -> Optional[Any]:
+    operand = tree.minus_operand(node)
+    return operand if operand is not None else tree.plus_operand(node)

@@ -1,11 +1,11 @@
-"""Site recognizers for hand-written probability math (`amplint.facts.probmath` reads the shapes).
+"""Site recognizers for hand-written probability math on LibCST's tree: the collector's `Site`s.
 
 Three kinds, each a `Site` the rules tell apart by `site.kind`:
 
 - `INLINE` at a tensor log of probabilities, a written-out log-softmax
   (`x - log(exp(x).sum())`), a Gaussian log-density/KL spelled term by term
   , a log-gamma normaliser, a density in log-parameter form (`s` beside
-  `exp(s)`), or a density kernel with no log (`facts.kernels`); `method` says
+  `exp(s)`), or a density kernel with no log (`facts.kernelshape`); `method` says
   which shape: "log-of-prob", "log-sum-exp", "gaussian", "lgamma",
   "log-parameter", "density-kernel";
 - `EPSILON` at a floor under probabilities (`p + 1e-10`, `p.clamp(min=1e-12)`)
@@ -13,19 +13,24 @@ Three kinds, each a `Site` the rules tell apart by `site.kind`:
 
 A site's inputs are the tensors the math reads, so casts protect it as they
 protect a distribution's parameters.
+
+Which math is a site is `facts.siteshape`'s, recognized once for both trees
+(its doc lists where LibCST's sites and CPython's differ); this module makes
+LibCST's `Site`s of it: their inputs, anchors and devices.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Protocol, Set, Tuple
+from typing import TYPE_CHECKING, List, Optional, Protocol, Set
 
 import libcst as cst
 
-from amplint.facts import probmath
+from amplint.facts import probmath, siteshape
+from amplint.facts.cstreader import CstReader
 from amplint.facts.devicemath import cast_too_late, on_device, statement_sources
-from amplint.facts.kernels import kernel
-from amplint.facts.logparams import is_positive_transform, log_parameter_form
+from amplint.facts.kernelshape import is_kernel
 from amplint.facts.mathenv import Env, unrebound_parameters
 from amplint.facts.nodes import tainted_inputs
+from amplint.facts.siteshape import EPSILON, INLINE, KERNEL, LOG_SCALE
 from amplint.policies import CPU, CUDA
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,14 +51,6 @@ class SiteContext(Protocol):
 
     def make_site(self, node: cst.CSTNode, method: str, dists: List["DistRef"], values: List[cst.BaseExpression],
                   inputs: List[cst.BaseExpression], kind: str, at: Optional[cst.CSTNode] = None) -> "Site": ...
-
-
-INLINE = "inline-math"
-EPSILON = "epsilon"
-LGAMMA = "lgamma"  # an INLINE site's method: `torch.lgamma(alpha)` of a Gamma, Beta, Dirichlet or Poisson normaliser
-LOG_SCALE = "log-of-scale"  # an INLINE site's method: `torch.log(F.softplus(s))`, a log of a scale (`facts.logparams`)
-LOG_PARAMETER = "log-parameter"  # an INLINE site's method: `s + d ** 2 * torch.exp(-s)` (`facts.logparams`)
-KERNEL = "density-kernel"  # an INLINE site's method: `(1 + z ** 2 / nu) ** -2`, a density with no log (`facts.kernels`)
 
 
 def _inputs(inner: cst.BaseExpression, ctx: "SiteContext", floor: bool = False) -> List[cst.BaseExpression]:
@@ -152,110 +149,72 @@ def _at_producers(site: Optional["Site"], env: Env) -> Optional["Site"]:
     return site
 
 
-GUARDED = "guarded"  # a log of probabilities under a floor float16 keeps: finite, no site
-
-
-def _log_shape(log: cst.BaseExpression, env: Env) -> Tuple[Optional[str], cst.BaseExpression]:
-    """What a tensor log takes the log of: ("log-sum-exp" | "log-of-prob" | GUARDED | LOG_SCALE | None, the value
-    under any floor). A floor float16 holds (`p + 1e-6`, `p.clamp_min(1e-3)`) keeps the log of a softmax's or sigmoid's
-    zero finite; one it rounds to 0 is AMP004's. It guards nothing else: a sum of exps, or probabilities
-    normalised by hand, still overflow, and `1 - p` loses its digits near 1 (`probmath.straight_from_producer`)."""
-    operand = probmath.log_operand(log, env)
-    if operand is None:
-        return None, log
-    inner, floor = probmath.strip_floor(operand, env)
-    if probmath.is_sum_of_exp(inner, env):
-        return "log-sum-exp", inner
-    if not probmath.is_prob(inner, env):
-        return (LOG_SCALE if is_positive_transform(inner, env) else None), inner
-    guarded = floor is not None and floor.value > 0 and not floor.vanishes
-    return (GUARDED if guarded and probmath.straight_from_producer(inner, env) else "log-of-prob"), inner
-
-
 def _log_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
-    """`torch.log(p)`, `p.log()`, `torch.log(p + eps)` of probabilities, or a log of a sum of exps."""
+    """`torch.log(p)`, `p.log()`, `torch.log(p + eps)` of probabilities, or a log of a sum of exps
+    (`siteshape.log_site`)."""
     assert isinstance(node, cst.Call)
     env = ctx.math_env()
-    operand = probmath.lgamma_operand(node, env)
-    if operand is not None:  # a log-normaliser: float16 rounds its argument and overflows its value
-        return _spared(ctx.make_site(node, LGAMMA, [], [], _inputs(operand, ctx), INLINE), node, ctx)
-    shape, inner = _log_shape(node, env)
-    if shape is None or shape == GUARDED or (shape == LOG_SCALE and ctx.inside_site(node)):
-        return None  # a log of a scale in a written-out Gaussian is a term of that site
-    site = _spared(ctx.make_site(node, shape, [], [], _inputs(inner, ctx), INLINE), node, ctx)
-    return _at_producers(site, env) if shape in ("log-of-prob", LOG_SCALE) else site
+    found = siteshape.log_site(node, CstReader(env), ctx.inside_site)
+    if found is None:
+        return None
+    method, inner = found
+    site = _spared(ctx.make_site(node, method, [], [], _inputs(inner, ctx), INLINE), node, ctx)
+    return _at_producers(site, env) if method in ("log-of-prob", LOG_SCALE) else site
 
 
 def _product_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     """`p * log(p)`: an entropy term says `p` is a probability even when nothing else does."""
     assert isinstance(node, cst.BinaryOperation)
     env = ctx.math_env()
-    log = probmath.entropy_operand(node, env)
-    if log is None:
+    found = siteshape.entropy_site(node, CstReader(env))
+    if found is None:
         return None
-    shape, inner = _log_shape(log, env)
-    if shape is not None:
-        return None  # the log is a site of its own
+    log, inner = found
     site = ctx.make_site(node, "log-of-prob", [], [], _inputs(inner, ctx), INLINE, at=log)
     return _at_producers(_spared(site, node, ctx), env)
 
 
 def _gaussian_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
     """A sum with a squared tensor term (or a magnitude) and a log term: a Gaussian (or Laplace) log-density or
-    KL written out."""
+    KL written out; or a density in log-parameter form. The first of `siteshape.density_sums` that answers."""
     assert isinstance(node, cst.BinaryOperation)
     if id(node) in ctx.claimed_sums or ctx.inside_site(node):
         return None  # one site per written sum, not one per sub-sum
-    _claim(node, ctx.claimed_sums)
-    env = ctx.math_env()
-    found, method = probmath.gaussian(node, env), "gaussian"
-    if found is None:
-        found, method = probmath.laplace(node, env), "laplace"
-    if found is None:
-        found, method = log_parameter_form(node, env), LOG_PARAMETER
-    if found is None:
-        return None
-    operands, anchor = found
-    return _spared(ctx.make_site(node, method, [], [], _in_time(list(operands), ctx), INLINE, at=anchor), node, ctx)
-
-
-def _claim(node: cst.BaseExpression, claimed: Set[int]) -> None:
-    """Mark the inner nodes of the sum `node` heads: the walk reaches them next, and a sum is judged once.
-
-    Without it a sum of n terms is judged at each of its n - 1 inner nodes, each time over all the terms
-    below: quadratic, and minutes on generated code.
-    """
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        for side in (current.left, current.right) if isinstance(current, cst.BinaryOperation) else ():
-            if probmath.is_additive(side) and not side.lpar:
-                claimed.add(id(side))
-                stack.append(side)
+    tree = CstReader(ctx.math_env())
+    ctx.claimed_sums.update(id(side) for side in siteshape.inner_sums(node, tree))
+    for method, operands in siteshape.density_sums(node, tree):
+        if operands is not None:
+            site = ctx.make_site(node, method, [], [], _in_time(list(operands), ctx), INLINE,
+                                 at=probmath.first_sum(node))
+            return _spared(site, node, ctx)
+    return None
 
 
 def _floor_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
-    """`p + 1e-10`, `p.clamp(min=1e-12)`, `torch.clamp(p, eps)` under probabilities: a floor float16 drops."""
+    """`p + 1e-10`, `p.clamp(min=1e-12)`, `torch.clamp(p, eps)` under probabilities: a floor float16 drops,
+    reported at its literal."""
     env = ctx.math_env()
-    inner, epsilon = probmath.strip_floor(node, env)  # type: ignore[arg-type]
-    if epsilon is None or not epsilon.vanishes or inner is node or not probmath.is_prob(inner, env):
+    found = siteshape.floor_site(node, CstReader(env))
+    if found is None:
         return None
-    at = epsilon.node if isinstance(epsilon.node, cst.Float) else node
+    inner, (bound, _) = found
+    at = bound if isinstance(bound, cst.Float) else node
     site = _spared(ctx.make_site(node, "epsilon", [], [], _inputs(inner, ctx, floor=True), EPSILON, at=at), inner,
                    ctx, True)
     return _at_producers(site, env)
 
 
 def _kernel_site(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:
-    """A Gaussian's, Student-t's or Cauchy's density written out with no log (`facts.kernels`)."""
+    """A Gaussian's, Student-t's or Cauchy's density written out with no log (`kernelshape`), reported at
+    itself."""
     assert isinstance(node, (cst.Call, cst.BinaryOperation))
     if ctx.inside_site(node):
         return None  # a kernel inside a site already made (a density's sum) is a term of it
-    found = kernel(node, ctx.math_env())
-    if found is None:
+    env = ctx.math_env()
+    if not is_kernel(node, CstReader(env)):
         return None
-    operands, anchor = found
-    return _spared(ctx.make_site(node, KERNEL, [], [], _in_time(list(operands), ctx), INLINE, at=anchor), node, ctx)
+    operands = list(probmath.leaves(node, env))
+    return _spared(ctx.make_site(node, KERNEL, [], [], _in_time(operands, ctx), INLINE, at=node), node, ctx)
 
 
 def inline_call(node: cst.CSTNode, ctx: "SiteContext") -> Optional["Site"]:

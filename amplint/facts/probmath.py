@@ -14,9 +14,9 @@ for values the function did not compute itself (parameters and attributes):
 a local name is judged by what was assigned to it.
 
 The recognizers themselves are `facts.probshape`'s and `facts.sumshape`'s,
-written once for both trees; this module is their reader for LibCST's nodes
-(`_Reader`) and keeps LibCST's own walk (`inline_sites`) and answer types
-(`Epsilon`, `InlineSite`). `facts.astprobmath` is the reader for CPython's.
+written once for both trees; this module asks them of LibCST's nodes (through
+`facts.cstreader`) and keeps LibCST's own walk (`inline_sites`) and answer types
+(`Epsilon`, `InlineSite`). `facts.astprobmath` asks them of CPython's.
 """
 from __future__ import annotations
 
@@ -25,13 +25,10 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from amplint import dtypes
+from amplint.cstwalk import inner_children
 from amplint.facts import probshape, sumshape
-from amplint.cstwalk import inner_children, type_test
-from amplint.facts.mathcalls import first_arg as _first_arg, function_call as _function, imported as _imported
-from amplint.facts.mathcalls import method_call as _method, receiver as _receiver
-from amplint.facts.mathenv import Env, function_env, self_attribute as _self_attribute, statements_of
-from amplint.facts.mathnames import PI_NAMES
+from amplint.facts.cstreader import NODES as _NODES, CstReader as _Reader
+from amplint.facts.mathenv import Env, function_env, statements_of
 from amplint.screen import FLOAT16_SUBNORMAL
 
 __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "statements_of"]
@@ -39,8 +36,6 @@ __all__ = ["Env", "Epsilon", "InlineSite", "function_env", "inline_sites", "stat
 # float16's smallest normal: between the two limits a floor keeps a value but loses precision.
 FLOAT16_NORMAL = 2.0 ** -14
 _DEPTH = probshape.DEPTH
-_EXPRESSION = type_test(cst.BaseExpression)
-_OPERATORS = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.Power: "**"}
 
 
 @dataclass(frozen=True)
@@ -179,10 +174,6 @@ def is_sum_of_exp(node: cst.BaseExpression, env: Env, depth: int = _DEPTH) -> bo
 
 
 # --- Gaussian log-densities and KLs -------------------------------------------------------------------
-def is_additive(node: cst.BaseExpression) -> bool:
-    return sumshape.is_additive(node, _NODES)
-
-
 def additive_terms(node: cst.BaseExpression, root: bool = True) -> Iterator[cst.BaseExpression]:
     """The terms of `(a - b + c)`, with unary minus dropped: a, b, c. Inner parentheses make one term."""
     return sumshape.additive_terms(node, _NODES, root)
@@ -232,133 +223,3 @@ def mentions_pi(node: cst.BaseExpression, env: Env) -> bool:
 def leaves(node: cst.BaseExpression, env: Env) -> Iterator[cst.BaseExpression]:
     """The tensor values an expression reads: names, attributes and calls that are not math on them."""
     return sumshape.leaves(node, _Reader(env))
-
-
-class _Nodes:
-    """`probshape.Nodes` over LibCST's nodes: what their shape alone tells."""
-
-    def plus_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        plus = type(node) is cst.UnaryOperation and type(node.operator) is cst.Plus  # type: ignore[attr-defined]
-        return node.expression if plus else None  # type: ignore[attr-defined]
-
-    def minus_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        minus = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
-        return node.expression if minus else None  # type: ignore[attr-defined]
-
-    def operation(self, node: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
-        if type(node) is not cst.BinaryOperation:
-            return None
-        return _OPERATORS.get(type(node.operator), "other"), node.left, node.right
-
-    def parenthesized(self, node: cst.BaseExpression) -> bool:
-        return bool(node.lpar)
-
-
-_NODES = _Nodes()
-
-
-class _Reader(_Nodes):
-    """`probshape.Reader` over LibCST's nodes, within one function's bindings."""
-
-    by_name = True
-
-    def __init__(self, env: Env) -> None:
-        self.env = env
-        self.memo = env.memo
-        self.values, self.attribute_values, self.constant_value = env.values, env.attribute_values, env.constant_value
-        self.is_local, self.calls_producer, self.is_number_constant = (
-            env.is_local, env.calls_producer, env.is_number_constant)
-
-    def subscript_value(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        return node.value if isinstance(node, cst.Subscript) else None
-
-    def is_literal(self, node: cst.BaseExpression) -> bool:
-        return isinstance(node, (cst.Float, cst.Integer))
-
-    def literal_number(self, node: cst.BaseExpression) -> Optional[float]:
-        try:
-            return float(node.evaluated_value)  # type: ignore[attr-defined]
-        except (ValueError, OverflowError):
-            return None
-
-    def is_string(self, node: cst.BaseExpression) -> bool:
-        return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
-
-    def name(self, node: cst.BaseExpression) -> Optional[str]:
-        return node.value if isinstance(node, cst.Name) else None
-
-    def is_name_or_attribute(self, node: cst.BaseExpression) -> bool:
-        return isinstance(node, (cst.Name, cst.Attribute))
-
-    def unary_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        return node.expression if isinstance(node, cst.UnaryOperation) else None
-
-    def same(self, left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
-        return left.deep_equals(right)
-
-    def children(self, node: cst.BaseExpression) -> List[cst.BaseExpression]:
-        return [child if _EXPRESSION(child) else child.value  # type: ignore[attr-defined]
-                for child in inner_children(node) if _EXPRESSION(child) or type(child) is cst.Arg]
-
-    def attribute_name(self, node: cst.BaseExpression) -> Optional[str]:
-        return None  # an attribute's name is a `Name` among its children
-
-    def is_lambda(self, node: cst.BaseExpression) -> bool:
-        return type(node) is cst.Lambda
-
-    def names_pi(self, node: cst.BaseExpression) -> bool:
-        return self.env.imports.matches(node, PI_NAMES) or (
-            isinstance(node, cst.Attribute) and node.attr.value == "pi")
-
-    def imports_name(self, node: cst.BaseExpression, names: frozenset) -> bool:
-        return self.env.imports.matches(node, names)
-
-    def self_attribute(self, node: cst.BaseExpression) -> Optional[str]:
-        return _self_attribute(node)
-
-    def function_call(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
-        return _function(node, names, self.env)
-
-    def method_call(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
-        return _method(node, names, self.env)
-
-    def method_named(self, node: cst.BaseExpression, names: frozenset) -> Optional[cst.Call]:
-        return _method(node, names)
-
-    def is_call(self, node: cst.BaseExpression) -> bool:
-        return type(node) is cst.Call
-
-    def is_cast(self, call: cst.Call) -> bool:
-        return dtypes.is_cast_call(call, self.env.imports)
-
-    def value_receiver(self, call: cst.Call) -> Optional[cst.BaseExpression]:
-        func = call.func
-        return func.value if isinstance(func, cst.Attribute) and not _imported(func.value, self.env) else None
-
-    def imported_callee(self, call: cst.Call) -> bool:
-        return _imported(call.func, self.env)
-
-    def cast_operand(self, node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        cast = isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dtypes.is_cast_call(
-            node, self.env.imports)
-        return node.func.value if cast else None  # type: ignore[attr-defined]
-
-    def callee_name(self, node: cst.BaseExpression) -> Optional[str]:
-        if not isinstance(node, cst.Call) or _imported(node.func, self.env):
-            return None
-        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
-        return name if isinstance(name, str) else ""
-
-    def has_arguments(self, call: cst.Call) -> bool:
-        return bool(call.args)
-
-    has_positionals = has_arguments  # LibCST's lgamma asks for no argument at all: `x.lgamma(out=y)` is none
-
-    def first_arg(self, call: cst.Call) -> Optional[cst.BaseExpression]:
-        return _first_arg(call)
-
-    def receiver(self, call: cst.Call) -> cst.BaseExpression:
-        return _receiver(call)
-
-    def arguments(self, call: cst.Call) -> List[Tuple[Optional[str], str, cst.BaseExpression]]:
-        return [(None if a.keyword is None else a.keyword.value, a.star, a.value) for a in call.args]

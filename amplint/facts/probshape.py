@@ -11,6 +11,7 @@ from typing import Any, List, Optional, Protocol, Sequence, Tuple
 from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, KEEPS_PROB_FUNCTIONS, KEEPS_PROB_METHODS, LOG_FUNCTIONS,
     PROB_FUNCTIONS, PROB_METHODS, SCALE_FUNCTIONS, SCALE_METHODS, SUM_FUNCTIONS, SUM_METHODS, names_probability)
+from amplint.facts.shapereader import Nodes, ShapeReader, number_value, unwrap
 from amplint.screen import LGAMMA_FUNCTIONS, LGAMMA_METHODS, LOG_METHODS
 
 DEPTH = 4  # how many assignments back a name is followed
@@ -22,24 +23,9 @@ _ROOT_METHODS = KEEPS_PROB_METHODS | FLOOR_METHODS
 Floor = Tuple[Any, float]  # a floor's bound as written, and its value
 
 
-class Nodes(Protocol):
-    """What one tree's nodes are, as far as their shape alone tells: a sum's terms need no bindings."""
-
-    def plus_operand(self, node: Any) -> Optional[Any]:
-        """The operand of a unary plus, else None."""
-
-    def minus_operand(self, node: Any) -> Optional[Any]:
-        """The operand of a unary minus, else None."""
-
-    def operation(self, node: Any) -> Optional[Tuple[str, Any, Any]]:
-        """("+" | "-" | "*" | "/" | "**" | "other", left, right) of a binary operation, else None."""
-
-    def parenthesized(self, node: Any) -> bool:
-        """Written in parentheses of its own (LibCST keeps them on the node, CPython reads the text)."""
-
-
-class Reader(Nodes, Protocol):
-    """What one tree's nodes are, as the recognizers below ask it, within one function's bindings."""
+class Reader(ShapeReader, Protocol):
+    """What one tree's nodes are, as the recognizers below ask it, within one function's bindings (the questions
+    every shape module asks are `ShapeReader`'s)."""
 
     by_name: bool  # a name like `probs` counts as probabilities (CPython's `Env.by_name`; always so for LibCST)
     memo: dict  # `sumshape.has` answers for this function's nodes, by node and test name (`Env.memo`)
@@ -47,17 +33,8 @@ class Reader(Nodes, Protocol):
     def subscript_value(self, node: Any) -> Optional[Any]:
         """`x` of `x[i]`, else None."""
 
-    def is_literal(self, node: Any) -> bool:
-        """An int or float literal as written, unsigned; not True, False or complex."""
-
-    def literal_number(self, node: Any) -> Optional[float]:
-        """A literal's value; None where it is no literal or overflows a float."""
-
     def is_string(self, node: Any) -> bool:
         """A string or bytes literal, an f-string."""
-
-    def name(self, node: Any) -> Optional[str]:
-        """A bare name's identifier, else None."""
 
     def is_name_or_attribute(self, node: Any) -> bool:
         """A name or a dotted attribute, `self.x` included."""
@@ -87,29 +64,11 @@ class Reader(Nodes, Protocol):
     def is_number_constant(self, name: str) -> bool:
         """A module constant bound to a number (`LOG_2PI`), no tensor."""
 
-    def self_attribute(self, node: Any) -> Optional[str]:
-        """`x` of `self.x`, else None."""
-
-    def values(self, name: str) -> Sequence[Any]:
-        """What the function binds `name` to."""
-
-    def attribute_values(self, attr: str) -> Sequence[Any]:
-        """What the class's methods bind `self.attr` to."""
-
     def constant_value(self, name: str) -> Optional[float]:
         """A module constant's number (`EPS = 1e-10`), else None."""
 
-    def is_local(self, name: str) -> bool:
-        """The function computes `name` itself (not a parameter, global or attribute)."""
-
     def calls_producer(self, node: Any) -> bool:
         """A call of a project function returning probabilities (`project.probreturns`; LibCST's only)."""
-
-    def function_call(self, node: Any, names: frozenset) -> Optional[Any]:
-        """`node` when it is a call of one of the qualified `names` (`torch.clamp`), else None."""
-
-    def method_call(self, node: Any, names: frozenset) -> Optional[Any]:
-        """`node` when it is `x.name(...)` on a value (not on an imported module), else None."""
 
     def method_named(self, node: Any, names: frozenset) -> Optional[Any]:
         """`node` when it is `.name(...)` of one of `names` on anything, a module included, else None."""
@@ -126,36 +85,15 @@ class Reader(Nodes, Protocol):
     def imported_callee(self, call: Any) -> bool:
         """The call's function is a dotted name the file imported (`torch.exp`, `F.softmax`)."""
 
-    def cast_operand(self, node: Any) -> Optional[Any]:
-        """The receiver of a cast's method call (`x` of `x.float()`, `x.to(torch.float32)`), else None."""
-
     def callee_name(self, node: Any) -> Optional[str]:
         """For a call of a function the file did not import, the name it is called by (`normal_cdf`,
         `self.likelihood`; "" when it has none, `f[0](x)`); None for anything else."""
 
-    def has_arguments(self, call: Any) -> bool:
-        """The call passes anything at all."""
-
     def has_positionals(self, call: Any) -> bool:
         """The call passes a positional argument (LibCST's: any argument at all, as `has_arguments`)."""
 
-    def first_arg(self, call: Any) -> Optional[Any]:
-        """The first positional argument, or `input=`."""
-
-    def receiver(self, call: Any) -> Any:
-        """`x` of `x.name(...)`."""
-
     def arguments(self, call: Any) -> Sequence[Tuple[Optional[str], str, Any]]:
         """(keyword, star, value) of each argument, in source order."""
-
-
-def unwrap(node: Any, tree: Nodes) -> Any:
-    """Without unary pluses: `+x` is `x` (LibCST's parentheses stay on the node, CPython has none)."""
-    operand = tree.plus_operand(node)
-    while operand is not None:
-        node = operand
-        operand = tree.plus_operand(node)
-    return node
 
 
 def strip_floor(node: Any, tree: Reader) -> Tuple[Any, Optional[Floor]]:
@@ -223,17 +161,6 @@ def literal_value(node: Any, tree: Reader, depth: int = DEPTH) -> Optional[float
         return values.pop()
     return None
 
-
-def number_value(node: Any, tree: Reader) -> Optional[float]:
-    """A number literal's value, signs included (`-1`, `1e-10`), else None."""
-    node = unwrap(node, tree)
-    if tree.is_literal(node):
-        return tree.literal_number(node)
-    operand = tree.minus_operand(node)
-    if operand is None:
-        return None
-    inner = number_value(operand, tree)
-    return None if inner is None else -inner
 
 
 def log_operand(node: Any, tree: Reader) -> Optional[Any]:

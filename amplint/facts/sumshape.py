@@ -9,7 +9,8 @@ from typing import Any, Callable, Iterator, Optional, Tuple
 from amplint.facts.mathnames import (
     ABS_FUNCTIONS, ABS_METHODS, LOG_2PI, LOG_FUNCTIONS, PI_NAMES, POW_FUNCTIONS, POW_METHODS, SCALAR_LOG_FUNCTIONS,
     SQUARE_FUNCTIONS, SQUARE_METHODS)
-from amplint.facts.probshape import Nodes, Reader, last_factor, log_operand, number_value, unwrap
+from amplint.facts.probshape import Reader, last_factor, log_operand
+from amplint.facts.shapereader import Nodes, number_value, unwrap
 from amplint.screen import LOG_METHODS
 
 _LOG_2PI_VALUES = (LOG_2PI, LOG_2PI / 2, -LOG_2PI, -LOG_2PI / 2)
