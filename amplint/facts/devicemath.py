@@ -33,7 +33,7 @@ from amplint.facts import probes
 from amplint.facts.mathcalls import imported, number_value
 from amplint.facts.mathenv import Env, self_attribute
 from amplint.facts.mathnames import python_math
-from amplint.model import PROBE_TOLERANCE, OnDevice, Probed
+from amplint.model import PROBE_TOLERANCE, OnDevice
 from amplint.names import dotted_name
 from amplint.policies import FLOAT32, LOWER, AutocastPolicy
 
