@@ -180,8 +180,10 @@ def test_the_message_lists_the_float16_inputs_not_the_callers_data() -> None:
     body = "rate = F.softplus(s)\nreturn (torch.lgamma(y + 1) - y * torch.log(rate) + rate).sum(-1)"
     own = [f.message for f in check_source(source(body, "cpu"), "case.py", Config()).findings]
     assert [m.split("not cast to float32: ")[1].split(";")[0] for m in own] == ["`rate`", "`rate`"]
-    reached = "import torch\n\n\ndef nll(rate, k):\n    return torch.lgamma(k + 1) - k * torch.log(rate) + rate\n\n\n" \
-        "def step(head, x, k):\n    with torch.autocast(\"cpu\", dtype=torch.float16):\n        return nll(head(x), k)\n"
+    reached = (
+        "import torch\n\n\ndef nll(rate, k):\n    return torch.lgamma(k + 1) - k * torch.log(rate) + rate\n\n\n"
+        "def step(head, x, k):\n    with torch.autocast(\"cpu\", dtype=torch.float16):\n"
+        "        return nll(head(x), k)\n")
     messages = [f.message for f in check_source(reached, "case.py", Config()).findings]
     assert [m.split("not cast to float32: ")[1].split(" (reached")[0] for m in messages] == ["`k`, `rate`", "`k`"]
 

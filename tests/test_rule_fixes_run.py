@@ -75,7 +75,8 @@ def test_the_rules_have_fixable_examples() -> None:
     assert len(FIXABLE) >= 4
 
 
-@pytest.mark.parametrize("code,index,source", FIXABLE, ids=lambda v: str(v) if not isinstance(v, str) or len(v) < 9 else "")
+@pytest.mark.parametrize("code,index,source", FIXABLE,
+                         ids=lambda v: str(v) if not isinstance(v, str) or len(v) < 9 else "")
 def test_a_fixed_example_runs_finite_under_cpu_float16_autocast(code: str, index: int, source: str) -> None:
     fixed = fix_text(source, "example.py", Config(strategy="cast"))
     assert fixed.changed and not [f for f in fixed.remaining if f.code in CODES]

@@ -35,7 +35,9 @@ from amplint.facts.probshape import (
     Floor, entropy_operand, is_prob, is_sum_of_exp, lgamma_operand, log_operand, straight_from_producer, strip_floor,
 )
 from amplint.facts.shapereader import Nodes
-from amplint.facts.sumshape import additive_terms, density_sum, is_abs_of_tensor, is_additive, is_square_of_tensor, leaves
+from amplint.facts.sumshape import (
+    additive_terms, density_sum, is_abs_of_tensor, is_additive, is_square_of_tensor, leaves,
+)
 from amplint.screen import FLOAT16_SUBNORMAL
 
 INLINE = "inline-math"
