@@ -21,7 +21,8 @@ CPython's tree of the files involved:
   when their strings are literal; `a if c else b` and `a or b` join both;
   Accelerate's `Accelerator(...)` is an `Accelerated` value (rule A: its file, line and precision), so an
   accelerator handed to a parameter, returned by a factory or kept on `self` is known where it is used
-  (`accelflow.py`).
+  (`accelflow.py`); its `prepare(a, b)` gives, per argument, `Prepared` modules (their `forward` runs in
+  its region: `preparedflow.py`), which are their modules for every other question.
 
 Bounded by `MAX_HOPS` parameter-to-caller steps and by a guard on cycles; an
 answer is memoized as the resolver's are (`memo.Memo`: sure or for this pass).
