@@ -18,13 +18,12 @@ the values are carried forward, to the calls that may run them:
 A call of such a name (`model(x)`, `self.model(x)`, `model.forward(x)`) is where the walk starts
 (`prepared_seeds`), under a prepared-model region named by the construction. Every carrier is visited once
 per set of values, so the search ends without a cap. Only a project where some file imports Accelerate and
-some file calls `prepare(` pays for it (the text pass tells), and only files whose text calls `.prepare(` are
+some file calls `prepare(` pays for it (the text pass tells), and only files whose text names `prepare` are
 read for origins.
 """
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
@@ -43,7 +42,6 @@ from amplint.project.symbols import ClassRef, Target
 from amplint.project.walk import Seed, shown
 from amplint.textlines import TextLines
 
-PREPARE = re.compile(r"\.prepare\(")
 Held = FrozenSet[Prepared]
 
 
@@ -279,7 +277,7 @@ def prepared_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
     if "prepare" not in loader.used_names or not any(
             name.split(".", 1)[0] == "accelerate" for info in loader.info.values() for name in info.imported):
         return []  # no file calls `prepare(`, or none imports Accelerate: no `Accelerator(...)` (`flow`)
-    paths = [path for path in sorted(loader.info) if loader.matches(path, PREPARE)]
+    paths = [path for path in sorted(loader.info) if loader.mentions(path, "prepare")]  # the flow's words
     seeds: List[Seed] = []
     for found in PreparedCalls(resolver.flow).search(paths):
         best = min((p.accelerator for p in found.held), key=lambda a: (RANK.get(a.precision, 3), a.path, a.line))
