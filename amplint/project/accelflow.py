@@ -44,7 +44,7 @@ from amplint.project.resolve import Resolver
 from amplint.project.summary import CallSummary, FunctionSummary, RegionRef
 from amplint.project.walk import Seed, call_hop, followed, shown
 
-_RANK = {Precision.FLOAT16: 0, Precision.MAYBE_FLOAT16: 1, Precision.BFLOAT16: 2, None: 3}
+RANK = {Precision.FLOAT16: 0, Precision.MAYBE_FLOAT16: 1, Precision.BFLOAT16: 2, None: 3}
 
 
 def held(resolver: Resolver, path: str, scope: str, receiver: str) -> Optional[Accelerated]:
@@ -56,11 +56,12 @@ def held(resolver: Resolver, path: str, scope: str, receiver: str) -> Optional[A
     except (SyntaxError, RecursionError):
         return None
     found = sorted((v for v in values if isinstance(v, Accelerated)),
-                   key=lambda v: (_RANK.get(v.precision, 3), v.path, v.line))
+                   key=lambda v: (RANK.get(v.precision, 3), v.path, v.line))
     return found[0] if found else None
 
 
-def _label(accelerated: Accelerated, root: str) -> str:
+def built_label(accelerated: Accelerated, root: str) -> str:
+    """The construction as messages show it, with where it is built."""
     return f"{accelerated.label} (built at {shown(accelerated.path, root)}:{accelerated.line})"
 
 
@@ -71,7 +72,7 @@ def region(resolver: Resolver, path: str, function: FunctionSummary, accel: Tupl
     if found is None or found.precision is None:
         return None
     info = RegionInfo(accel[1], found.precision, True, "cuda", '"cuda"')
-    return RegionRef(info, f"accelerator.autocast() region of {_label(found, root)}")
+    return RegionRef(info, f"accelerator.autocast() region of {built_label(found, root)}")
 
 
 def accel_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
@@ -109,5 +110,5 @@ def held_accelerators(loader: Loader, resolver: Resolver, path: str, root: str) 
             accelerated = held(resolver, path, function.key, receiver)
             if accelerated is not None:
                 found.append(HeldAccelerator(function.key, receiver, accelerated.precision,
-                                             _label(accelerated, root)))
+                                             built_label(accelerated, root)))
     return tuple(found)

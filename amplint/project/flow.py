@@ -21,7 +21,8 @@ CPython's tree of the files involved:
   when their strings are literal; `a if c else b` and `a or b` join both;
   Accelerate's `Accelerator(...)` is an `Accelerated` value (rule A: its file, line and precision), so an
   accelerator handed to a parameter, returned by a factory or kept on `self` is known where it is used
-  (`accelflow.py`).
+  (`accelflow.py`); its `prepare(a, b)` gives, per argument, `Prepared` modules (their `forward` runs in
+  its region: `preparedflow.py`), which are their modules for every other question.
 
 Bounded by `MAX_HOPS` parameter-to-caller steps and by a guard on cycles; an
 answer is memoized as the resolver's are (`memo.Memo`: sure or for this pass).
@@ -33,10 +34,9 @@ from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set,
                     Tuple, Union)
 
-from amplint.facts.astnodes import literal
-from amplint.facts.frameworks import ACCELERATOR, accelerate_precision, describe
-from amplint.model import Precision
+from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
+from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.memo import Doubts
 from amplint.project.summary import MODULE_KEY
@@ -108,24 +108,23 @@ class BoundMethod:
     name: str
 
 
-@dataclass(frozen=True)
-class Accelerated:
-    """An `Accelerator(...)` of Accelerate built at `path`:`line` (rule A), and what its `mixed_precision` makes:
-    None when its `autocast()` is a no-op (`"no"`)."""
-
-    path: str
-    line: int
-    precision: Optional[Precision]
-    label: str  # the construction as messages show it: 'Accelerator(mixed_precision="fp16")'
-
-
-Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, Accelerated]
+Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, Accelerated, Prepared]
 Values = FrozenSet[Value]
 _NONE: Values = frozenset()
 
 
 def elements(values: Values) -> Values:
     return frozenset(e for v in values if isinstance(v, (Container, Fanout)) for e in v.elements)
+
+
+def unprepared(values: Values) -> Values:
+    """The values as modules: a prepared model is its module for everything but where its `forward` runs."""
+    return frozenset(v.module if isinstance(v, Prepared) else v for v in values)
+
+
+def _modules(values: Values) -> Values:
+    """The modules among `values`, prepared or not (what `.to(device)`, `DDP(model)` return)."""
+    return frozenset(v for v in values if isinstance(v, (Instance, Prepared)))
 
 
 class Flow:
@@ -229,6 +228,10 @@ class Flow:
             if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
                 for sub_target, sub_value in zip(target.elts, value.elts):
                     yield from self._bound(path, scope, sub_target, sub_value, name, hops)
+            elif isinstance(value, ast.Call) and len(value.args) == len(target.elts) and \
+                    (prepared := self.prepared(path, scope, value, hops)) is not None:  # `m, opt = acc.prepare(m, opt)`
+                yield from (v for t, held in zip(target.elts, prepared) if isinstance(t, ast.Name) and t.id == name
+                            for v in held)
             elif any(isinstance(t, ast.Name) and t.id == name for t in target.elts):
                 yield from elements(self.value(path, scope, value, hops))  # `a, b = models`
 
@@ -275,7 +278,7 @@ class Flow:
 
     def _attribute_value(self, path: str, scope: str, node: ast.Attribute, hops: int) -> Values:
         found: Set[Value] = set()
-        for owner in self.value(path, scope, node.value, hops):
+        for owner in unprepared(self.value(path, scope, node.value, hops)):
             if isinstance(owner, Instance):
                 held = self.attr_values(owner.cls, node.attr, hops)
                 found.update(held or ({BoundMethod(owner, node.attr)} if self._has_method(owner.cls, node.attr)
@@ -300,14 +303,17 @@ class Flow:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if isinstance(func, ast.Attribute) and name in SAME_MODULE_METHODS:
-            return frozenset(v for v in self.value(path, scope, func.value, hops) if isinstance(v, Instance))
+            return _modules(self.value(path, scope, func.value, hops))
         if isinstance(func, ast.Attribute) and name == "clone":  # `metrics.clone(prefix="val/")`: the same members
             return frozenset(v for v in self.value(path, scope, func.value, hops) if isinstance(v, Fanout))
         if name in FANOUT_CALLS and node.args:  # `MetricCollection({"nll": NLL(), ...})`, `MetricCollection([a, b])`
             given = frozenset(v for arg in node.args for v in self.value(path, scope, arg, hops))
             return frozenset({Fanout(elements(given) | frozenset(v for v in given if isinstance(v, Instance)))})
         if name in WRAPPING_CALLS and node.args:
-            return frozenset(v for v in self.value(path, scope, node.args[0], hops) if isinstance(v, Instance))
+            return _modules(self.value(path, scope, node.args[0], hops))
+        prepared = self.prepared(path, scope, node, hops) if name == "prepare" else None
+        if prepared is not None:  # `accelerator.prepare(model)`; of several, a tuple (`_bound` unpacks it)
+            return prepared[0] if len(prepared) == 1 else frozenset({Container(frozenset().union(*prepared))})
         if isinstance(func, ast.Attribute) and name in ELEMENT_READS:  # `bundle.get("policy")`, `d.pop(k, None)`
             held = elements(self.value(path, scope, func.value, hops))
             if held:
@@ -326,7 +332,7 @@ class Flow:
             return frozenset(v for v in self._module_symbol(path, node.args[0].value.split("."))
                              if isinstance(v, Module)) or self._absolute_module(path, node.args[0].value)
         if self._builds_accelerator(path, func, name):
-            return frozenset({_accelerated(path, node)})
+            return frozenset({accelerated(path, node)})
         found: Set[Value] = set()
         for callee in self.value(path, scope, func, hops):
             if isinstance(callee, ClassValue):
@@ -334,6 +340,19 @@ class Flow:
             else:
                 found.update(v for at, key in self.runs(callee) or () for v in self.returns(at, key, hops + 1))
         return frozenset(found)
+
+    def prepared(self, path: str, scope: str, node: ast.Call, hops: int = 0) -> Optional[List[Values]]:
+        """`accelerator.prepare(a, b, ...)` where the receiver may hold an `Accelerator(...)`: per argument, the
+        modules it may hold, prepared by each such accelerator (a module it does not hold, nothing); None when
+        the call is no accelerator's `prepare`."""
+        if not (isinstance(node.func, ast.Attribute) and node.args) or any(
+                isinstance(a, ast.Starred) for a in node.args):
+            return None
+        accelerators = [v for v in self.value(path, scope, node.func.value, hops) if isinstance(v, Accelerated)]
+        if not accelerators:
+            return None
+        return [frozenset(Prepared(module, accelerator) for module in unprepared(self.value(path, scope, arg, hops))
+                          if isinstance(module, Instance) for accelerator in accelerators) for arg in node.args]
 
     def _builds_accelerator(self, path: str, func: ast.expr, name: str) -> bool:
         """`Accelerator(...)` as the file's imports resolve it, under any name (`from accelerate import Accelerator as
@@ -353,6 +372,7 @@ class Flow:
         a bound method; None for a callee that is no function's (a class, a module, a container)."""
         if isinstance(callee, Function):
             return [(callee.path, callee.key)]
+        callee = callee.module if isinstance(callee, Prepared) else callee
         if isinstance(callee, Instance):
             targets = self.resolver.instance_call(callee.cls, callee.exact, True)
         elif isinstance(callee, BoundMethod):
@@ -546,14 +566,3 @@ def call_argument(call: ast.Call, params: List[str], name: str, offset: int) -> 
     if 0 <= position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
         return call.args[position]
     return None
-
-
-def _accelerated(path: str, call: ast.Call) -> Accelerated:
-    """`Accelerator(mixed_precision=...)` as the collector reads it (`facts.nodes.accelerator_binding`)."""
-    mixed = next((k.value for k in call.keywords if k.arg == "mixed_precision"), None)
-    double_star = any(k.arg is None for k in call.keywords)
-    text = None if mixed is None else (f'"{mixed.value}"' if isinstance(mixed, ast.Constant) and isinstance(
-        mixed.value, str) and '"' not in mixed.value else ast.unparse(mixed))
-    arg = None if mixed is None or text is None else literal(mixed, text)
-    return Accelerated(path, call.lineno, accelerate_precision(arg, double_star),
-                       describe("Accelerator", "mixed_precision", arg, double_star))

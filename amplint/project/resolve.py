@@ -479,10 +479,10 @@ class Resolver:
     def flowed_targets(self, values: "flow.Values", rest: Sequence[str]) -> List[Target]:
         """The functions a call runs on values that crossed calls (`project.flow`): `p()`, `p.m()`, `p.a.m()`."""
         for attr in rest[:-1]:
-            values = frozenset(v for owner in values if isinstance(owner, flow.Instance)
+            values = frozenset(v for owner in flow.unprepared(values) if isinstance(owner, flow.Instance)
                                for v in self.flow.attr_values(owner.cls, attr))
         targets: List[Target] = []
-        for value in sorted(values, key=repr):
+        for value in sorted(flow.unprepared(values), key=repr):
             if isinstance(value, flow.Instance):
                 found = self.instance_call(value.cls, value.exact, True) if not rest else \
                     self.method(value.cls, rest[-1], value.exact, True)

@@ -18,6 +18,7 @@ from amplint.project.covered import covered_density_calls, probability_callees, 
 from amplint.project.implied import hf_seeds, lightning_seeds
 from amplint.project.loader import Loader, Stats, cache_directory
 from amplint.project.modules import ModuleIndex, display_root, project_top
+from amplint.project.preparedflow import prepared_seeds
 from amplint.project.reading import SUMMARY_READERS
 from amplint.project.resolve import Resolver
 from amplint.project.float32flow import float32_reads
@@ -91,7 +92,7 @@ def _walk_and_report(
     def walk_pass() -> Walked:
         resolver.new_pass()
         seeds = call_seeds(loader, resolver, root) + accel_seeds(loader, resolver, root) + lightning_seeds(
-            loader, resolver, root, settings) + hf_seeds(loader, resolver, root)
+            loader, resolver, root, settings) + hf_seeds(loader, resolver, root) + prepared_seeds(loader, resolver, root)
         return walk(seeds, loader, resolver, config.max_depth, root)
 
     walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
