@@ -39,6 +39,7 @@ import random
 import struct
 import zlib
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from amplint.model import Probed
@@ -105,14 +106,24 @@ def _stratified(rng: random.Random, low: float, high: float, count: int, float16
     drawn = [low + (high - low) * (j + rng.random()) / n for j in range(n)]
     drawn[0], drawn[-1] = low, high
     rng.shuffle(drawn)
-    return [tuple(half(v) if float16 else v for v in drawn[i:i + WIDTH]) for i in range(0, n, WIDTH)]
+    return [half_row(tuple(drawn[i:i + WIDTH])) if float16 else tuple(drawn[i:i + WIDTH]) for i in range(0, n, WIDTH)]
+
+
+def half_row(row: Row) -> Row:
+    """Each of `row` rounded to float16, as `half` rounds it: one `struct` call for the row, element by element
+    only where some value overflows float16 (`struct` raises there, `half` gives inf)."""
+    form = f"<{len(row)}e"
+    try:
+        return struct.unpack(form, struct.pack(form, *row))
+    except OverflowError:
+        return tuple(half(v) for v in row)
 
 
 def to_half(value: Optional[Value]) -> Optional[Value]:
     """`.half()`: the device's numbers rounded; the reference is untouched."""
     if not isinstance(value, Probe):
         return value
-    return Probe(tuple(tuple(half(v) for v in row) for row in value.device), value.reference)
+    return Probe(tuple(half_row(row) for row in value.device), value.reference)
 
 
 # --- float64 math that returns inf/nan where Python raises -------------------------------------------------
@@ -146,8 +157,9 @@ def _lgamma(x: float) -> float:
 
 def _guard(f: Callable[..., float]) -> Callable[..., float]:
     def safe(*args: float) -> float:
-        if any(a != a for a in args):
-            return math.nan
+        for a in args:  # a loop, not `any(...)`: this runs for every probe value of every op
+            if a != a:
+                return math.nan
         try:
             return f(*args)
         except ZeroDivisionError:
@@ -246,18 +258,27 @@ def _broadcast(rows: Sequence[Tuple[Row, ...]]) -> int:
 def _compute(op: str, inputs: Sequence[Value], reference: bool) -> Optional[Tuple[Row, ...]]:
     rows = [_rows(each, reference) for each in inputs]
     n = _broadcast(rows)
-    pick = [lambda i, r=r: r[i if len(r) > 1 else 0] for r in rows]
+    picked = [(r * n if len(r) == 1 else r) for r in rows]  # a single row (a number) broadcast to every row
     if op in UNARY:
-        f = UNARY[op]
-        return tuple(tuple(f(v) for v in pick[0](i)) for i in range(n))
+        return tuple(tuple(map(UNARY[op], row)) for row in picked[0][:n])
     if op in REDUCE:
-        g = REDUCE[op]
-        return tuple(g(pick[0](i)) for i in range(n))
+        return tuple(map(REDUCE[op], picked[0][:n]))
     if op in BINARY and len(inputs) == 2:
         f = BINARY[op]
-        out = tuple(tuple(f(a, b) for a, b in _zip(pick[0](i), pick[1](i))) for i in range(n))
+        out = tuple(_pairwise(f, a, b) for a, b in zip(picked[0][:n], picked[1][:n]))
         return out if all(out) else None
     return None
+
+
+def _pairwise(f: Callable[[float, float], float], a: Row, b: Row) -> Row:
+    """`f` of two rows, entry by entry; a row of one entry broadcast; () where the lengths do not match."""
+    if len(a) == len(b):
+        return tuple(map(f, a, b))
+    if len(a) == 1:
+        return tuple(map(f, repeat(a[0], len(b)), b))
+    if len(b) == 1:
+        return tuple(map(f, a, repeat(b[0], len(a))))
+    return ()
 
 
 def apply(op: str, inputs: Sequence[Optional[Value]], float16: bool) -> Optional[Value]:
@@ -273,7 +294,7 @@ def apply(op: str, inputs: Sequence[Optional[Value]], float16: bool) -> Optional
     if device is None or reference is None:
         return None
     if float16:
-        device = tuple(tuple(half(v) for v in row) for row in device)
+        device = tuple(half_row(row) for row in device)
     return Probe(device, reference)
 
 
