@@ -75,7 +75,7 @@ def counts_as_site(node: ast.AST, imports: ImportTable) -> bool:
     if isinstance(node, ast.Call):
         return _counts_call(node, imports) or kernel_candidate(node)
     if isinstance(node, ast.BinOp):
-        return kernel_candidate(node)
+        return kernel_candidate(node) or quadratic_candidate(node)
     return isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < FLOAT16_SUBNORMAL
 
 
@@ -91,6 +91,16 @@ def kernel_candidate(node: ast.AST) -> bool:
     if isinstance(node, ast.Call) and ast_last_name(node.func) == "pow" and node.args:
         return not _non_negative_number(node.args[-1])
     return False
+
+
+def quadratic_candidate(node: ast.BinOp) -> bool:
+    """May `node` be a Gaussian's quadratic form with no log written (`facts.sumshape.quadratic_sum`), by its
+    syntax alone: a division by a product or a power that writes a 2 (`z * z / (2 * sigma * sigma)`)?"""
+    if not isinstance(node.op, ast.Div):
+        return False
+    below = list(walk(node.right))
+    return any(isinstance(inner, ast.BinOp) and isinstance(inner.op, (ast.Mult, ast.Pow)) for inner in below) and any(
+        isinstance(inner, ast.Constant) and inner.value == 2 for inner in below)
 
 
 def _number(node: ast.AST) -> bool:

@@ -121,8 +121,10 @@ RULE = Rule(
         "(`logits - torch.log(torch.exp(logits).sum(1))`); a sum holding a squared tensor beside a log "
         "term (`log(2*pi)`, `torch.log(sigma)`), which is how Gaussian negative log-likelihoods and KL "
         "divergences are written out; a sum holding a tensor's magnitude beside a log term (`torch.abs(y - mu) / b + "
-        "torch.log(2 * b)`), a Laplace negative log-likelihood; a log-gamma normaliser (`torch.lgamma(alpha)`: Gamma,"
-        " Beta, Dirichlet, Poisson); and a density in log-parameter form, a sum where a tensor is one term and, in "
+        "torch.log(2 * b)`), a Laplace negative log-likelihood; half a square over a squared scale beside another "
+        "tensor term with no log written (`torch.sum(z * z, -1) / (2 * sigma * sigma) - log_det`, a flow's NLL); a "
+        "log of a difference of two probabilities (`torch.log(torch.sigmoid(a) - torch.sigmoid(b))`, a CDF "
+        "difference); a log-gamma normaliser (`torch.lgamma(alpha)`: Gamma, Beta, Dirichlet, Poisson); and a density in log-parameter form, a sum where a tensor is one term and, in "
         "another, the exponent of an `exp` or the argument of a log (`s + (y - mu) ** 2 * torch.exp(-s)`, `1 + logvar"
         " - mu ** 2 - logvar.exp()`, `eta.exp() - k * eta`, `rate - k * torch.log(rate)`, also with the same call "
         "written in both terms and a floor under the log: `F.softplus(eta) - k * torch.log(F.softplus(eta) + eps)`"
@@ -207,6 +209,14 @@ import torch
 with torch.autocast("cpu", dtype=torch.float16):
     mu, s = head(x).chunk(2, dim=-1)
     term = torch.lgamma(mu.float().exp()) / s.float().exp() + s
+""",
+        # A ratio of squares with no half and no other term: a diffusion schedule's, not a quadratic form.
+        """
+import torch
+with torch.autocast("cuda"):
+    sigma_from, sigma_to = head(x).chunk(2, dim=-1)
+    sigma_up = (sigma_to ** 2 * (sigma_from ** 2 - sigma_to ** 2) / sigma_from ** 2) ** 0.5
+    sigma_down = (sigma_to ** 2 - sigma_up ** 2) ** 0.5
 """,
         # The fused primitive.
         """
@@ -323,10 +333,7 @@ import torch
 with torch.autocast("cpu", dtype=torch.float16):
     alpha = torch.exp(0.5 * head(x))
     log_norm = torch.lgamma(alpha).sum(-1)
-""",
-            4,
-            16,
-        ),
+""", 4, 16),
         # A Laplace NLL: `|y - mu| / b` beside `log(2 * b)`; a `1e-3 * sigmoid` scale rounds to 0 in float16
         # once `raw` < -10.4: `log(0)` is -inf.
         Invalid(
@@ -336,10 +343,7 @@ with torch.autocast("cpu", dtype=torch.float16):
     mu, raw = head(x).chunk(2, dim=-1)
     b = 1e-3 * torch.sigmoid(raw)
     nll = (torch.abs(y.float() - mu) / b + torch.log(2 * b)).sum(-1)
-""",
-            5,
-            12,
-        ),
+""", 5, 12),
         # A VAE's KL in log-variance form: no log to see, and `logvar.exp()` is inf above 11.1.
         Invalid(
             """
@@ -347,10 +351,7 @@ import torch
 with torch.autocast("cpu", dtype=torch.float16):
     mu, logvar = head(x).chunk(2, dim=-1)
     kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=-1)
-""",
-            4,
-            27,
-        ),
+""", 4, 27),
         # A cast after the sigmoid comes too late: float16 already rounded its small values to 0, and the
         # log of 0 is -inf on every device. Reported at the log, with `head(x)` as its input.
         Invalid(
@@ -360,10 +361,7 @@ def bernoulli_nll(head, x):
     with torch.autocast("cuda", dtype=torch.float16):
         p = torch.sigmoid(head(x)).float()
         return -torch.log(p)
-""",
-            5,
-            17,
-        ),
+""", 5, 17),
         # A Gaussian's entropy: the log of a `softplus` scale, which float16 rounds to 0 below -17.
         Invalid(
             """
@@ -374,10 +372,7 @@ def entropy(head, x):
     with torch.autocast("cpu", dtype=torch.float16):
         std = F.softplus(head(x))
         return 0.5 + 0.5 * math.log(2 * math.pi) + torch.log(std)
-""",
-            7,
-            52,
-        ),
+""", 7, 52),
         # A rate Poisson NLL: the same `softplus` call as a term and under a floored log.
         Invalid(
             """
@@ -386,10 +381,7 @@ import torch.nn.functional as F
 with torch.autocast("cpu", dtype=torch.float16):
     eta = head(x)
     nll = F.softplus(eta) - k * torch.log(F.softplus(eta) + 1e-10)
-""",
-            5,
-            11,
-        ),
+""", 5, 11),
         # A log-rate Poisson NLL: `exp(eta)` beside `k * eta`.
         Invalid(
             """
@@ -397,10 +389,7 @@ import torch
 with torch.autocast("cpu", dtype=torch.float16):
     eta = head(x)
     nll = (eta.exp() - k * eta).sum(-1)
-""",
-            4,
-            12,
-        ),
+""", 4, 12),
         # A density helper: a Gaussian CDF with `erf`, whose result underflows to 0 in float16.
         Invalid(
             """
@@ -409,20 +398,14 @@ def normal_cdf(x):
     return 0.5 * (1.0 + torch.erf(x / 1.4142135623730951))
 with torch.autocast("cuda"):
     p = normal_cdf(head(x))
-""",
-            5,
-            9,
-        ),
+""", 5, 9),
         Invalid(
             """
 import torch
 import torch.nn.functional as F
 with torch.autocast("cpu", dtype=torch.float16):
     logp = torch.log(F.softmax(head(x), dim=1))
-""",
-            4,
-            12,
-        ),
+""", 4, 12),
         Invalid(
             """
 import torch
@@ -431,10 +414,7 @@ def contrastive(logits):
     return logits - torch.log(exp_logits.sum(1, keepdim=True))
 with torch.autocast("cuda"):
     loss = contrastive(head(x))
-""",
-            4,
-            21,
-        ),
+""", 4, 21),
         Invalid(
             """
 import math
@@ -442,10 +422,7 @@ import torch
 with torch.autocast("cpu", dtype=torch.float16):
     mu = head(x)
     nll = 0.5 * ((y - mu) ** 2 + math.log(2 * math.pi))
-""",
-            5,
-            18,
-        ),
+""", 5, 18),
         # Densities written out with no log: a mixture density network's Gaussian, a Student-t's and a Cauchy's
         # kernel. The squared deviation overflows float16 above 256, so the density is 0 and its log -inf.
         Invalid(
@@ -458,10 +435,7 @@ def mdn(head, x, y):
         mu, s = head(x).chunk(2, dim=-1)
         sigma = s.exp()
         return ONE_OVER_SQRT_2PI * torch.exp(-0.5 * ((y - mu) / sigma) ** 2) / sigma
-""",
-            8,
-            16,
-        ),
+""", 8, 16),
         Invalid(
             """
 import torch
@@ -471,10 +445,7 @@ def student_pdf(head, x, y, nu):
         loc, s = head(x).chunk(2, dim=-1)
         scale = F.softplus(s)
         return torch.pow(1 + ((y - loc) / scale) ** 2 / nu, -(nu + 1) / 2) / scale
-""",
-            7,
-            16,
-        ),
+""", 7, 16),
         Invalid(
             """
 import math
@@ -483,10 +454,7 @@ def cauchy_pdf(head, x, y):
     with torch.autocast("cpu", dtype=torch.float16):
         loc, scale = head(x).chunk(2, dim=-1)
         return 1.0 / (math.pi * scale * (1 + ((y - loc) / scale) ** 2))
-""",
-            6,
-            16,
-        ),
+""", 6, 16),
         # Its own inputs cast, but the statement divides by `exp` of a float16 head: under CPU autocast it
         # overflows, and the quotient is 0 or NaN. Reported at the math, not fixable (the cast belongs to `s`).
         Invalid(
@@ -496,10 +464,25 @@ def gamma_term(head, x):
     with torch.autocast("cpu", dtype=torch.float16):
         mu, s = head(x).chunk(2, dim=-1)
         return torch.lgamma(mu.float().exp()) / s.exp()
-""",
-            5,
-            16,
-        ),
+""", 5, 16),
+        # A flow's NLL: half a squared norm over a squared scale, minus a log-determinant, with no log written.
+        Invalid(
+            """
+import torch
+def flow_nll(flow, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        z, sigma, log_det = flow(x)
+        return torch.sum(z * z, dim=-1) / (2 * sigma * sigma) - log_det
+""", 5, 16),
+        # A discretized logistic's likelihood: the log of a difference of two CDFs (the bin's mass).
+        Invalid(
+            """
+import torch
+def bin_nll(head, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        a, b = head(x).chunk(2, dim=-1)
+        return -torch.log(torch.clamp(torch.sigmoid(a) - torch.sigmoid(b), min=1e-5))
+""", 5, 17),
     ),
     projects=(
         # Helpers named like densities, imported: the body decides, not the name. A KL-annealing schedule on

@@ -102,7 +102,8 @@ class MathSites:
             if inputs is not None:
                 return inputs
         elif operator in (ast.Add, ast.Sub) and (self._screened(self._triggers.log_or_exp, function or statement) or (
-                function is not None and owner is not None and self._screened(self._triggers.log, owner))):
+                function is not None and owner is not None and self._screened(self._triggers.log, owner))
+                or _quotient_or_power(node)):
             if id(node) in self._claimed or inside_last(node):
                 return None  # one site per written sum, not one per sub-sum
             tree = AstReader(self._env(function, owner))
@@ -174,6 +175,12 @@ class Screens:
         if found is None:
             found = self._answers[key] = test(node)
         return found
+
+
+def _quotient_or_power(node: ast.BinOp) -> bool:
+    """A sum that divides or raises to a power somewhere in it, as a Gaussian's quadratic form with no log
+    written does (`sumshape.quadratic_sum`: `sum(z * z) / (2 * sigma * sigma) - log_det`)."""
+    return any(isinstance(each, ast.BinOp) and isinstance(each.op, (ast.Div, ast.Pow)) for each in ast.walk(node))
 
 
 class _Triggers:

@@ -267,15 +267,16 @@ def is_prob(node: Any, tree: Reader, depth: int = DEPTH) -> bool:
 
 
 def _is_prob_operation(operation: Tuple[str, Any, Any], tree: Reader, depth: int) -> bool:
-    """A normalisation `x / x.sum()`, a ratio of probabilities, a scaled one, a complement `1 - p`."""
+    """A normalisation `x / x.sum()`, a ratio of probabilities, a scaled one, a complement `1 - p`, a difference
+    of two (`torch.sigmoid(a) - torch.sigmoid(b)`: a discretized logistic's mass, a CDF difference)."""
     operator, left, right = operation
     if operator == "/":
         return _is_sum(right, tree) or (is_prob(left, tree, depth) and is_prob(right, tree, depth))
     if operator == "*":
         return (is_prob(left, tree, depth) and _is_scale(right, tree)) or (
             is_prob(right, tree, depth) and _is_scale(left, tree))
-    if operator == "-":
-        return _is_one(left, tree) and is_prob(right, tree, depth)
+    if operator == "-":  # a complement `1 - p`, or a CDF difference (the mass between two quantiles)
+        return (_is_one(left, tree) or is_prob(left, tree, depth)) and is_prob(right, tree, depth)
     return False
 
 

@@ -36,7 +36,7 @@ from amplint.facts.probshape import (
 )
 from amplint.facts.shapereader import Nodes
 from amplint.facts.sumshape import (
-    additive_terms, density_sum, is_abs_of_tensor, is_additive, is_square_of_tensor, leaves,
+    additive_terms, density_sum, is_abs_of_tensor, is_additive, is_square_of_tensor, leaves, quadratic_sum,
 )
 from amplint.screen import FLOAT16_SUBNORMAL
 
@@ -110,11 +110,13 @@ def entropy_site(node: Any, tree: Reader) -> Optional[Tuple[Any, Any]]:
 
 def density_sums(node: Any, tree: Reader) -> Iterator[Tuple[str, Optional[Tuple[Any, ...]]]]:
     """(method, its tensor operands or None) for a sum read as a Gaussian's, a Laplace's (a squared tensor, or a
-    magnitude, beside a log term) and a density in log-parameter form, in that order, each read only when asked:
-    which answer makes the site is the tree's (module doc)."""
+    magnitude, beside a log term), a density in log-parameter form, and a Gaussian's quadratic form beside another
+    tensor term (`sumshape.quadratic_sum`), in that order, each read only when asked: which answer makes the site
+    is the tree's (module doc)."""
     yield "gaussian", density_sum(node, tree, is_square_of_tensor)
     yield "laplace", density_sum(node, tree, is_abs_of_tensor)
     yield LOG_PARAMETER, _log_parameter_operands(node, tree)
+    yield "gaussian", quadratic_sum(node, tree)
 
 
 def _log_parameter_operands(node: Any, tree: Reader) -> Optional[Tuple[Any, ...]]:

@@ -71,6 +71,51 @@ def density_sum(node: Any, tree: Reader, deviation: Callable[[Any, Reader], bool
     return tuple(op for term in terms for op in leaves(term, tree))
 
 
+def quadratic_sum(node: Any, tree: Reader) -> Optional[Tuple[Any, ...]]:
+    """A Gaussian's quadratic form (`is_quadratic_form`) beside another tensor term in one sum, with no log
+    written: a flow's NLL `sum(z * z) / (2 * sigma * sigma) - log_det`, a Gaussian in log-scale form whose
+    log-scale is a tensor of its own. Its tensor operands, else None."""
+    terms = list(additive_terms(node, tree)) if is_additive(node, tree) else []
+    quadratic = [t for t in terms if has(t, tree, is_quadratic_form, 0) and _halves(t, tree)] if len(
+        terms) > 1 else []
+    if not quadratic or not any(t not in quadratic and next(leaves(t, tree), None) is not None for t in terms):
+        return None
+    return tuple(op for term in terms for op in leaves(term, tree))
+
+
+def _halves(node: Any, tree: Reader) -> bool:
+    """A literal 2 or 0.5 written in the term: a Gaussian's quadratic form is half a square over a variance
+    (`z * z / (2 * sigma * sigma)`, `0.5 * ((y - mu) / s) ** 2`); a ratio of squares with no half in it is a
+    schedule's or a kernel's (`sigma_to ** 2 / sigma_from ** 2`)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if number_value(current, tree) in (2, 0.5) and tree.is_literal(unwrap(current, tree)):
+            return True
+        operation = tree.operation(current)
+        if operation is not None and operation[0] == "**":
+            stack.append(operation[1])  # an exponent 2 is the square, not the half
+        else:
+            stack.extend(tree.children(current))
+    return False
+
+
+def is_quadratic_form(node: Any, tree: Reader) -> bool:
+    """`d ** 2 / (2 * s * s)`, `sum(z * z) / var ** 2`: a square over a square; `((y - mu) / s) ** 2`: the square
+    of a quotient by a tensor, as written (no name followed). float16 overflows the square above 256 and
+    underflows a squared scale below 2.4e-4."""
+    operation = tree.operation(node)
+    if operation is None:
+        return False
+    operator, left, right = operation
+    if operator == "/":
+        return has(left, tree, is_square_of_tensor, 0) and has(right, tree, is_square_of_tensor, 0)
+    if operator == "**" and number_value(right, tree) == 2:
+        inner = tree.operation(unwrap(left, tree))
+        return inner is not None and inner[0] == "/" and number_value(inner[2], tree) is None
+    return False
+
+
 def has(node: Any, tree: Reader, test: Callable[[Any, Reader], bool], depth: int = 2) -> bool:
     """`test` holds for `node`, a sub-expression, or (`depth` steps back) a name's assigned value.
 
