@@ -51,7 +51,7 @@ def in_float16_region(site: "Site") -> bool:
     with `y` a parameter) computes in their dtype, which is the caller's: the region here makes none of them
     float16, and as often as not they are float32 data (`Site.data`). Entered from a float16 region instead
     (`reached_from_float16`), they are that region's values."""
-    if site.kind == INLINE and site.uncast and len(site.data) == len(site.uncast):
+    if site.kind == INLINE and site.uncast and not site.float16_inputs():
         return False
     return any(uncast_under_float16(site, kind) for kind in KINDS)
 
@@ -73,8 +73,7 @@ def _float16_inputs(site: "Site") -> "List[cst.BaseExpression]":
     them go unreported), unless nothing else is left."""
     if site.state is None:
         return list(site.uncast)
-    data = {id(node) for node in site.data}
-    return [node for node in site.uncast if id(node) not in data] or list(site.uncast)
+    return site.float16_inputs() or list(site.uncast)
 
 
 def message(diagnosis: Diagnosis, module: "cst.Module") -> str:

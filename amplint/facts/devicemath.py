@@ -320,18 +320,21 @@ def on_device(node: cst.BaseExpression, env: Env, policy: Optional[AutocastPolic
     computed = evaluator.of(node)
     if floor:
         return OnDevice(policy.device, spared=not computed.lossy and computed.dtype != F16)
-    statement = evaluator.of(whole) if whole is not None and whole is not node else computed
-    if UNREAD in statement.lossy:
-        statement = computed  # a statement the walk cannot read (several values, a comprehension): the site alone
+    statement = _statement(evaluator, node, whole)
     if not computed.lossy and not statement.lossy:
         return OnDevice(policy.device, spared=True)
     probed = probes.judge(_judged(computed, statement))
     if probed is not None and probed.holds and probed.max_error * probes.NEAR > PROBE_TOLERANCE:
         denser = DeviceMath(env, policy, is_wide, data, probes.REFINE)
-        again = denser.of(node)
-        probed = probes.worse(probed, probes.judge(_judged(again, denser.of(whole) if statement is not computed
-                                                              else again)))
+        probed = probes.worse(probed, probes.judge(_judged(denser.of(node), _statement(denser, node, whole))))
     return OnDevice(policy.device, probed=probed)
+
+
+def _statement(evaluator: DeviceMath, node: cst.BaseExpression, whole: Optional[cst.BaseExpression]) -> Computed:
+    """The statement's value, or the site's own where the walk cannot read the statement (several values, a
+    comprehension) or there is none."""
+    statement = evaluator.of(whole) if whole is not None and whole is not node else evaluator.of(node)
+    return evaluator.of(node) if UNREAD in statement.lossy else statement
 
 
 def _judged(computed: Computed, statement: Computed) -> Optional[probes.Value]:

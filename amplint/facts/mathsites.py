@@ -85,7 +85,7 @@ def _spared(site: Optional["Site"], expr: cst.BaseExpression, ctx: "SiteContext"
     if site is None:
         return site
     env = ctx.math_env()
-    if len(site.data) == len(site.uncast) and not floor:  # a floor's finding is about the floor: float32 keeps it
+    if not site.float16_inputs() and not floor:  # a floor's finding is about the floor: float32 keeps it
         _statement_inputs(site, ctx)
     elif site.uncast:
         _supersede(site, ctx)

@@ -158,6 +158,11 @@ class Site:
         """Every distribution's constructor can be cast where it is built (here, or in another file)."""
         return bool(self.dists) and all(d.castable() for d in self.dists)
 
+    def float16_inputs(self) -> List[cst.BaseExpression]:
+        """The uncast inputs its own region makes float16: not the parameters it never rebinds (`data`)."""
+        data = {id(node) for node in self.data}
+        return [node for node in self.uncast if id(node) not in data]
+
     def local_uncast(self) -> List[cst.BaseExpression]:
         """The uncast inputs in this file's tree: not those of a distribution built in another file."""
         remote = {id(node) for ref in self.dists if ref.remote for node in ref.all_inputs()}
