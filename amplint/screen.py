@@ -94,13 +94,15 @@ def kernel_candidate(node: ast.AST) -> bool:
 
 
 def quadratic_candidate(node: ast.BinOp) -> bool:
-    """May `node` be a Gaussian's quadratic form with no log written (`facts.sumshape.quadratic_sum`), by its
-    syntax alone: a division by a product or a power that writes a 2 (`z * z / (2 * sigma * sigma)`)?"""
-    if not isinstance(node.op, ast.Div):
-        return False
-    below = list(walk(node.right))
-    return any(isinstance(inner, ast.BinOp) and isinstance(inner.op, (ast.Mult, ast.Pow)) for inner in below) and any(
-        isinstance(inner, ast.Constant) and inner.value == 2 for inner in below)
+    """May `node` be a Gaussian's quadratic form with no log written (`facts.sumshape.is_quadratic_form`), by its
+    syntax alone: a division by something that may be a square (a product, a power, a call: `z * z / (2 * sigma *
+    sigma)`, `d ** 2 / torch.square(s)`), or a quotient squared (`((y - mu) / s) ** 2`)? The half the recognizer
+    also asks for may be written outside `node`, so it is not asked here."""
+    if isinstance(node.op, ast.Div):
+        return any(isinstance(inner, ast.Call) or isinstance(inner, ast.BinOp) and isinstance(
+            inner.op, (ast.Mult, ast.Pow)) for inner in walk(node.right))
+    return isinstance(node.op, ast.Pow) and isinstance(node.left, ast.BinOp) and isinstance(
+        node.left.op, ast.Div) and isinstance(node.right, ast.Constant) and node.right.value == 2
 
 
 def _number(node: ast.AST) -> bool:

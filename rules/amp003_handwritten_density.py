@@ -474,6 +474,15 @@ def flow_nll(flow, x):
         z, sigma, log_det = flow(x)
         return torch.sum(z * z, dim=-1) / (2 * sigma * sigma) - log_det
 """, 5, 16),
+        # The same form with the half and the square written otherwise, and nothing else in the file to see.
+        Invalid(
+            """
+import torch
+def flow_nll(flow, x):
+    with torch.autocast("cpu", dtype=torch.float16):
+        z, s, log_det = flow(x)
+        return 0.5 * z * z / (s * s) - log_det
+""", 5, 16),
         # A discretized logistic's likelihood: the log of a difference of two CDFs (the bin's mass).
         Invalid(
             """
@@ -517,6 +526,19 @@ def gaussian_nll(mu, log_std, y):
     z = (y - mu) / log_std.exp()
     return 0.5 * z.pow(2) + log_std + 0.5 * math.log(2 * math.pi)
 """)), (("losses.py", 4, 12),)),
+        # A Gaussian's squared quotient beside its log-scale, in an imported helper with no log written: INVALID,
+        # at the math.
+        Project((("train.py", """\
+import torch
+from losses import nll
+def step(head, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        mu, s, log_s = head(x)
+        return nll(mu, s, log_s, y)
+"""), ("losses.py", """\
+def nll(mu, s, log_s, y):
+    return 0.5 * ((y - mu) / s) ** 2 + log_s
+""")), (("losses.py", 2, 12),)),
         # A CDF difference whose `erfc` is in a helper of the helper: INVALID, at the call.
         Project((("train.py", """\
 import torch

@@ -30,7 +30,7 @@ from amplint.facts.mathnames import (
     EXP_FUNCTIONS, FLOOR_FUNCTIONS, FLOOR_METHODS, LOG_2PI, LOG_FUNCTIONS, SCALAR_LOG_FUNCTIONS,
 )
 from amplint.names import ImportTable, ast_qualnames
-from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS
+from amplint.screen import FLOAT16_SUBNORMAL, LOG_METHODS, quadratic_candidate
 
 Inputs = Optional[List[ast.expr]]  # a site's inputs, or None for no site
 
@@ -103,7 +103,7 @@ class MathSites:
                 return inputs
         elif operator in (ast.Add, ast.Sub) and (self._screened(self._triggers.log_or_exp, function or statement) or (
                 function is not None and owner is not None and self._screened(self._triggers.log, owner))
-                or _quotient_or_power(node)):
+                or _quadratic_candidate(node)):
             if id(node) in self._claimed or inside_last(node):
                 return None  # one site per written sum, not one per sub-sum
             tree = AstReader(self._env(function, owner))
@@ -177,10 +177,10 @@ class Screens:
         return found
 
 
-def _quotient_or_power(node: ast.BinOp) -> bool:
-    """A sum that divides or raises to a power somewhere in it, as a Gaussian's quadratic form with no log
-    written does (`sumshape.quadratic_sum`: `sum(z * z) / (2 * sigma * sigma) - log_det`)."""
-    return any(isinstance(each, ast.BinOp) and isinstance(each.op, (ast.Div, ast.Pow)) for each in ast.walk(node))
+def _quadratic_candidate(node: ast.BinOp) -> bool:
+    """A sum that may hold a Gaussian's quadratic form with no log written (`sumshape.quadratic_sum`: `sum(z * z)
+    / (2 * sigma * sigma) - log_det`), as the file screen asks it of each operation."""
+    return any(isinstance(each, ast.BinOp) and quadratic_candidate(each) for each in ast.walk(node))
 
 
 class _Triggers:

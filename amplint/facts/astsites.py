@@ -41,6 +41,7 @@ from amplint.facts.model import Scope
 from amplint.names import ImportTable
 from amplint.screen import (
     LOG_METHODS, is_distribution_call, is_exp_call, is_log_call, is_probability_call, kernel_candidate,
+    quadratic_candidate,
 )
 
 Span = Tuple[Tuple[int, int], Tuple[int, int]]
@@ -168,8 +169,9 @@ class SiteJudge:
         return self._math(node, scope, wide, recognize)
 
     def kernel_seen(self, node: ast.BinOp, scope: Scope) -> None:
-        """Without the math recognizers: an operation that may be a density kernel (`screen.kernel_candidate`)."""
-        if kernel_candidate(node):
+        """Without the math recognizers: an operation that may be a density kernel or a Gaussian's quadratic form
+        (`screen.kernel_candidate`, `screen.quadratic_candidate`)."""
+        if kernel_candidate(node) or quadratic_candidate(node):
             self._math_seen(scope)
 
     def _density(self, node: ast.Call, scope: Scope, owner: Optional[ast.ClassDef]) -> bool:
