@@ -204,7 +204,7 @@ def first_sum(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def has(node: cst.BaseExpression, env: Env, test: Callable[[cst.BaseExpression, Env], bool],
-         depth: int = 2) -> bool:
+        depth: int = 2) -> bool:
     """`sumshape.has` for a test of LibCST's (node, env); memoized per function under the test's name."""
     def tree_test(each: cst.BaseExpression, _tree: Any) -> bool:
         return test(each, env)

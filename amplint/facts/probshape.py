@@ -162,7 +162,6 @@ def literal_value(node: Any, tree: Reader, depth: int = DEPTH) -> Optional[float
     return None
 
 
-
 def log_operand(node: Any, tree: Reader) -> Optional[Any]:
     """`x` of a tensor log: `torch.log(x)`, `x.log()`, `torch.log2(x)`. `math.log` is not a tensor log."""
     call = tree.function_call(node, LOG_FUNCTIONS)

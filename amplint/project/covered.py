@@ -37,8 +37,8 @@ def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tupl
     covered = []
     for function in summary.functions.values() if summary is not None else ():
         for call in function.calls:
-            if call.density and _spoken_for(loader, resolver, resolver.call_targets(path, function, call, None,
-                                                                                   False)):
+            targets = resolver.call_targets(path, function, call, None, False) if call.density else []
+            if call.density and _spoken_for(loader, resolver, targets):
                 covered.append(CoveredCall(call.line, call.column))
     return tuple(sorted(set(covered), key=lambda c: (c.line, c.column)))
 

@@ -8,15 +8,19 @@ that calls it (`call_loss(local_loss, ...)`), was lost at the call. Here it is
 found again, on demand, for the names the resolver cannot resolve, by reading
 CPython's tree of the files involved:
 
-- a parameter holds the join of the arguments given to it at every call site:
-  direct calls in its file and in the files that import it, and calls through a
-  parameter of a function it was handed to (callbacks);
+- a parameter holds the join of the arguments given to it at every call site
+  (`callsites.py`): direct calls in its file and in the files that import it,
+  calls through a parameter of a function it was handed to (callbacks),
+  `super().__init__(...)`, `functools.partial(f, ...)`, and the callers of a
+  function that forwards `*args, **kwargs`; a `**kwargs` parameter holds the
+  keywords no named parameter takes;
 - a local name holds the join of its assignments (and `for` targets) in its
   function, then in the functions around it, then at module level;
 - an expression's value: a class call is an instance; `x.to(...)`, `.cuda()`,
   `torch.compile(x)`, `DDP(x)` and the like are `x`; a call of a project
   function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
   elements are the container's elements (`{...}`, `[...]`, `nn.ModuleDict`);
+  `super()` is the next class on the MRO; `functools.partial(f, ...)` is `f`;
   `getattr(module, "Name")` and `importlib.import_module("pkg.mod")` are read
   when their strings are literal; `a if c else b` and `a or b` join both;
   Accelerate's `Accelerator(...)` is an `Accelerated` value (rule A: its file, line and precision), so an
@@ -30,14 +34,18 @@ answer is memoized as the resolver's are (`memo.Memo`: sure or for this pass).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set,
-                    Tuple, Union)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
+from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
+from amplint.project.flowcalls import is_partial, star_params, super_owner
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
+from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
+    NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value, Values, elements,
+    modules_of as _modules, unprepared,
+)
 from amplint.project.memo import Doubts
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
@@ -62,7 +70,6 @@ if TYPE_CHECKING:  # pragma: no cover
         def targets_of_call(self, path: str, scope: str, line: int, column: int,
                             name: Optional[str] = None) -> List[Target]: ...
 
-MAX_HOPS = 6  # parameter -> call site -> parameter ... steps followed from one question
 # Calls that return the module they are given: `model.to(device)`, `torch.compile(model)`, `DDP(model)`.
 SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
                                  "requires_grad_", "share_memory", "type"})
@@ -75,59 +82,7 @@ ELEMENT_READS = frozenset({"get", "pop", "setdefault"})  # a container's methods
 FANOUT_CALLS = frozenset({"MetricCollection"})
 
 
-# The resolver's own symbols serve as values: an instance of a class, a function, a module.
-Instance, Function, Module = _Instance, _Func, _Module
-
-
-@dataclass(frozen=True)
-class ClassValue:
-    """A class object itself (a registry's value, a class passed as a parameter): calling it makes an instance."""
-
-    cls: "ClassRef"
-
-
-@dataclass(frozen=True)
-class Container:
-    """A dict, list, tuple, `nn.ModuleDict`: its elements, joined (keys are not told apart)."""
-
-    elements: FrozenSet["Value"]
-
-
-@dataclass(frozen=True)
-class Fanout:
-    """A collection whose method calls run on each member (`FANOUT_CALLS`); indexed, it is one of them."""
-
-    elements: FrozenSet["Value"]
-
-
-@dataclass(frozen=True)
-class BoundMethod:
-    """`model.loss` read, not called (`fn = model.loss; fn(x)`): calling it calls the method."""
-
-    owner: Instance
-    name: str
-
-
-Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, Accelerated, Prepared]
-Values = FrozenSet[Value]
-_NONE: Values = frozenset()
-
-
-def elements(values: Values) -> Values:
-    return frozenset(e for v in values if isinstance(v, (Container, Fanout)) for e in v.elements)
-
-
-def unprepared(values: Values) -> Values:
-    """The values as modules: a prepared model is its module for everything but where its `forward` runs."""
-    return frozenset(v.module if isinstance(v, Prepared) else v for v in values)
-
-
-def _modules(values: Values) -> Values:
-    """The modules among `values`, prepared or not (what `.to(device)`, `DDP(model)` return)."""
-    return frozenset(v for v in values if isinstance(v, (Instance, Prepared)))
-
-
-class Flow:
+class Flow(CallSites):
     """Answers "what may this name hold?" over the project's trees, for the resolver."""
 
     def __init__(self, resolver: "Resolver", loader: "Loader") -> None:
@@ -184,7 +139,7 @@ class Flow:
                 return _NONE
             facts = tree.scope_facts(current)
             found = set(self._assigned(path, current, facts.bindings.get(name, ()), name, hops))
-            if current != MODULE_KEY and name in param_names(node):
+            if current != MODULE_KEY and (name in param_names(node) or name in star_params(node)):
                 found.update(self.param_values(path, current, name, hops + 1))
             nested = f"{current}.<locals>.{name}" if current != MODULE_KEY else name
             if nested in tree.scopes and tree.parents.get(nested) == current:
@@ -291,17 +246,38 @@ class Flow:
 
     def _has_method(self, cls: "ClassRef", name: str) -> bool:
         """Does `cls` or a class on its MRO define a method `name` (read, not called, it is a bound method)?"""
+        return self._first_defining(cls, name) is not None
+
+    def _first_defining(self, cls: "ClassRef", name: str) -> Optional["ClassRef"]:
+        """The class on `cls`'s MRO whose body defines the method `name` (None: none of the project's)."""
         for ref in self.resolver.mro(cls):
             tree = self.tree(ref.path)
             node = tree.classes.get(ref.name) if tree is not None else None
             if node is not None and any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
                                         and item.name == name for item in node.body):
-                return True
-        return False
+                return ref
+        return None
+
+    def _super(self, path: str, scope: str, node: ast.Call) -> Values:
+        """`super()` in a method of `C`: each class after `C` on its MRO that an earlier one does not lead to
+        (the next class, and the other bases of a class with several), exactly: no subclass override runs."""
+        tree = self.tree(path)
+        owner = super_owner(tree, scope, node) if tree is not None else None
+        if owner is None:
+            return _NONE
+        offered: List[ClassRef] = []
+        for ref in self.resolver.mro(ClassRef(path, owner))[1:]:
+            if not any(ref in self.resolver.mro(earlier) for earlier in offered):
+                offered.append(ref)
+        return frozenset(Instance(ref, True) for ref in offered)
 
     def _call_value(self, path: str, scope: str, node: ast.Call, hops: int) -> Values:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name == "super":
+            return self._super(path, scope, node)
+        if name == "partial" and node.args and is_partial(func, self._import_table(path)):
+            return self.value(path, scope, node.args[0], hops)  # calling it runs its function
         if isinstance(func, ast.Attribute) and name in SAME_MODULE_METHODS:
             return _modules(self.value(path, scope, func.value, hops))
         if isinstance(func, ast.Attribute) and name == "clone":  # `metrics.clone(prefix="val/")`: the same members
@@ -450,119 +426,3 @@ class Flow:
                         yield ref.path, MODULE_KEY, item.value
             for scope, value in tree.self_attrs(ref.name).get(attr, ()):  # type: ignore[union-attr]
                 yield ref.path, scope, value
-
-    # --- parameters: the join over call sites ----------------------------------------------------------
-    def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
-        return self._ask(("param", path, scope, name), hops, lambda: self._param_values(path, scope, name, hops))
-
-    def _param_values(self, path: str, scope: str, name: str, hops: int) -> Values:
-        tree = self.tree(path)
-        node = tree.scopes.get(scope) if tree is not None else None
-        if node is None:
-            return _NONE
-        params = param_names(node)
-        method = self._is_method(tree, scope)
-        found: Set[Value] = set()
-        for site in self.call_sites(path, scope, hops):
-            offset = 1 if method and site.bound else 0
-            argument = call_argument(site.call, params, name, offset)
-            if argument is not None:
-                found.update(self.value(site.path, site.scope, argument, hops))
-        return frozenset(found)
-
-    @staticmethod
-    def _is_method(tree: FileTree, scope: str) -> bool:
-        owner, _, _ = scope.rpartition(".")
-        return owner in tree.classes
-
-    def call_sites(self, path: str, scope: str, hops: int = 0) -> Tuple["CallSite", ...]:
-        key = ("sites", path, scope)
-        return self._sites.get(key, lambda: tuple(self._call_sites(path, scope, hops)))
-
-    def _call_sites(self, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
-        tree = self.tree(path)
-        if tree is None:
-            return
-        owner, _, short = scope.rpartition(".")
-        constructor = short == "__init__" and owner in tree.classes
-        # A method is inherited: its callers import a subclass's file as often as its own, and a constructor
-        # runs for a subclass's instances too.
-        heirs = self.resolver.subclasses(ClassRef(path, owner)) if owner in tree.classes else []
-        wanted = {c.name.rsplit(".", 1)[-1] for c in [ClassRef(path, owner), *heirs]} if constructor else {short}
-        if "<locals>" in scope:
-            files = [path]
-        else:
-            homes = dict.fromkeys([path, *(c.path for c in heirs)])
-            files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
-        for caller in files:
-            if not any(self.loader.mentions(caller, w) for w in wanted) and not self.loader.mentions(caller, short) \
-                    and not short.startswith("<lambda@"):
-                continue  # its text never names the function: no call of it, no hand-off of it
-            caller_tree = self.tree(caller)
-            if caller_tree is None:
-                continue
-            for caller_scope, call in [found for w in sorted(wanted) for found in caller_tree.calls_named(w)]:
-                if self._calls(caller, caller_scope, call, path, scope, constructor, hops):
-                    yield CallSite(caller, caller_scope, call, constructor or isinstance(call.func, ast.Attribute))
-            for caller_scope, call in caller_tree.calls_given(short):
-                yield from self._through_parameter(caller, caller_scope, call, path, scope, short, hops)
-
-    def _calls(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str, constructor: bool,
-               hops: int) -> bool:
-        """Does `call` in `caller_scope` run the function `scope` of `path` (or construct its class)?
-
-        A method call is the resolver's question (memoized, and asked of the walk's calls anyway); a name is
-        read here, where a nested def or a class picked from a dict is seen too."""
-        if constructor or not isinstance(call.func, ast.Attribute):
-            callees = self.value(caller, caller_scope, call.func, hops + 1)
-            if constructor:
-                owner = ClassRef(path, scope.rpartition(".")[0])
-                return any(isinstance(v, ClassValue) and (v.cls == owner or owner in self.resolver.mro(v.cls))
-                           for v in callees)
-            if any(isinstance(v, Function) and (v.path, v.key) == (path, scope) for v in callees):
-                return True
-        name = call.func.attr if isinstance(call.func, ast.Attribute) else None
-        targets = self.resolver.targets_of_call(caller, caller_scope, call.lineno, call.col_offset + 1, name)
-        return any((t.path, t.key) == (path, scope) for t in targets)
-
-    def _through_parameter(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str,
-                           short: str, hops: int) -> Iterator["CallSite"]:
-        """`helper(f, ...)` hands the function on: the calls of the parameter it lands in are calls of `f`."""
-        for position, argument in enumerate(call.args):
-            if not (isinstance(argument, ast.Name) and argument.id == short) and not isinstance(argument, ast.Lambda):
-                continue
-            if Function(path, scope) not in self.value(caller, caller_scope, argument, hops + 1):
-                continue
-            for callee in self.value(caller, caller_scope, call.func, hops + 1):
-                if not isinstance(callee, Function):
-                    continue
-                callee_tree = self.tree(callee.path)
-                node = callee_tree.scopes.get(callee.key) if callee_tree is not None else None
-                params = param_names(node) if node is not None else []
-                offset = 1 if isinstance(call.func, ast.Attribute) and self._is_method(callee_tree, callee.key) else 0
-                if position + offset >= len(params):
-                    continue
-                parameter = params[position + offset]
-                for inner in callee_tree.scope_facts(callee.key).calls:  # type: ignore[union-attr]
-                    if isinstance(inner.func, ast.Name) and inner.func.id == parameter:
-                        yield CallSite(callee.path, callee.key, inner, False)
-
-
-@dataclass(frozen=True)
-class CallSite:
-    path: str
-    scope: str
-    call: ast.Call
-    bound: bool  # called on an instance or a class: the first parameter (`self`) is not an argument
-
-
-def call_argument(call: ast.Call, params: List[str], name: str, offset: int) -> Optional[ast.expr]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    if name not in params:
-        return None
-    position = params.index(name) - offset
-    if 0 <= position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
-        return call.args[position]
-    return None

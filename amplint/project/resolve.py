@@ -56,8 +56,6 @@ LIBRARY_METHODS = frozenset({
 MAX_IMPORT_HOPS = 8
 
 
-
-
 class Resolver:
     """Memoized resolution over the loader's summaries (one per run: no global state).
 

@@ -92,7 +92,8 @@ def _walk_and_report(
     def walk_pass() -> Walked:
         resolver.new_pass()
         seeds = call_seeds(loader, resolver, root) + accel_seeds(loader, resolver, root) + lightning_seeds(
-            loader, resolver, root, settings) + hf_seeds(loader, resolver, root) + prepared_seeds(loader, resolver, root)
+            loader, resolver, root, settings) + hf_seeds(loader, resolver, root) + \
+            prepared_seeds(loader, resolver, root)
         return walk(seeds, loader, resolver, config.max_depth, root)
 
     walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave

@@ -1,0 +1,192 @@
+"""Where a function is called: the join over call sites that gives a parameter its values (`flow.Flow`).
+
+A call site is a direct call (in the function's file or one that imports it, a subclass's file included),
+a constructor call of a class whose `__init__` it is, `super().__init__(...)` in a subclass, a call through
+the parameter a function was handed to, `functools.partial(f, ...)`, and, through a function that forwards
+`*args, **kwargs`, that function's own call sites (`flowcalls`).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Set, Tuple
+
+from amplint.project.flowcalls import bound_call, forwards, is_partial, is_super, star_arguments, star_params
+from amplint.project.flowtrees import FileTree, param_names
+from amplint.project.flowvalues import ClassValue, Container, Function, Instance, Value, Values
+from amplint.project.flowvalues import NONE as _NONE
+from amplint.project.summary import MODULE_KEY
+from amplint.project.symbols import ClassRef
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.names import ImportTable
+
+MAX_HOPS = 6  # parameter -> call site -> parameter ... steps followed from one question
+
+
+class CallSites:
+    """The call-site half of `flow.Flow` (which defines `tree`, `value`, `_ask` and the memo this reads)."""
+
+    if TYPE_CHECKING:  # pragma: no cover - provided by `flow.Flow`
+        from typing import Any, Callable
+
+        resolver: Any
+        loader: Any
+        _sites: Any
+
+        def tree(self, path: str) -> Optional[FileTree]: ...
+        def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values: ...
+        def _ask(self, key: Tuple[object, ...], hops: int, compute: "Callable[[], Values]") -> Values: ...
+        def _import_table(self, path: str) -> "ImportTable": ...
+        def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]: ...
+
+    def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
+        return self._ask(("param", path, scope, name), hops, lambda: self._param_values(path, scope, name, hops))
+
+    def _param_values(self, path: str, scope: str, name: str, hops: int) -> Values:
+        tree = self.tree(path)
+        node = tree.scopes.get(scope) if tree is not None else None
+        if node is None:
+            return _NONE
+        params = param_names(node)
+        method = self._is_method(tree, scope)
+        star = name not in params and name in star_params(node)
+        found: Set[Value] = set()
+        for site in self.call_sites(path, scope, hops):
+            offset = 1 if method and site.bound else 0
+            arguments = star_arguments(site.call, node, params, name, offset) if star else \
+                [a for a in [call_argument(site.call, params, name, offset)] if a is not None]
+            for argument in arguments:
+                found.update(self.value(site.path, site.scope, argument, hops))
+        return frozenset({Container(frozenset(found))}) if star else frozenset(found)
+
+    @staticmethod
+    def _is_method(tree: FileTree, scope: str) -> bool:
+        owner, _, _ = scope.rpartition(".")
+        return owner in tree.classes
+
+    def call_sites(self, path: str, scope: str, hops: int = 0) -> Tuple["CallSite", ...]:
+        key = ("sites", path, scope)
+        if hops > MAX_HOPS:
+            self.resolver.doubts.read_unsure()
+            return ()
+
+        def compute() -> Tuple["CallSite", ...]:
+            self._sites.guard(key, ())  # a forwarder that reaches itself
+            return tuple(self._forwarded(self._call_sites(path, scope, hops), hops))
+        return self._sites.get(key, compute)
+
+    def _forwarded(self, sites: Iterable["CallSite"], hops: int) -> Iterator["CallSite"]:
+        """Each call site, or where it forwards `*args, **kwargs` from (`flowcalls.forwards`), its function's."""
+        for site in sites:
+            tree = self.tree(site.path)
+            node = tree.scopes.get(site.scope) if tree is not None and site.scope != MODULE_KEY else None
+            if node is not None and forwards(site.call, node):
+                yield from (CallSite(o.path, o.scope, o.call, site.bound)
+                            for o in self.call_sites(site.path, site.scope, hops + 1))
+            else:
+                yield site
+
+    def _call_sites(self, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
+        tree = self.tree(path)
+        if tree is None:
+            return
+        owner, _, short = scope.rpartition(".")
+        constructor = short == "__init__" and owner in tree.classes
+        # A method is inherited: its callers import a subclass's file as often as its own, and a constructor
+        # runs for a subclass's instances too.
+        heirs = self.resolver.subclasses(ClassRef(path, owner)) if owner in tree.classes else []
+        if constructor:  # a subclass with an `__init__` of its own reaches this one through `super().__init__`
+            wanted = {c.name.rsplit(".", 1)[-1] for c in [ClassRef(path, owner), *heirs]
+                      if self._first_defining(c, short) == ClassRef(path, owner)} | {short}
+        else:
+            wanted = {short}
+        if "<locals>" in scope:
+            files = [path]
+        else:
+            homes = dict.fromkeys([path, *(c.path for c in heirs)])
+            files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
+        for caller in files:
+            if not any(self.loader.mentions(caller, w) for w in wanted) and not self.loader.mentions(caller, short) \
+                    and not short.startswith("<lambda@"):
+                continue  # its text never names the function: no call of it, no hand-off of it
+            caller_tree = self.tree(caller)
+            if caller_tree is None:
+                continue
+            for caller_scope, call in [found for w in sorted(wanted) for found in caller_tree.calls_named(w)]:
+                if self._calls(caller, caller_scope, call, path, scope, constructor, hops):
+                    explicit = constructor and isinstance(call.func, ast.Attribute) and \
+                        call.func.attr == "__init__" and not is_super(call.func.value)  # `Base.__init__(self, m)`
+                    yield CallSite(caller, caller_scope, call, not explicit and (
+                        constructor or isinstance(call.func, ast.Attribute)))
+            for caller_scope, call in caller_tree.calls_given(short):
+                if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == short and \
+                        is_partial(call.func, self._import_table(caller)):  # `partial(f, model)` binds f's arguments
+                    if Function(path, scope) in self.value(caller, caller_scope, call.args[0], hops + 1):
+                        yield CallSite(caller, caller_scope, bound_call(call), False)
+                    continue
+                yield from self._through_parameter(caller, caller_scope, call, path, scope, short, hops)
+
+    def _calls(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str, constructor: bool,
+               hops: int) -> bool:
+        """Does `call` in `caller_scope` run the function `scope` of `path` (or construct its class)?
+
+        A method call is the resolver's question (memoized, and asked of the walk's calls anyway); a name is
+        read here, where a nested def or a class picked from a dict is seen too."""
+        if constructor and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__":
+            owner = ClassRef(path, scope.rpartition(".")[0])  # `super().__init__(m)`, `Base.__init__(self, m)`
+            held = self.value(caller, caller_scope, call.func.value, hops + 1)
+            return any(isinstance(v, (Instance, ClassValue)) and v.cls == owner for v in held)
+        if constructor or not isinstance(call.func, ast.Attribute):
+            callees = self.value(caller, caller_scope, call.func, hops + 1)
+            if constructor:
+                owner = ClassRef(path, scope.rpartition(".")[0])
+                return any(isinstance(v, ClassValue) and (v.cls == owner or owner in self.resolver.mro(v.cls))
+                           for v in callees)
+            if any(isinstance(v, Function) and (v.path, v.key) == (path, scope) for v in callees):
+                return True
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        targets = self.resolver.targets_of_call(caller, caller_scope, call.lineno, call.col_offset + 1, name)
+        return any((t.path, t.key) == (path, scope) for t in targets)
+
+    def _through_parameter(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str,
+                           short: str, hops: int) -> Iterator["CallSite"]:
+        """`helper(f, ...)` hands the function on: the calls of the parameter it lands in are calls of `f`."""
+        for position, argument in enumerate(call.args):
+            if not (isinstance(argument, ast.Name) and argument.id == short) and not isinstance(argument, ast.Lambda):
+                continue
+            if Function(path, scope) not in self.value(caller, caller_scope, argument, hops + 1):
+                continue
+            for callee in self.value(caller, caller_scope, call.func, hops + 1):
+                if not isinstance(callee, Function):
+                    continue
+                callee_tree = self.tree(callee.path)
+                node = callee_tree.scopes.get(callee.key) if callee_tree is not None else None
+                params = param_names(node) if node is not None else []
+                offset = 1 if isinstance(call.func, ast.Attribute) and self._is_method(callee_tree, callee.key) else 0
+                if position + offset >= len(params):
+                    continue
+                parameter = params[position + offset]
+                for inner in callee_tree.scope_facts(callee.key).calls:  # type: ignore[union-attr]
+                    if isinstance(inner.func, ast.Name) and inner.func.id == parameter:
+                        yield CallSite(callee.path, callee.key, inner, False)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    path: str
+    scope: str
+    call: ast.Call
+    bound: bool  # called on an instance or a class: the first parameter (`self`) is not an argument
+
+
+def call_argument(call: ast.Call, params: List[str], name: str, offset: int) -> Optional[ast.expr]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    if name not in params:
+        return None
+    position = params.index(name) - offset
+    if 0 <= position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return call.args[position]
+    return None

@@ -1,0 +1,94 @@
+"""Calls whose arguments reach a function by a way other than its own call: the flow's (`flow.py`) readings of
+`super()`, `functools.partial`, `*args`/`**kwargs` forwarding and a `**kwargs` parameter.
+
+Each is Python's own semantics, read without running the code:
+
+- `super().m(...)` in a method of `C` calls `m` as the class after `C` in the MRO defines it, and
+  `super().__init__(...)` is a call site of that base's `__init__`;
+- `functools.partial(f, a, k=v)` is `f` with `a` and `k` bound: a call site of `f` for those arguments, and
+  calling it runs `f`;
+- `def f(*args, **kwargs): return g(*args, **kwargs)` hands `f`'s arguments to `g` unchanged: `f`'s call sites
+  are `g`'s;
+- a `**kwargs` parameter holds the keyword arguments no named parameter takes; `*args` the extra positional ones.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
+
+from amplint.names import ast_qualnames
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.names import ImportTable
+    from amplint.project.flowtrees import FileTree
+
+PARTIALS = frozenset({"functools.partial"})
+
+
+def is_super(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+def super_owner(tree: "FileTree", scope: str, node: ast.Call) -> Optional[str]:
+    """The class whose MRO `super(...)` continues: its first argument, else the class of the method it is in."""
+    if node.args and isinstance(node.args[0], ast.Name):
+        named = node.args[0].id
+        owner = scope.rpartition(".")[0]
+        candidates = [key for key in tree.classes if key == named or key.endswith(f".{named}")]
+        return owner if owner in candidates else (candidates[0] if len(candidates) == 1 else None)
+    owner = scope.rpartition(".")[0]
+    return owner if owner in tree.classes else None
+
+
+def is_partial(func: ast.expr, imports: "ImportTable") -> bool:
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return last == "partial" and bool(ast_qualnames(func, imports) & PARTIALS)
+
+
+def bound_call(call: ast.Call) -> ast.Call:
+    """`partial(f, a, k=v)` as the call `f(a, k=v)` it binds (positions kept, for messages and lookups)."""
+    bound = ast.Call(func=call.args[0], args=call.args[1:], keywords=call.keywords)
+    return ast.copy_location(bound, call)
+
+
+def star_params(node: ast.AST) -> Tuple[Optional[str], Optional[str]]:
+    """The names of a function's `*args` and `**kwargs` parameters (None where it has none)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return None, None
+    args = node.args
+    return (args.vararg.arg if args.vararg else None), (args.kwarg.arg if args.kwarg else None)
+
+
+def forwards(call: ast.Call, node: ast.AST) -> bool:
+    """Does `call`, written in function `node`, pass on exactly that function's `*args`/`**kwargs` and nothing
+    else, while the function takes no other positional parameter (`def f(*args, **kwargs): g(*args, **kwargs)`)?"""
+    vararg, kwarg = star_params(node)
+    if vararg is None and kwarg is None:
+        return False
+    fn_args = node.args  # type: ignore[attr-defined]
+    if fn_args.posonlyargs or fn_args.args:
+        return False
+    positional = [a for a in call.args]
+    if positional and not (len(positional) == 1 and isinstance(positional[0], ast.Starred)
+                           and isinstance(positional[0].value, ast.Name) and positional[0].value.id == vararg):
+        return False
+    spread = [k for k in call.keywords if k.arg is None]
+    if call.keywords and not (len(spread) == 1 == len(call.keywords) and isinstance(spread[0].value, ast.Name)
+                              and spread[0].value.id == kwarg):
+        return False
+    return bool(positional or spread)
+
+
+def star_arguments(call: ast.Call, node: ast.AST, params: List[str], name: str, offset: int) -> Iterator[ast.expr]:
+    """The arguments of `call` a star parameter `name` of function `node` collects: for `**kwargs` the keywords
+    no named parameter takes, for `*args` the positional ones past the named."""
+    vararg, kwarg = star_params(node)
+    if name == kwarg:
+        yield from (k.value for k in call.keywords if k.arg is not None and k.arg not in params)
+    elif name == vararg:
+        fn_args = node.args  # type: ignore[attr-defined]
+        named = len(fn_args.posonlyargs) + len(fn_args.args) - offset
+        for argument in call.args[max(named, 0):]:
+            if isinstance(argument, ast.Starred):
+                return
+            yield argument

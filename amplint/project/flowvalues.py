@@ -1,0 +1,63 @@
+"""The values the flow (`flow.py`) joins: instances, functions, classes, modules, containers, bound methods.
+
+Plain frozen data, so that a set of them is an answer the memo keeps, and every module that reads the flow's
+answers (the call sites, the prepared models, the dtypes across calls) can name them without the flow itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import FrozenSet, Union
+
+from amplint.project.accelvalues import Accelerated, Prepared
+from amplint.project.symbols import ClassRef, _Func, _Instance, _Module
+
+# The resolver's own symbols serve as values: an instance of a class, a function, a module.
+Instance, Function, Module = _Instance, _Func, _Module
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    """A class object itself (a registry's value, a class passed as a parameter): calling it makes an instance."""
+
+    cls: "ClassRef"
+
+
+@dataclass(frozen=True)
+class Container:
+    """A dict, list, tuple, `nn.ModuleDict`: its elements, joined (keys are not told apart)."""
+
+    elements: FrozenSet["Value"]
+
+
+@dataclass(frozen=True)
+class Fanout:
+    """A collection whose method calls run on each member (`FANOUT_CALLS`); indexed, it is one of them."""
+
+    elements: FrozenSet["Value"]
+
+
+@dataclass(frozen=True)
+class BoundMethod:
+    """`model.loss` read, not called (`fn = model.loss; fn(x)`): calling it calls the method."""
+
+    owner: Instance
+    name: str
+
+
+Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, Accelerated, Prepared]
+Values = FrozenSet[Value]
+NONE: Values = frozenset()
+
+
+def elements(values: Values) -> Values:
+    return frozenset(e for v in values if isinstance(v, (Container, Fanout)) for e in v.elements)
+
+
+def unprepared(values: Values) -> Values:
+    """The values as modules: a prepared model is its module for everything but where its `forward` runs."""
+    return frozenset(v.module if isinstance(v, Prepared) else v for v in values)
+
+
+def modules_of(values: Values) -> Values:
+    """The modules among `values`, prepared or not (what `.to(device)`, `DDP(model)` return)."""
+    return frozenset(v for v in values if isinstance(v, (Instance, Prepared)))

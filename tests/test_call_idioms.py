@@ -1,0 +1,224 @@
+"""A model reaches the method that computes with it through Python's own call idioms, across files.
+
+Each idiom was a miss of the generated projects (`tests/reachgen/idioms.py`, issue 50) until the flow read it
+as Python does (`project/flowcalls.py`, `project/callsites.py`):
+
+- `super().loss(model, ...)` runs the base class's method, and `super().__init__(model)` is a call site of
+  the base's `__init__`, whose `self.model = model` the method reads;
+- `functools.partial(objective, model)` binds `objective`'s first argument, and calling it runs `objective`;
+- a `**kwargs` parameter holds the keywords given to it (`kwargs["model"]`);
+- `def logged(*args, **kwargs): return objective(*args, **kwargs)` hands its callers' arguments on unchanged.
+
+Each project runs: under CPU float16 autocast the distribution's parameters are float16 where `log_prob` runs
+(recorded with torch). Without the region, the same project has no finding.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import write_package
+
+HEADS = '''\
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 2)
+
+    def forward(self, h):
+        loc, raw = self.lin(h).chunk(2, dim=-1)
+        return Normal(loc, raw.exp())
+'''
+OBJECTIVE = '''\
+def objective(model, h, y):
+    d = model(h)
+    return d.log_prob(y).mean()
+'''
+SUPER_METHOD = {
+    "base.py": '''\
+class BaseStep:
+    def loss(self, model, h, y):
+        d = model(h)
+        return d.log_prob(y).mean()
+''',
+    "step.py": '''\
+import torch
+from pkg.base import BaseStep
+
+
+class Weighted(BaseStep):
+    def loss(self, model, h, y):
+        return super().loss(model, h, y) * 0.5
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return Weighted().loss(model, h, y)
+''',
+}
+SUPER_INIT = {
+    "base.py": '''\
+class Holder:
+    def __init__(self, model):
+        self.model = model
+
+    def loss(self, h, y):
+        d = self.model(h)
+        return d.log_prob(y).mean()
+''',
+    "step.py": '''\
+import torch
+from pkg.base import Holder
+
+
+class Scaled(Holder):
+    def __init__(self, scale, net):
+        super().__init__(net)
+        self.scale = scale
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return Scaled(0.5, model).loss(h, y)
+''',
+}
+PARTIAL = {
+    "objective.py": OBJECTIVE,
+    "step.py": '''\
+import functools
+
+import torch
+from pkg.objective import objective
+
+
+def step(model, h, y):
+    bound = functools.partial(objective, model)
+    with torch.autocast("cpu", dtype=torch.float16):
+        return bound(h, y)
+''',
+}
+KWARGS = {
+    "objective.py": '''\
+def objective(h, y, **kwargs):
+    model = kwargs["model"]
+    d = model(h)
+    return d.log_prob(y).mean()
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import objective
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return objective(h, y, model=model, verbose=False)
+''',
+}
+FORWARD = {
+    "objective.py": OBJECTIVE,
+    "logged.py": '''\
+from pkg.objective import objective
+
+
+def logged(*args, **kwargs):
+    return objective(*args, **kwargs)
+''',
+    "step.py": '''\
+import torch
+from pkg.logged import logged
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return logged(model, h, y=y)
+''',
+}
+RUN = '''\
+from pkg.heads import Head
+from pkg.step import step
+
+
+def main(h, y):
+    return step(Head(), h, y)
+'''
+CASES = {
+    "super_method": (SUPER_METHOD, ("pkg/base.py", 4, 16)),
+    "super_init": (SUPER_INIT, ("pkg/base.py", 7, 16)),
+    "partial": (PARTIAL, ("pkg/objective.py", 3, 12)),
+    "kwargs": (KWARGS, ("pkg/objective.py", 4, 12)),
+    "forward": (FORWARD, ("pkg/objective.py", 3, 12)),
+}
+
+
+def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "run.py").write_text(RUN)
+    write_package(tmp_path, {"heads.py": HEADS, **files})
+    return tmp_path
+
+
+def _check(root: Path) -> List[Dict[str, object]]:
+    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def _found(root: Path) -> List[Tuple[object, ...]]:
+    return [(f["path"], f["line"], f["column"], f["code"]) for f in _check(root)]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_model_reaches_the_computation_through_the_idiom(tmp_path: Path, case: str) -> None:
+    files, (path, line, column) = CASES[case]
+    findings = _check(_project(tmp_path, files))
+    assert [(f["path"], f["line"], f["column"], f["code"]) for f in findings] == [(path, line, column, "AMP001")]
+    # The model's class is known where it is called: the distribution is the head's, not an opaque one.
+    message = str(findings[0]["message"])
+    assert "`Normal.log_prob`" in message and "built in `Head.forward` at pkg/heads.py:13" in message, message
+    assert findings[0]["fixable"] is True
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_without_the_region_nothing_is_reported(tmp_path: Path, case: str) -> None:
+    files, _ = CASES[case]
+    quiet = {name: text.replace('with torch.autocast("cpu", dtype=torch.float16):', "if True:")
+             for name, text in files.items()}
+    assert _found(_project(tmp_path, quiet)) == []
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_log_prob_runs_on_float16_parameters(tmp_path: Path, case: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    files, _ = CASES[case]
+    root = _project(tmp_path, files)
+    seen: List[object] = []
+    original = torch.distributions.Normal.log_prob
+
+    def recording(self, value):  # type: ignore[no-untyped-def]
+        seen.append(self.loc.dtype)
+        return original(self, value)
+
+    monkeypatch.setattr(torch.distributions.Normal, "log_prob", recording)
+    monkeypatch.syspath_prepend(str(root))
+    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
+        monkeypatch.delitem(sys.modules, name)
+    main = importlib.import_module("run").main
+    with torch.no_grad():
+        main(torch.randn(8, 4), torch.randn(8, 1))
+    assert seen == [torch.float16]
+    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
+        del sys.modules[name]
