@@ -26,6 +26,11 @@ MODEL_HOPS = (
     "model_to",          # wrapped by .to("cpu")
     "model_wrapper",     # held by a project wrapper module whose forward calls it
     "model_moduledict",  # in an nn.ModuleDict iterated with .items()
+    "model_holder",      # a field of a dataclass instance that is passed in
+    "model_kwargs",      # a keyword argument read from **kwargs
+    "model_property",    # stored privately and read through a @property
+    "model_partial",     # bound by functools.partial
+    "model_super_init",  # stored by a base class's __init__, reached through super().__init__
 )
 # How the call reaches the function that holds the probability computation.
 CALL_HOPS = (
@@ -36,12 +41,18 @@ CALL_HOPS = (
     "call_nested_def",   # a nested def passed as an argument
     "call_bound_method",  # a bound method stored in a name, then called
     "call_isinstance",   # `assert isinstance` narrows a parameter before the call
+    "call_forward",      # a function that passes *args, **kwargs straight through
+    "call_decorator",    # a project decorator (functools.wraps) around the calling function
+    "call_registry",     # a dict of functions, one looked up by name and called
+    "call_super",        # a subclass override that calls the base method through super()
 )
 # How the distribution (or the parameters of hand-written math) reach the computation.
 DIST_HOPS = (
     "dist_forward",      # returned from the head's forward
     "dist_helper",       # built by a helper in another module from the raw output
     "dist_tuple",        # returned in a tuple
+    "dist_dict",         # returned in a dict, read by key
+    "dist_output",       # returned in a dataclass, read as a field
     "dist_independent",  # wrapped again in Independent(d, 1)
     "dist_wrapper",      # held in a project wrapper class
     "dist_rebound",      # a name bound in both branches of an if/else

@@ -24,7 +24,7 @@ class SiteSpec:
     """Every choice about the computation and where its inputs come from."""
 
     kind: str
-    source: str                      # "forward", "tuple" or "helper"
+    source: str                      # "forward", "tuple", "helper"; a distribution also "dict" or "output"
     families: Tuple[str, ...] = ("Normal",)
     independent: Optional[str] = None  # None, "construct" or "site"
     holder: Optional[str] = None       # None, "construct" or "site"
@@ -43,7 +43,7 @@ class SiteSpec:
 def plan(rng: random.Random, kind: str, twin: Optional[str], extra: List[str]) -> Tuple[SiteSpec, List[str]]:
     """A spec for `kind`, using the distribution hops in `extra`; returns it and the hop kinds it used."""
     hops: List[str] = []
-    source = rng.choice(("forward", "tuple", "helper"))
+    source = rng.choice(("forward", "tuple", "helper") + (("dict", "output") if kind in DIST_SITES else ()))
     spec = SiteSpec(kind=kind, source=source, positive=rng.choice(POSITIVE), probs=rng.choice(("sigmoid", "softmax")))
     if spec.is_dist:
         hops.append(f"dist_{source}")
@@ -80,6 +80,7 @@ class Support:
     helper: Optional[str] = None
     holder: Optional[str] = None
     density: Optional[str] = None
+    output: Optional[str] = None  # the dataclass a head's forward returns its distribution in
     family_default: Dict[str, str] = field(default_factory=dict)
 
 
@@ -201,7 +202,14 @@ def _fill_head(proj: Project, spec: SiteSpec, sup: Support, d_in: int, k: int) -
     if spec.is_dist and spec.source != "helper":
         fwd = ["out = self.lin(h)"] + _params(spec, "out")
         fwd += _construct(proj, mod, spec, sup, "loc", "scale", "self.family")
-        fwd.append("return d, loc" if spec.source == "tuple" else "return d")
+        if spec.source == "output":
+            mod.need("from dataclasses import dataclass")
+            sup.output = proj.name("HeadOutput", "Prediction", "ForwardResult")
+            mod.add([f"@dataclass\nclass {sup.output}:",
+                     '    """What the head returns: the prediction and a summary."""', "",
+                     "    dist: object", "    loc: torch.Tensor"])
+        fwd.append({"tuple": "return d, loc", "dict": 'return {"dist": d, "loc": loc}',
+                    "output": f"return {sup.output}(d, loc)"}.get(spec.source, "return d"))
     elif spec.kind in ("gauss_nll", "log_p_class") and spec.source == "tuple":
         fwd = ["mu, raw = self.lin(h).chunk(2, dim=-1)", "return mu, " + spec.positive.format(raw="raw")]
     elif spec.source == "tuple":
@@ -267,6 +275,9 @@ def _obtain_dist(proj: Project, mod: Module, spec: SiteSpec, sup: Support, model
     call = f"{model}({h})"
     if spec.source == "tuple":
         lines = [rng.choice((f"{name}, _ = {call}", f"{name} = {call}[0]"))]
+    elif spec.source in ("dict", "output"):
+        read = '["dist"]' if spec.source == "dict" else ".dist"
+        lines = [f"{name} = {call}{read}"] if rng.random() < 0.5 else [f"out = {call}", f"{name} = out{read}"]
     elif spec.source == "helper":
         helper = proj.ref(mod, sup.dists, sup.helper)
         lines = [f"{name} = {helper}({call})"] if rng.random() < 0.5 else [f"out = {call}", f"{name} = {helper}(out)"]
