@@ -35,6 +35,24 @@ def run_amplint(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> subpr
     )
 
 
+# A package module whose head returns a Normal built from a float16 Linear's output (`pkg/heads.py`).
+LINEAR_NORMAL_HEAD = '''\
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 2)
+
+    def forward(self, h):
+        loc, raw = self.lin(h).chunk(2, dim=-1)
+        return Normal(loc, raw.exp())
+'''
+
+
 # A module with one fixable AMP001 finding, numbered so that many can share a tree or a file.
 BROKEN_MODULE = '''\
 import torch

@@ -23,23 +23,9 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import write_package
+from conftest import LINEAR_NORMAL_HEAD, write_package
 
-HEADS = '''\
-import torch
-from torch import nn
-from torch.distributions import Normal
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 2)
-
-    def forward(self, h):
-        loc, raw = self.lin(h).chunk(2, dim=-1)
-        return Normal(loc, raw.exp())
-'''
+HEADS = LINEAR_NORMAL_HEAD
 OBJECTIVE = '''\
 def objective(model, h, y):
     d = model(h)
