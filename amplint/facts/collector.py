@@ -40,6 +40,7 @@ from amplint.facts.nodes import target_names
 from amplint.facts.nodes import call_text, framework_call, param_names, record_params
 from amplint.facts.nodes import trainer_model
 from amplint.facts.mathenv import Env, Statements, class_bindings, scope_env
+from amplint.facts.entry import Element
 from amplint.facts.returns import ReturnIndex, given_ref, returned_element, unpacked
 from amplint.facts.modulecalls import ELEMENT, expression_callee, without_module_hop
 from amplint.facts.samemodule import CstParallelMarks, prepared_arguments, same_module
@@ -113,9 +114,10 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
             found = self.scope.dist_bindings.get(node.value)
             return found if found is not None or not self.options.arguments else given_ref(
                 self.options.arguments, self.scope, node.value)
-        if not isinstance(node, cst.Call):  # `net(x)[0]` (element 0 of what `net(x)` returns), or `self.dist`
-            element = returned_element(node)
-            return self._returned(*element) if element else self.returns.attribute(node, self.scope.class_name)
+        if not isinstance(node, cst.Call):  # `net(x)[0]`, `out["dist"]` (an element a call returns), `self.dist`
+            element = returned_element(node, self._bound_call)
+            found = self._returned(*element) if element else None
+            return found if found is not None else self.returns.attribute(node, self.scope.class_name)
         qualname = self.dist_class(node.func)
         if qualname is None:
             return self._returned(node)
@@ -124,7 +126,13 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         ref.components, ref.inputs = split_components(qualname, node, values, self._dist_ref)
         return ref
 
-    def _returned(self, call: cst.Call, index: Optional[int] = None) -> Optional[DistRef]:
+    def _bound_call(self, name: str) -> Optional[cst.Call]:
+        """The call a local name holds, when its one binding is one (`out = model(h)`)."""
+        env = self.math_env()
+        values = env.values(name) if env.is_local(name) else ()
+        return values[0] if len(values) == 1 and isinstance(values[0], cst.Call) else None
+
+    def _returned(self, call: cst.Call, index: Element = None) -> Optional[DistRef]:
         """The distribution `call` returns, built in this file or another (`amplint.facts.returns`)."""
         return self.returns.ref(call, self.math_env(), self.scope.class_name, index, self.options.returns,
                                 self.positions[call].start)

@@ -6,7 +6,7 @@ data, no LibCST: cached project runs name it without importing the parser.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from amplint.model import Hop, Precision, RegionInfo
 
@@ -25,7 +25,8 @@ class EntryContext:
 
 @dataclass(frozen=True)
 class ReturnedDist:
-    """A distribution a function returns: the value itself (`index` -1) or element `index` of a returned tuple."""
+    """A distribution a function returns: the value itself (`index` -1), element `index` of a returned tuple, or
+    the item `key` of a returned dict or data class (`{"dist": d}`, `Output(dist=d)`: `index` -1)."""
 
     index: int
     qualname: str
@@ -34,6 +35,16 @@ class ReturnedDist:
     uncast: Tuple[str, ...]  # its tensor arguments not cast to float32 where it is built, as written
     owner: str  # the function that builds it: "Policy.forward"
     castable: bool = True  # fix A can cast every tensor it is built from, there (`facts.distrefs.castable`)
+    key: str = ""
+
+    @property
+    def element(self) -> "Element":
+        """Where in the returned value it is (`returns.Element`): None for the value itself."""
+        return self.key or (None if self.index < 0 else self.index)
+
+
+# Where a distribution sits in what a function returns: None (the value), a tuple position, a dict key or a field.
+Element = Union[None, int, str]
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Real code builds a distribution in `forward` or in a `get_dist(...)` helper and
 computes with it in the caller: `policy(x).log_prob(a)`, `d = self.head(h)`,
-`preds, dist = self.evaluation_forward(x)`. The caller's site then reads the
+`preds, dist = self.evaluation_forward(x)`, `out = model(h); out["dist"]`,
+`model(h).dist` (a data class or a `ModelOutput`). The caller's site then reads the
 constructor's parameters, which were computed in the callee: a cast of the
 value alone leaves them float16 (issue 13, item 4), and fix A casts them where
 the distribution is built.
@@ -11,8 +12,9 @@ Only this file's functions are followed (module functions, methods called on
 `self`, and instances of this file's classes held in a local name or a `self.`
 attribute), through `return` statements and the callee's own local names. A
 function may return distributions built in several places (`return` statements,
-a name bound in each branch of an `if`): each tuple position holds the join of
-them, as a parameter holds the join of its callers' arguments (`given_ref`).
+a name bound in each branch of an `if`): each element (a tuple position, a dict
+key, a data class field: `Element`) holds the join of them, as a parameter
+holds the join of its callers' arguments (`given_ref`).
 """
 from __future__ import annotations
 
@@ -25,11 +27,11 @@ from libcst.metadata import CodePosition
 from amplint import dtypes
 from amplint.facts.cstflow import is_none
 from amplint.facts.distrefs import PICKED, split_components
-from amplint.facts.entry import CallReturn, Constructor, DistArgument, ReturnedDist
+from amplint.facts.entry import CallReturn, Constructor, DistArgument, Element, ReturnedDist
 from amplint.facts.mathenv import Env, Statements, function_env, self_attribute
 from amplint.facts.model import DistRef, Scope
 from amplint.facts.samemodule import same_module
-from amplint.names import ImportTable
+from amplint.names import ImportTable, dotted_name
 
 _DEPTH = 4
 
@@ -55,10 +57,10 @@ class ReturnIndex:
         self.dist_class = dist_class
         self.line_of = line_of
         self._functions: Optional[Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
-        self._returns: Dict[str, Dict[Optional[int], List[Returned]]] = {}
+        self._returns: Dict[str, Dict[Element, List[Returned]]] = {}
         self._attributes: Dict[Tuple[str, str], Optional[Returned]] = {}  # (class, attr) -> what `attribute` found
 
-    def ref(self, call: cst.Call, env: Env, class_name: Optional[str], index: Optional[int],
+    def ref(self, call: cst.Call, env: Env, class_name: Optional[str], index: Element,
             remote: Sequence[CallReturn], start: CodePosition) -> Optional[DistRef]:
         """The distribution `call` returns: built by a function of this file, else by one of another (`remote`)."""
         found = self.for_call(call, env, class_name, index) if self.builds else None
@@ -67,8 +69,9 @@ class ReturnIndex:
         return self._placed(found)
 
     def for_call(self, call: cst.Call, env: Env, class_name: Optional[str],
-                 index: Optional[int] = None) -> Optional[Returned]:
-        """What `call` returns (element `index` of a returned tuple), if a function of this file builds it: of
+                 index: Element = None) -> Optional[Returned]:
+        """What `call` returns (its element `index`: a tuple position, a dict key or a data class field), if a
+        function of this file builds it: of
         several constructors, the first whose inputs are not all float32 stands for all (fix A casts it, and a
         second run the next)."""
         key = self._callee(call.func, env, class_name)
@@ -173,31 +176,56 @@ class ReturnIndex:
             returned = self._returned(key)
             if returned:
                 found[key] = tuple(
-                    ReturnedDist(-1 if index is None else index, r.ref.qualname, code(r.ref.ctor),
+                    ReturnedDist(index if isinstance(index, int) else -1, r.ref.qualname, code(r.ref.ctor),
                                  self.line_of(r.ref.ctor), tuple(code(i) for i in r.ref.all_inputs()), r.owner,
-                                 r.ref.castable())
-                    for index, built in sorted(returned.items(), key=lambda item: -1 if item[0] is None else item[0])
+                                 r.ref.castable(), index if isinstance(index, str) else "")
+                    for index, built in sorted(returned.items(), key=lambda item: _element_order(item[0]))
                     for r in built)
         return found
 
     # --- what a function returns -------------------------------------------
-    def _returned(self, key: str) -> Dict[Optional[int], List[Returned]]:
-        """Per tuple position (None: the value itself), every constructor it may come from, in order."""
+    def _returned(self, key: str) -> Dict[Element, List[Returned]]:
+        """Per element (None: the value itself), every constructor it may come from, in order."""
         if key not in self._returns:
             self._returns[key] = {}  # a recursive function ends here
             function, cls = self._table()[key]
             env = function_env(function, self.imports, cls, self.statements)
-            found: Dict[Optional[int], List[Returned]] = {}
+            found: Dict[Element, List[Returned]] = {}
             for value in _return_values(function, self.statements):
-                elements = value.elements if isinstance(value, cst.Tuple) else None
-                pairs = [(i, e.value) for i, e in enumerate(elements)] if elements is not None else [(None, value)]
-                for index, expr in pairs:
+                for index, expr in self._elements(value):
                     built = found.setdefault(index, [])
                     for ctor in self._ctors(expr, env, _DEPTH) or ():
                         if all(ctor[0] is not each.ref.ctor for each in built):
                             built.append(Returned(self._ref(*ctor, env), key))
             self._returns[key] = {index: built for index, built in found.items() if built}
         return self._returns[key]
+
+    def _elements(self, value: cst.BaseExpression) -> List[Tuple[Element, cst.BaseExpression]]:
+        """What a `return` holds, by element: a tuple's positions, a dict's literal keys (`{"dist": d}`,
+        `dict(dist=d)`), the fields a data class or named tuple of this file is built with (`Output(d, loc)`), the
+        keywords any other class is (`ModelOutput(dist=d)`); and a call, whatever it builds, as the value itself."""
+        if isinstance(value, cst.Tuple):
+            return [(i, e.value) for i, e in enumerate(value.elements)]
+        if isinstance(value, cst.Dict):
+            return [(k.evaluated_value, e.value) for e in value.elements if isinstance(e, cst.DictElement)
+                    for k in [e.key] if isinstance(k, cst.SimpleString) and isinstance(k.evaluated_value, str)]
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            fields = self._fields(value.func.value)
+            if fields is not None and not any(a.star for a in value.args):
+                positional = [a for a in value.args if a.keyword is None]
+                return [(None, value)] + [(f, a.value) for f, a in zip(fields, positional)] + [
+                    (a.keyword.value, a.value) for a in value.args if a.keyword is not None]
+        return [(None, value)]
+
+    def _fields(self, name: str) -> Optional[Tuple[str, ...]]:
+        """The fields a call of `name` sets, in order: `dict` none but its keywords, a data class or named tuple of
+        this file its annotated fields; a class of another file (capitalised) only its keywords; None: no such."""
+        if name == "dict":
+            return ()
+        for statement in self.module.body:
+            if isinstance(statement, cst.ClassDef) and statement.name.value == name:
+                return _declared_fields(statement)
+        return () if name[:1].isupper() else None
 
     def _ctors(self, expr: cst.BaseExpression, env: Env, depth: int) -> Optional[List[Tuple[cst.Call, str]]]:
         """The constructors `expr` may come from: one call, or a name every binding of which is one (an
@@ -240,6 +268,25 @@ class ReturnIndex:
         return dtypes.is_wide(node, self.imports, wide_name)
 
 
+def _element_order(element: Element) -> Tuple[int, str]:
+    """The value itself, then tuple positions, then keys and fields by name."""
+    if element is None:
+        return (-1, "")
+    return (element, "") if isinstance(element, int) else (1 << 30, element)
+
+
+def _declared_fields(cls: cst.ClassDef) -> Optional[Tuple[str, ...]]:
+    """A `@dataclass` or `NamedTuple` class's fields in order (`name: type` in its body); None for another class,
+    whose `__init__` may store what it is given under any name."""
+    decorated = any((dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+                    .rsplit(".", 1)[-1] == "dataclass" for d in cls.decorators)
+    named = any((dotted_name(b.value) or "").rsplit(".", 1)[-1] == "NamedTuple" for b in cls.bases)
+    if not (decorated or named):
+        return None
+    return tuple(s.body[0].target.value for s in cls.body.body if isinstance(s, cst.SimpleStatementLine)
+                 and isinstance(s.body[0], cst.AnnAssign) and isinstance(s.body[0].target, cst.Name))
+
+
 def _standing_for(built: Sequence[Returned]) -> Optional[Returned]:
     """Of several constructors, the first whose inputs are not all float32 (fix A casts it, and a second run the
     next), else the first."""
@@ -252,16 +299,15 @@ def _return_values(function: cst.FunctionDef, statements: Statements) -> Iterato
             yield node.value
 
 
-def remote_ref(returns: Sequence[CallReturn], start: CodePosition, index: Optional[int]) -> Optional[DistRef]:
+def remote_ref(returns: Sequence[CallReturn], start: CodePosition, index: Element) -> Optional[DistRef]:
     """The distribution a call returns from another file (`CallReturn`, from the project walk), as a DistRef.
 
     Its constructor and inputs are parsed from their text: they name what was
     built there for messages and the verifier, and `built_at` tells the fixer
     where to cast them. A callee that builds it in several places gives their join (`_joined`).
     """
-    wanted = -1 if index is None else index
     return _joined([(each.dist, each.where, each.file) for each in returns
-                    if (each.line, each.column) == (start.line, start.column + 1) and each.dist.index == wanted])
+                    if (each.line, each.column) == (start.line, start.column + 1) and each.dist.element == index])
 
 
 def given_ref(arguments: Sequence[DistArgument], scope: Scope, name: str) -> Optional[DistRef]:
@@ -303,14 +349,21 @@ def _parsed_ref(dist: ReturnedDist, built_in: Tuple[str, str], built_at: Tuple[C
                    remote_castable=dist.castable, built_at=built_at)
 
 
-def returned_element(node: cst.BaseExpression) -> Optional[Tuple[cst.Call, int]]:
-    """`f(x)[0]`, `f(x)[-1]` is no index here: (the call, the tuple position) for a literal non-negative index."""
-    if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call) and len(node.slice) == 1):
+def returned_element(node: cst.BaseExpression, bound: Callable[[str], Optional[cst.Call]] = lambda name: None
+                     ) -> Optional[Tuple[cst.Call, Element]]:
+    """(the call, the element) for an element read of what a call returns: `f(x)[0]` (a literal non-negative
+    index: `f(x)[-1]` is none), `f(x)["dist"]`, `f(x).dist`, or the same of a local name `bound` says holds a
+    call (`out = f(x); out["dist"]`)."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        owner, key = node.value, node.slice[0].slice.value
+        element: Element = int(key.evaluated_value) if isinstance(key, cst.Integer) else \
+            key.evaluated_value if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str) else None
+    elif isinstance(node, cst.Attribute):
+        owner, element = node.value, node.attr.value
+    else:
         return None
-    index = node.slice[0].slice
-    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-        return node.value, int(index.value.evaluated_value)
-    return None
+    call = owner if isinstance(owner, cst.Call) else bound(owner.value) if isinstance(owner, cst.Name) else None
+    return None if call is None or element is None else (call, element)
 
 
 def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> List[Tuple[int, str]]:

@@ -36,7 +36,7 @@ def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
                 continue  # the file's own returns: `facts.returns` follows them
             for dist, where in returned(loader, resolver, target):  # one cast where built too: no inputs here
                 found.append(CallReturn(call.line, call.column, dist, shown(where, root), where))
-    return tuple(sorted(dict.fromkeys(found), key=lambda r: (r.line, r.column, r.dist.index)))
+    return tuple(sorted(dict.fromkeys(found), key=lambda r: (r.line, r.column, r.dist.index, r.dist.key)))
 
 
 def returned(loader: Loader, resolver: Resolver, target: Target, depth: int = MAX_RETURN_HOPS,
