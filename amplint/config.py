@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Tuple
+from typing import Optional, Tuple
 
 STRATEGIES = ("cast", "disable-autocast")
 
@@ -20,7 +20,8 @@ class Config:
     extend_distributions: Tuple[str, ...] = ()
     # Autocast spellings the project defines (`self.amp_cm = autocast if amp else nullcontext`, a decorator
     # that enters autocast): (name, the autocast it stands for). Filled by project mode, not by users.
-    autocast_aliases: Tuple[Tuple[str, str], ...] = field(default=(), metadata={"derived": True})
+    # (name, the autocast it wraps), and for a helper that opens its own region the `regions.RegionSpec` it opens
+    autocast_aliases: Tuple[Tuple[object, ...], ...] = field(default=(), metadata={"derived": True})
     project: bool = True
     # Directories that form the project a single named file is checked in (`amplint.scope`): absolute,
     # resolved from `[tool.amplint] src` against the config file's directory. Empty: find the project
@@ -29,7 +30,8 @@ class Config:
     # Index a named file's project (`src` or its marker root); False: the paths given are the project.
     # Left out of repr(): it decides which files are walked, never a file's findings for given entries.
     project_root: bool = field(default=True, repr=False)
-    max_depth: int = 8
+    # Calls followed from a region, at most (None: every function the walk can reach, each entered once).
+    max_depth: Optional[int] = None
     # Files larger than this many bytes are skipped with one line (a 5 MB file took 72 s and 3.5 GB); 0: no limit.
     max_file_size: int = 2_000_000
     # Worker processes for parsing: 0 one per usable CPU when it pays, 1 never a pool (`amplint.parallel`).

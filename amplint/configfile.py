@@ -357,6 +357,9 @@ def to_toml(loaded: LoadedConfig) -> str:
             table_keys.append((key, value))
             continue
         note = "" if key in loaded.keys else "  # default"
+        if value is None:  # TOML has no null: the key left out is the default (`max-depth`: no bound)
+            lines.append(f"# {key}: no bound (default)")
+            continue
         lines.append(f"{key} = {_toml_value(value)}{note}")
     for key, value in table_keys:
         note = "" if key in loaded.keys else "  # default"

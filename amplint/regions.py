@@ -51,21 +51,41 @@ class AutocastFactory:
 
     style: Style
     bound_args: Tuple[cst.Arg, ...] = ()
+    # A project helper that returns (or enters) a region of its own, `def amp(): return torch.autocast("cpu",
+    # dtype=torch.float16)`: the region it opens, read where it is defined (`project.spellings`).
+    opens: Optional[RegionSpec] = None
 
 
 @lru_cache(maxsize=8192)  # asked for every callee the readers see; the import table hands out the same sets
-def style_of(names: FrozenSet[str], extra: FrozenSet[str], aliases: Tuple[Tuple[str, str], ...] = ()
+def style_of(names: FrozenSet[str], extra: FrozenSet[str], aliases: Tuple[Tuple[object, ...], ...] = ()
              ) -> Optional[Style]:
     """`autocast_style` for the qualified names a callee may stand for (CPython's tree reads them too)."""
     styles = {AUTOCAST_NAMES[n] for n in names if n in AUTOCAST_NAMES}
-    for alias, wrapped in aliases:
-        if alias in names or ("." not in alias and any(n.rsplit(".", 1)[-1] == alias for n in names)):
+    for alias, wrapped, *_ in aliases:
+        if _names_alias(names, alias):
             styles.add(AUTOCAST_NAMES[wrapped])
     for style in (Style.GENERIC, Style.CUDA, Style.CPU):  # fixed order: never set order
         if style in styles:
             return style
     if names & extra:
         return Style.EXTENDED
+    return None
+
+
+def _names_alias(names: FrozenSet[str], alias: str) -> bool:
+    """A plain name matches any qualified name ending in it (imported); `self.amp_cm` matches as written, and
+    `trainer.amp_cm`, the same member read on an instance held elsewhere."""
+    if "." not in alias:
+        return alias in names or any(n.rsplit(".", 1)[-1] == alias for n in names)
+    member = alias[len("self"):] if alias.startswith("self.") else None
+    return alias in names or (member is not None and any(n.endswith(member) for n in names))
+
+
+def opened(names: FrozenSet[str], aliases: Tuple[Tuple[object, ...], ...]) -> Optional[RegionSpec]:
+    """The region the project helper that `names` may stand for opens (an alias's third element), if any."""
+    for alias in aliases:
+        if len(alias) > 2 and isinstance(alias[2], RegionSpec) and _names_alias(names, str(alias[0])):
+            return alias[2]
     return None
 
 

@@ -5,7 +5,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
@@ -49,9 +49,9 @@ def test_fixture_project_findings_are_exact(tmp_path: Path) -> None:
 def test_message_names_the_region_file_and_the_chain() -> None:
     results = check_paths([str(PROJECT)], Config())
     [finding] = [f for r in results for f in r.findings if r.path.endswith("utils.py")]
-    assert finding.message.endswith(
+    assert finding.message.endswith(  # amplint.risk quotes the measurement last
         "reached from autocast region at train.py:16 via model(x) (train.py:17:20) → AutoEncoder.forward → "
-        f"utils.reconstruction_loss (vaepkg/model.py:15:16); {finding.risk.text()}"  # amplint.risk quotes the measurement last
+        f"utils.reconstruction_loss (vaepkg/model.py:15:16); {finding.risk.text()}"
     )
     assert finding.region_path == os.path.join(str(PROJECT), "train.py")
     assert finding.to_json()["region"]["path"] == finding.region_path
@@ -149,6 +149,26 @@ def test_depth_is_bounded(tmp_path: Path) -> None:
     one = chains(1)
     assert [line for line in full if line.count("→") <= 1] == one
     assert chains(0) == ["accel.py:19:13 AMP001 via energy from accel.py:31"]  # the file's own finding only
+
+
+def test_by_default_a_chain_is_followed_as_deep_as_it_goes(tmp_path: Path) -> None:
+    """Each function is entered once, which bounds the work: a default depth would only drop findings."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'deep'\n")
+    files = {"hop0.py": "from torch.distributions import Normal\n\n\ndef hop0(h, y):\n"
+                        "    return Normal(h, h.exp()).log_prob(y)\n"}
+    for n in range(1, 12):  # hop11 -> hop10 -> ... -> hop0: eleven calls, one file each
+        files[f"hop{n}.py"] = f"from hop{n - 1} import hop{n - 1}\n\n\ndef hop{n}(h, y):\n    return hop{n - 1}(h, y)\n"
+    files["run.py"] = ("import torch\nfrom hop11 import hop11\n\n\ndef main(lin, x, y):\n"
+                       "    with torch.autocast(\"cpu\", dtype=torch.float16):\n        return hop11(lin(x), y)\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+
+    def found(config: Config) -> List[Tuple[str, int, str]]:
+        run = run_project([str(tmp_path)], config, use_cache=False)
+        return [(Path(r.path).name, f.line, f.code) for r in run.results for f in r.findings]
+
+    assert found(Config()) == [("hop0.py", 5, "AMP001")]
+    assert found(Config(max_depth=8)) == []  # a bound the user sets still holds
 
 
 def test_entries_give_the_fixer_a_diagnosis_in_the_callee_file() -> None:

@@ -75,7 +75,7 @@ class AstFacts:
 
 
 def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
-              aliases: Tuple[Tuple[str, str], ...]) -> Optional[AstFacts]:
+              aliases: Tuple[Tuple[object, ...], ...]) -> Optional[AstFacts]:
     """The project-mode facts of a file with no site, or None when it may hold one (or more than this reads)."""
     if FORM_FEED in text:
         return None  # LibCST leaves a form feed in an indent out of its columns, CPython counts it
@@ -100,7 +100,7 @@ class _Reader(ParallelMarks):
     """`Collector`'s project-mode bookkeeping over CPython's tree, in LibCST's order."""
 
     def __init__(self, tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
-                 aliases: Tuple[Tuple[str, str], ...], math: bool = False) -> None:
+                 aliases: Tuple[Tuple[object, ...], ...], math: bool = False) -> None:
         super().__init__()
         self.tree = tree
         self.source = SourceText(text)

@@ -17,7 +17,7 @@ from amplint.facts.astnodes import Arg, call_args, matches, self_attribute
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_qualnames
 from amplint.regions import (
-    AutocastFactory, RegionSpec, bind_arguments, dtype_kinds, precision_of_kinds, spec_of, style_of,
+    AutocastFactory, RegionSpec, bind_arguments, dtype_kinds, opened, precision_of_kinds, spec_of, style_of,
 )
 
 Source = Callable[[ast.expr], Optional[str]]  # an expression's text as LibCST writes it; None when unsure
@@ -28,18 +28,18 @@ class Unsure(Exception):
 
 
 def autocast_style(func: ast.expr, table: ImportTable, extra: FrozenSet[str],
-                   aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[Style]:
+                   aliases: Tuple[Tuple[object, ...], ...] = ()) -> Optional[Style]:
     return style_of(ast_qualnames(func, table), extra, aliases)
 
 
 def factory_of(expr: ast.expr, table: ImportTable, extra: FrozenSet[str],
-               aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[AutocastFactory]:
+               aliases: Tuple[Tuple[object, ...], ...] = ()) -> Optional[AutocastFactory]:
     """`cstregions.factory_of`; a partial's bound arguments are `astnodes.Arg`s."""
     if isinstance(expr, ast.IfExp):
         return factory_of(expr.body, table, extra, aliases) or factory_of(expr.orelse, table, extra, aliases)
     style = autocast_style(expr, table, extra, aliases)
     if style is not None:
-        return AutocastFactory(style)
+        return AutocastFactory(style, (), opened(ast_qualnames(expr, table), aliases) if aliases else None)
     if isinstance(expr, ast.Call) and matches(table, expr.func, PARTIAL_NAMES):
         args = call_args(expr)
         if args and args[0].keyword is None and args[0].star == "":
@@ -54,6 +54,8 @@ def bound_argument(factory: AutocastFactory, args: Sequence[Arg], name: str) -> 
 
 
 def region_spec(factory: AutocastFactory, args: Sequence[Arg], table: ImportTable, source: Source) -> RegionSpec:
+    if factory.opens is not None:  # `cstregions.region_spec`
+        return factory.opens
     bound = bind_arguments(factory.style, list(factory.bound_args) + list(args))  # type: ignore[arg-type]
     dtype, enabled = bound.get("dtype"), bound.get("enabled")
     given = dtype is not None and not (isinstance(dtype, ast.Constant) and dtype.value is None)

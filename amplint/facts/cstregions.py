@@ -11,11 +11,11 @@ import libcst as cst
 
 from amplint.autocast_names import PARTIAL_NAMES, Style
 from amplint.names import ImportTable
-from amplint.regions import AutocastFactory, RegionSpec, bind_arguments, spec_of, style_of
+from amplint.regions import AutocastFactory, RegionSpec, bind_arguments, opened, spec_of, style_of
 
 
 def autocast_style(func: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str],
-                   aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[Style]:
+                   aliases: Tuple[Tuple[object, ...], ...] = ()) -> Optional[Style]:
     """The style of `func` if it resolves to any autocast name (all candidates are tried).
 
     `aliases` are a project's own spellings: `self.amp_cm` matches as written, a
@@ -25,7 +25,7 @@ def autocast_style(func: cst.BaseExpression, table: ImportTable, extra: FrozenSe
 
 
 def factory_of(expr: cst.BaseExpression, table: ImportTable, extra: FrozenSet[str],
-               aliases: Tuple[Tuple[str, str], ...] = ()) -> Optional[AutocastFactory]:
+               aliases: Tuple[Tuple[object, ...], ...] = ()) -> Optional[AutocastFactory]:
     """`torch.autocast` itself, or `functools.partial(torch.autocast, ...)`; a branch of a conditional counts.
 
     `amp_cm = autocast if args.amp else nullcontext` may be an enabled region: a
@@ -35,7 +35,7 @@ def factory_of(expr: cst.BaseExpression, table: ImportTable, extra: FrozenSet[st
         return factory_of(expr.body, table, extra, aliases) or factory_of(expr.orelse, table, extra, aliases)
     style = autocast_style(expr, table, extra, aliases)
     if style is not None:
-        return AutocastFactory(style)
+        return AutocastFactory(style, (), opened(table.qualnames(expr), aliases) if aliases else None)
     if isinstance(expr, cst.Call) and table.matches(expr.func, PARTIAL_NAMES) and expr.args:
         first = expr.args[0]
         if first.keyword is None and first.star == "":
@@ -65,6 +65,8 @@ def bound_argument(factory: AutocastFactory, call_args: Iterable[cst.Arg], name:
 def region_spec(
     factory: AutocastFactory, call_args: Iterable[cst.Arg], table: ImportTable, module: cst.Module
 ) -> RegionSpec:
+    if factory.opens is not None:  # a project helper's region: its arguments were read where it is defined
+        return factory.opens
     args: List[cst.Arg] = list(factory.bound_args) + list(call_args)
     bound = _bind(factory.style, args)
     dtype, enabled = bound.get("dtype"), bound.get("enabled")

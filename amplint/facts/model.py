@@ -35,7 +35,7 @@ class AnalysisOptions:
     extend_autocast: FrozenSet[str] = frozenset()
     extend_distributions: FrozenSet[str] = frozenset()
     project: bool = False  # record what the cross-file walk needs, and read file-local framework regions
-    autocast_aliases: Tuple[Tuple[str, str], ...] = ()  # project spellings of autocast (`Config.autocast_aliases`)
+    autocast_aliases: Tuple[Tuple[object, ...], ...] = ()  # project spellings of autocast (`Config.autocast_aliases`)
     returns: Tuple["CallReturn", ...] = ()  # calls whose callee in another file returns a distribution
     arguments: Tuple["DistArgument", ...] = ()  # parameters that callers elsewhere give a distribution
     density_calls: Tuple["DensityCall", ...] = ()  # calls the walk resolved to a project density with no sites

@@ -29,9 +29,11 @@ from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_stamped, source_from
 from amplint.identifiers import analysis_text
 from amplint.project.cache import pass_work, recall, shares
-from amplint.model import FileError
+from amplint.model import FileError, RegionInfo
 from amplint.screen import mentions_probability
 from amplint.names import ImportTable, ast_qualnames
+from amplint.project.helperregions import helper_regions
+from amplint.regions import RegionSpec
 from amplint.autocast_names import AUTOCAST_NAMES, PARTIAL_NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +52,7 @@ class Spelling:
     name: str  # "self.amp_cm" for an attribute, "forward_decorator" for a decorator
     wraps: str  # the qualified autocast it enters, e.g. "torch.cuda.amp.autocast"
     line: int
+    opens: Optional[RegionInfo] = None  # a helper that opens its own region (`helperregions`): which one
 
 
 def _autocast_of(node: ast.expr, imports: ImportTable) -> Optional[str]:
@@ -110,8 +113,9 @@ def _self_alias(statement: ast.stmt, imports: ImportTable) -> Iterator[Tuple[str
             yield f"self.{target.attr}", autocast
 
 
-def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ...]:
-    """Self-held autocast aliases and autocast-entering decorators defined in one file.
+def file_spellings(tree: ast.Module, imports: ImportTable, text: str = "") -> Tuple[Spelling, ...]:
+    """Self-held autocast aliases, autocast-entering decorators and, given the file's `text`, helpers that open a
+    region for their caller (`helperregions`), defined in one file.
 
     Only a function with an autocast `with` within its lines can be such a
     decorator: a `with` starts a line of its own, so the lines say which
@@ -134,6 +138,8 @@ def file_spellings(tree: ast.Module, imports: ImportTable) -> Tuple[Spelling, ..
             autocast = _wrapping_decorator(function, imports)
             if autocast is not None:
                 found.setdefault(function.name, Spelling(function.name, autocast, function.lineno))
+    for name, autocast, line, opens in helper_regions(tree, imports, text) if text else ():
+        found.setdefault(name, Spelling(name, autocast, line, opens))
     return tuple(sorted(found.values(), key=lambda s: (s.line, s.name)))
 
 
@@ -211,7 +217,7 @@ def _text_spellings(text: str, parsed: CPythonTrees) -> Optional[Tuple[Spelling,
     # The text pass parses it again when it may have findings of its own (`pipeline.may_have_findings`:
     # `autocast` is here, so the probability words decide).
     tree = parsed.parse(text, keep=mentions_probability(text))
-    return None if isinstance(tree, str) else file_spellings(*tree)
+    return None if isinstance(tree, str) else file_spellings(*tree, text)
 
 
 def with_spellings(config: Config, spellings: Sequence[Spelling]) -> Config:
@@ -222,5 +228,13 @@ def with_spellings(config: Config, spellings: Sequence[Spelling]) -> Config:
     return replace(
         config,
         extend_autocast=config.extend_autocast + names,
-        autocast_aliases=config.autocast_aliases + tuple((s.name, s.wraps) for s in spellings),
+        autocast_aliases=config.autocast_aliases + tuple(_alias(s) for s in spellings),
     )
+
+
+def _alias(spelling: Spelling) -> Tuple[object, ...]:
+    """The config's alias: (name, the autocast it wraps), and the region a helper opens when it does."""
+    if spelling.opens is None:
+        return (spelling.name, spelling.wraps)
+    info = spelling.opens
+    return (spelling.name, spelling.wraps, RegionSpec(info.precision, info.enabled, info.device, info.device_code))

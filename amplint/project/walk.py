@@ -7,8 +7,9 @@ with no local region of their own: a call under `autocast(enabled=False)` or
 in a bfloat16 region is not followed, and one made after the region closed is
 not a seed. It is breadth-first from seeds sorted by chain length, so the
 first chain that reaches a function is a shortest one; a (function, receiver)
-pair is entered once (cycles end there) and chains stop at `max_depth`
-functions. A reached function with exposed probability computations becomes
+pair is entered once (cycles end there: that bounds the work, so no depth is
+needed to), and chains stop at `max_depth` functions only when the
+configuration sets one. A reached function with exposed probability computations becomes
 an `EntryContext` for its file; one that only hands a distribution to a call
 (`loss = self.loss(dist, y)` in a `training_step`) is kept apart, for the
 join over call sites (`returnflow.dist_arguments`), without making its file
@@ -19,7 +20,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Deque, Dict, List, Set, Tuple
+from typing import Deque, Dict, List, Optional, Set, Tuple
 
 from amplint.facts.modulecalls import EXPRESSION
 from amplint.model import Hop
@@ -110,7 +111,7 @@ class Walked:
     givers: Dict[str, List[EntryContext]]
 
 
-def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, root: str = "") -> Walked:
+def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optional[int], root: str = "") -> Walked:
     """Each function reached, once, with its shortest chain (its places shown relative to `root`)."""
     queue: Deque[Tuple[Seed, int]] = deque((seed, 1) for seed in sorted(seeds, key=lambda s: len(s.chain)))
     entered: Set[Target] = set()
@@ -121,7 +122,7 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, 
     while queue:
         seed, depth = queue.popleft()
         target = seed.target
-        if target in entered or depth > max_depth:
+        if target in entered or (max_depth is not None and depth > max_depth):
             continue
         entered.add(target)
         if not loader.worth_entering(target.path) and not target.flowed:
@@ -143,7 +144,7 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: int, 
                 EntryContext(target.key, seed.region.info, seed.region.label, seed.region_path, seed.chain,
                              seed.region_file)
             )
-        if depth >= max_depth:
+        if max_depth is not None and depth >= max_depth:
             continue
         where = shown(target.path, root) if root else target.path
         nexts = [(call_hop("", call, target.path, where), nxt) for call, found in targets

@@ -68,6 +68,7 @@ REGION_KINDS = (
     "cond_ctx",     # ctx = torch.autocast(...) if amp else nullcontext()
     "decorator",    # @torch.autocast(...) on a function
     "base_hook",    # a base-class method opens the region and calls an overridden hook
+    "helper",       # a project function returns the autocast (or enters it around a yield); `with helper():`
 )
 DIST_SITES = ("log_prob", "entropy", "cdf", "kl_divergence")
 HAND_SITES = ("log_p_class", "log_softmax", "gauss_nll", "log_eps")

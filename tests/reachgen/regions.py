@@ -1,7 +1,7 @@
 """The autocast region and the script that runs one step.
 
 `run.py` builds the model, an encoder and a random batch, and opens the
-region in one of five spellings, in `main` or in a trainer module. Inside the
+region in one of six spellings, in `main` or in a trainer module. Inside the
 region the encoder runs (its output is float16), and the chain of calls to
 the computation starts there, or, for the `outside` variant, only after the
 region has closed, on the features cast back to float32.
@@ -34,10 +34,34 @@ def _chain(proj: Project, caller: Module, call: Call, model: str, feats: str, x:
     return prelude + [f"{target} = {expr}"]
 
 
-def _opened(proj: Project, kind: str, dtype: str, body: List[str], after: List[str]) -> List[str]:
-    """`body` inside the region (for with, named_ctx, cond_ctx), then `after` outside it."""
+def _helper(proj: Project, host: Module, region: str) -> str:
+    """A project helper that opens `region` for its caller, in `host` or a module it can import: the call that
+    opens it, as `host` writes it."""
+    rng = proj.rng
+    below = [m for m in proj.modules if m.level < host.level]
+    home = rng.choice(below) if below and rng.random() < 0.7 else host
+    home.need("torch")
+    style = rng.choice(("returns", "maybe", "generator"))
+    name = proj.name("amp_context", "mixed_precision", "maybe_autocast", "precision_scope")
+    if style == "returns":
+        home.add([f"def {name}():", '    """The context the training steps run in."""', f"    return {region}"])
+    elif style == "maybe":
+        home.need("nullcontext")
+        home.add([f"def {name}(enabled: bool = True):", '    """Mixed precision unless it is turned off."""',
+                  "    if enabled:", f"        return {region}", "    return nullcontext()"])
+    else:
+        home.need("import contextlib")
+        home.add(["@contextlib.contextmanager", f"def {name}():", '    """Runs the block in mixed precision."""',
+                  f"    with {region}:", "        yield"])
+    return f"{proj.ref(host, home, name)}()"
+
+
+def _opened(proj: Project, kind: str, dtype: str, body: List[str], after: List[str], host: Module) -> List[str]:
+    """`body` inside the region (for with, named_ctx, cond_ctx, helper), then `after` outside it."""
     rng = proj.rng
     region = _autocast(proj, dtype)
+    if kind == "helper":
+        return [f"with {_helper(proj, host, region)}:", *indent(body)] + after
     if kind == "with":
         return [f"with {region}:", *indent(body)] + after
     if kind == "named_ctx":
@@ -89,10 +113,10 @@ def build(proj: Project, kind: str, twin: Optional[str], call: Call, construct: 
             host.need("nullcontext")
         if outside:
             lines = _opened(proj, kind, dtype, ["feats = encoder(h)"],
-                            _chain(proj, host, call, "model", "feats.float()", "x", "loss"))
+                            _chain(proj, host, call, "model", "feats.float()", "x", "loss"), host)
         else:
             inside = ["feats = encoder(h)", *_chain(proj, host, call, "model", "feats", "x", "loss")]
-            lines = _opened(proj, kind, dtype, inside, [])
+            lines = _opened(proj, kind, dtype, inside, [], host)
         if host is run:
             main += lines
         else:
