@@ -96,24 +96,26 @@ class CallSites:
         # A method is inherited: its callers import a subclass's file as often as its own, and a constructor
         # runs for a subclass's instances too.
         heirs = self.resolver.subclasses(ClassRef(path, owner)) if owner in tree.classes else []
-        if constructor:  # a subclass with an `__init__` of its own reaches this one through `super().__init__`
+        wanted = {short}
+        if constructor:  # the classes whose construction runs this `__init__`; a subclass with an `__init__` of
+            # its own reaches it only through `super().__init__(...)`, looked for in the subclass's file
             wanted = {c.name.rsplit(".", 1)[-1] for c in [ClassRef(path, owner), *heirs]
-                      if self._first_defining(c, short) == ClassRef(path, owner)} | {short}
-        else:
-            wanted = {short}
+                      if self._first_defining(c, short) == ClassRef(path, owner)}
+        heir_files = {c.path for c in heirs} if constructor else set()
         if "<locals>" in scope:
             files = [path]
         else:
             homes = dict.fromkeys([path, *(c.path for c in heirs)])
             files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
         for caller in files:
-            if not any(self.loader.mentions(caller, w) for w in wanted) and not self.loader.mentions(caller, short) \
+            names = wanted | {short} if caller in heir_files else wanted
+            if not any(self.loader.mentions(caller, w) for w in names) and not self.loader.mentions(caller, short) \
                     and not short.startswith("<lambda@"):
                 continue  # its text never names the function: no call of it, no hand-off of it
             caller_tree = self.tree(caller)
             if caller_tree is None:
                 continue
-            for caller_scope, call in [found for w in sorted(wanted) for found in caller_tree.calls_named(w)]:
+            for caller_scope, call in [found for w in sorted(names) for found in caller_tree.calls_named(w)]:
                 if self._calls(caller, caller_scope, call, path, scope, constructor, hops):
                     explicit = constructor and isinstance(call.func, ast.Attribute) and \
                         call.func.attr == "__init__" and not is_super(call.func.value)  # `Base.__init__(self, m)`
