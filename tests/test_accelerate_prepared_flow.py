@@ -176,3 +176,73 @@ def test_a_call_before_the_model_is_prepared_runs_outside_the_region(tmp_path: P
     root = _project(tmp_path, {"model.py": MODEL, "loop.py": source, "train.py": TRAIN.format(precision="fp16").replace(
         "    prepared = accelerator.prepare(Policy())\n    fit_prepared(prepared, x, y)\n", "")})
     assert _findings(root)[0] == []
+
+
+HOLDER_TRAIN = '''\
+from dataclasses import dataclass
+from accelerate import Accelerator
+from model import Policy
+from steps import step
+
+
+@dataclass
+class State:
+    model: object
+    epoch: int = 0
+
+
+class Box:
+    def __init__(self, net):
+        self.net = net
+
+
+def main(x, y):
+    accelerator = Accelerator(mixed_precision="{precision}")
+    step({holder}, x, y)
+'''
+HOLDER_STEP = '''\
+def step(holder, x, y):
+    return holder.{attr}(x, y).mean()
+'''
+GLOBAL_STATE = '''\
+from accelerate import Accelerator
+from model import Policy
+
+accelerator = Accelerator(mixed_precision="{precision}")
+MODEL = accelerator.prepare(Policy())
+'''
+GLOBAL_USER = '''\
+from state import MODEL as prepared
+
+
+def step(x, y):
+    return prepared(x, y).mean()
+'''
+
+
+def test_a_prepared_model_held_by_another_object_and_called_through_it(tmp_path: Path) -> None:
+    """`State(accelerator.prepare(m))` of a data class, or `Box(...)` whose `__init__` keeps it on `self`, handed
+    to a function in another file that calls `holder.model(x)`: the object's attribute is the prepared model."""
+    for name, holder, attr in (("dataclass", "State(accelerator.prepare(Policy()))", "model"),
+                               ("keyword", "State(model=accelerator.prepare(Policy()), epoch=1)", "model"),
+                               ("init", "Box(accelerator.prepare(Policy()))", "net")):
+        files = {"model.py": MODEL, "steps.py": HOLDER_STEP.format(attr=attr)}
+        root = _project(tmp_path / name, {**files, "train.py": HOLDER_TRAIN.format(precision="fp16", holder=holder)})
+        found, messages = _findings(root)
+        assert found == [SITE], name
+        assert f"{REGION.format('train.py:19')} at steps.py:2 via holder.{attr}(x, y) (steps.py:2:12)" in \
+            messages[("model.py", 9)], name
+        bf16 = _project(tmp_path / f"{name}-bf16",
+                        {**files, "train.py": HOLDER_TRAIN.format(precision="bf16", holder=holder)})
+        assert _findings(bf16)[0] == [], name
+
+
+def test_a_prepared_model_kept_in_a_module_global_and_imported_elsewhere(tmp_path: Path) -> None:
+    root = _project(tmp_path / "fp16", {"model.py": MODEL, "state.py": GLOBAL_STATE.format(precision="fp16"),
+                                        "user.py": GLOBAL_USER})
+    found, messages = _findings(root)
+    assert found == [SITE]
+    assert f"{REGION.format('state.py:4')} at user.py:5 via prepared(x, y) (user.py:5:12)" in messages[("model.py", 9)]
+    bf16 = _project(tmp_path / "bf16", {"model.py": MODEL, "state.py": GLOBAL_STATE.format(precision="bf16"),
+                                        "user.py": GLOBAL_USER})
+    assert _findings(bf16)[0] == []

@@ -11,7 +11,9 @@ the values are carried forward, to the calls that may run them:
   reads in its function (after the binding, or anywhere in a loop around it) and in nested functions;
 - a parameter given one (`fit_prepared(prepared, x)`, `Trainer(model=prepared)`): its reads in the callee,
   whose callers are found as the flow finds them (`Flow.value` of the callee);
-- `self.model = ...`: the reads of `self.model` in the methods of the class, its bases and its subclasses;
+- `self.model = ...`, or a `@dataclass` built with it (`State(model=...)`): the reads of `self.model` in the
+  methods of the class, its bases and its subclasses, and of `obj.model` wherever `obj` may be such an instance;
+- a module global: its reads in the file, and in the files that import it (`from state import MODEL`);
 - `return ...`: the calls of the function (`Flow.call_sites`), and so on from each;
 - through `.to(device)`, `torch.compile(m)`, `a if c else b`, `a or b`, a tuple and its unpacking.
 
@@ -64,14 +66,15 @@ class _Index:
         self.parents: Dict[int, ast.AST] = {}
         self.names: Dict[str, List[ast.Name]] = {}
         self.attrs: Dict[str, List[ast.Attribute]] = {}
+        self.others: Dict[str, List[ast.Attribute]] = {}  # `state.model`: an attribute of anything but `self`
         for node in own_nodes(scope):
             for child in child_nodes(node):
                 self.parents[id(child)] = node
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.names.setdefault(node.id, []).append(node)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
-                    isinstance(node.value, ast.Name) and node.value.id == "self":
-                self.attrs.setdefault(node.attr, []).append(node)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                self_read = isinstance(node.value, ast.Name) and node.value.id == "self"
+                (self.attrs if self_read else self.others).setdefault(node.attr, []).append(node)
 
 
 class PreparedCalls:
@@ -129,6 +132,8 @@ class PreparedCalls:
         """`node` may evaluate to the prepared models `held` (`packed`: to a tuple that holds them)."""
         index = self._index(path, scope)
         parent = index.parents.get(id(node)) if index is not None else None
+        if isinstance(parent, ast.keyword):  # `State(model=...)`: an argument of the call around it
+            parent = index.parents.get(id(parent))  # type: ignore[union-attr]
         if isinstance(parent, ast.Call):
             name = dotted(parent.func)
             if parent.func is node:
@@ -190,6 +195,21 @@ class PreparedCalls:
             for read in index.names.get(name, ()) if index is not None else ():
                 if inner != scope or statement is None or _after(index, statement, read):
                     self._expression(path, inner, read, held, packed)
+        if scope == MODULE_KEY:  # a module global: also where another file imports it (`from state import MODEL`)
+            for importer, local in self._importing(path, name):
+                self._name(importer, MODULE_KEY, local, held, packed, None)
+
+    def _importing(self, path: str, name: str) -> Iterator[Tuple[str, str]]:
+        """(file, local name) of each `from <path's module> import <name> [as local]` of the project."""
+        resolver = self.flow.resolver
+        for importer in self.flow.loader.importers(path):
+            tree = self.flow.tree(importer)
+            for node in tree.tree.body if tree is not None else ():
+                if isinstance(node, ast.ImportFrom):
+                    for alias in node.names:
+                        local = alias.asname or alias.name
+                        if alias.name == name and (path, name) in resolver.imported_names(importer, local):
+                            yield importer, local
 
     def _seeing(self, path: str, scope: str, name: str) -> Iterator[str]:
         """`scope` and the scopes nested in it where `name` is `scope`'s."""
@@ -202,16 +222,32 @@ class PreparedCalls:
                 yield inner
 
     def _attribute(self, cls: ClassRef, attr: str, held: Held, packed: bool) -> None:
-        """`self.<attr>` holds the values: its reads in the methods of every class an instance may be."""
+        """`self.<attr>` holds the values: its reads in the methods of every class an instance may be, and
+        `obj.<attr>` wherever `obj` may hold such an instance (`state.model(x)`, the state passed on)."""
         if not self._first(("attr", cls, attr, held, packed)):
             return
+        classes = set()
         for ref, tree, node in self.flow.instance_classes(cls):
+            classes.add(ref)
             if node is None or tree is None:
                 continue
             for scope in [key for key in tree.scopes if key.startswith(f"{ref.name}.")]:
                 index = self._index(ref.path, scope)
                 for read in index.attrs.get(attr, ()) if index is not None else ():
                     self._expression(ref.path, scope, read, held, packed)
+        for path in [p for p in sorted(self.flow.loader.info) if self.flow.loader.mentions(p, attr)]:
+            tree = self.flow.tree(path)
+            for scope in tree.scopes if tree is not None else ():
+                index = self._index(path, scope)
+                for read in index.others.get(attr, ()) if index is not None else ():
+                    if any(isinstance(v, Instance) and v.cls in classes for v in self._values(path, scope, read.value)):
+                        self._expression(path, scope, read, held, packed)
+
+    def _values(self, path: str, scope: str, node: ast.expr) -> FrozenSet[object]:
+        try:
+            return self.flow.value(path, scope, node)  # type: ignore[return-value]
+        except RecursionError:  # an expression nested past Python's stack: not followed
+            return frozenset()
 
     def _returns(self, path: str, scope: str, held: Held, packed: bool) -> None:
         if scope == MODULE_KEY or not self._first(("returns", path, scope, held, packed)):
@@ -226,6 +262,11 @@ class PreparedCalls:
         if position is None and keyword is None or position is not None and any(
                 isinstance(a, ast.Starred) for a in call.args[:position + 1]):
             return
+        for cls, fields in self._records(path, scope, call):  # `State(model)` of a `@dataclass State`
+            field = keyword if keyword in fields else fields[position] if position is not None and \
+                position < len(fields) else None
+            if field is not None:
+                self._attribute(cls, field, held, packed)
         for callee_path, key, offset in self._callees(path, scope, call):
             tree = self.flow.tree(callee_path)
             params = param_names(tree.scopes[key]) if tree is not None and key in tree.scopes else []
@@ -233,6 +274,19 @@ class PreparedCalls:
                 params[position + offset] if position is not None and position + offset < len(params) else None
             if name is not None and name in params:
                 self._name(callee_path, key, name, held, packed, None)
+
+    def _records(self, path: str, scope: str, call: ast.Call) -> Iterator[Tuple[ClassRef, List[str]]]:
+        """The data classes the call may construct, each with its fields in order (its generated `__init__`'s
+        parameters, each stored under its own name)."""
+        for value in self._values(path, scope, call.func):
+            if not isinstance(value, ClassValue):
+                continue
+            tree = self.flow.tree(value.cls.path)
+            node = tree.classes.get(value.cls.name) if tree is not None else None
+            if node is not None and any((dotted(d.func if isinstance(d, ast.Call) else d) or [""])[-1] == "dataclass"
+                                        for d in node.decorator_list):
+                yield value.cls, [s.target.id for s in node.body
+                                  if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
 
     def _callees(self, path: str, scope: str, call: ast.Call) -> Iterator[Tuple[str, str, int]]:
         """(path, key, how many leading parameters are bound) of each function the call may run."""
