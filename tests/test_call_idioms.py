@@ -7,7 +7,10 @@ as Python does (`project/flowcalls.py`, `project/callsites.py`):
   the base's `__init__`, whose `self.model = model` the method reads;
 - `functools.partial(objective, model)` binds `objective`'s first argument, and calling it runs `objective`;
 - a `**kwargs` parameter holds the keywords given to it (`kwargs["model"]`);
-- `def logged(*args, **kwargs): return objective(*args, **kwargs)` hands its callers' arguments on unchanged.
+- `def logged(*args, **kwargs): return objective(*args, **kwargs)` hands its callers' arguments on unchanged;
+- a `@dataclass` built with the model (`Setup(model=model)`) holds it in that field (`setup.model`);
+- a `@property` gives what its getter returns (`self.model`, the getter returning `self._model`);
+- a chain of eight parameters from the model's construction to its call is followed (the flow stopped at six).
 
 Each project runs: under CPU float16 autocast the distribution's parameters are float16 where `log_prob` runs
 (recorded with torch). Without the region, the same project has no finding.
@@ -130,6 +133,70 @@ def step(model, h, y):
         return logged(model, h, y=y)
 ''',
 }
+DATACLASS_FIELD = {
+    "objective.py": OBJECTIVE,
+    "step.py": '''\
+from dataclasses import dataclass
+
+import torch
+from pkg.objective import objective
+
+
+@dataclass
+class Setup:
+    model: object
+    epoch: int = 0
+
+
+def run(setup, h, y):
+    return objective(setup.model, h, y)
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return run(Setup(model=model), h, y)
+''',
+}
+PROPERTY = {
+    "objective.py": OBJECTIVE,
+    "step.py": '''\
+import torch
+from pkg.objective import objective
+
+
+class Owner:
+    def __init__(self, model):
+        self._model = model
+
+    @property
+    def model(self):
+        return self._model
+
+    def loss(self, h, y):
+        return objective(self.model, h, y)
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return Owner(model).loss(h, y)
+''',
+}
+RELAYS = 8  # parameter hops from `objective` back to the model's construction: more than the flow once followed
+DEEP = {
+    "objective.py": OBJECTIVE,
+    "relay.py": "from pkg.objective import objective\n" + "".join(
+        f"\n\ndef relay{n}(m, h, y):\n    return {'objective' if n == 1 else f'relay{n - 1}'}(m, h, y)\n"
+        for n in range(1, RELAYS)),
+    "step.py": f'''\
+import torch
+from pkg.relay import relay{RELAYS - 1}
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return relay{RELAYS - 1}(model, h, y)
+''',
+}
 RUN = '''\
 from pkg.heads import Head
 from pkg.step import step
@@ -144,6 +211,9 @@ CASES = {
     "partial": (PARTIAL, ("pkg/objective.py", 3, 12)),
     "kwargs": (KWARGS, ("pkg/objective.py", 4, 12)),
     "forward": (FORWARD, ("pkg/objective.py", 3, 12)),
+    "dataclass_field": (DATACLASS_FIELD, ("pkg/objective.py", 3, 12)),
+    "property": (PROPERTY, ("pkg/objective.py", 3, 12)),
+    "deep": (DEEP, ("pkg/objective.py", 3, 12)),
 }
 
 

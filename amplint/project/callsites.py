@@ -21,7 +21,12 @@ from amplint.project.symbols import ClassRef
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.names import ImportTable
 
-MAX_HOPS = 6  # parameter -> call site -> parameter ... steps followed from one question
+# Parameter -> call site -> parameter ... steps followed from one question. Not what bounds the work (each
+# question is answered once, and a cycle answers nothing): the answers recurse, about 20 frames a step, and
+# past this the stack would run out (a 120-step chain did). A cut answer is unsure: it serves its pass only.
+# At 6 it cut generated projects' real chains (a class passed to a factory, the instance handed through a
+# callback, a holder and a property: 7 steps), and their models' classes were lost.
+MAX_HOPS = 32
 
 
 class CallSites:
@@ -97,10 +102,12 @@ class CallSites:
         # runs for a subclass's instances too.
         heirs = self.resolver.subclasses(ClassRef(path, owner)) if owner in tree.classes else []
         wanted = {short}
-        if constructor:  # the classes whose construction runs this `__init__`; a subclass with an `__init__` of
-            # its own reaches it only through `super().__init__(...)`, looked for in the subclass's file
+        if constructor:  # the classes whose construction runs this `__init__` (a data class's generated one: no
+            # class defines it); a subclass with an `__init__` of its own reaches it only through
+            # `super().__init__(...)`, looked for in the subclass's file
+            init = self._first_defining(ClassRef(path, owner), short)
             wanted = {c.name.rsplit(".", 1)[-1] for c in [ClassRef(path, owner), *heirs]
-                      if self._first_defining(c, short) == ClassRef(path, owner)}
+                      if self._first_defining(c, short) == init}
         heir_files = {c.path for c in heirs} if constructor else set()
         if "<locals>" in scope:
             files = [path]

@@ -21,6 +21,8 @@ CPython's tree of the files involved:
   function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
   elements are the container's elements (`{...}`, `[...]`, `nn.ModuleDict`);
   `super()` is the next class on the MRO; `functools.partial(f, ...)` is `f`;
+  an attribute of a `@dataclass` the argument its field took, of a
+  `@property` what its getter returns;
   `getattr(module, "Name")` and `importlib.import_module("pkg.mod")` are read
   when their strings are literal; `a if c else b` and `a or b` join both;
   Accelerate's `Accelerator(...)` is an `Accelerated` value (rule A: its file, line and precision), so an
@@ -28,8 +30,8 @@ CPython's tree of the files involved:
   (`accelflow.py`); its `prepare(a, b)` gives, per argument, `Prepared` modules (their `forward` runs in
   its region: `preparedflow.py`), which are their modules for every other question.
 
-Bounded by `MAX_HOPS` parameter-to-caller steps and by a guard on cycles; an
-answer is memoized as the resolver's are (`memo.Memo`: sure or for this pass).
+Each answer is memoized as the resolver's are (`memo.Memo`: sure or for this pass) and a guard cuts cycles,
+which bounds the work; `MAX_HOPS` parameter-to-caller steps bound the recursion (`callsites.MAX_HOPS`).
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
-from amplint.project.flowcalls import is_partial, star_params, super_owner
+from amplint.project.flowcalls import dataclass_fields, is_partial, star_params, super_owner
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value, Values, elements,
@@ -80,6 +82,7 @@ ELEMENT_READS = frozenset({"get", "pop", "setdefault"})  # a container's methods
 # Collections whose calls run the same method of every member: torchmetrics' `MetricCollection(metrics)`, whose
 # `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.
 FANOUT_CALLS = frozenset({"MetricCollection"})
+PROPERTIES = frozenset({"property", "cached_property"})  # a method read as an attribute gives what it returns
 
 
 class Flow(CallSites):
@@ -401,8 +404,21 @@ class Flow(CallSites):
         return self._ask(("attr", cls, attr), hops, lambda: self._attr_values(cls, attr, hops))
 
     def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
-        return frozenset(v for path, scope, value in self.attr_assignments(cls, attr)
-                         for v in self.value(path, scope, value, hops))
+        assigned = frozenset(v for path, scope, value in self.attr_assignments(cls, attr)
+                             for v in self.value(path, scope, value, hops))
+        getter = self._property(cls, attr) if not assigned else None
+        return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
+
+    def _property(self, cls: "ClassRef", attr: str) -> Optional[Tuple[str, str]]:
+        """(path, key) of the getter when `attr` is a property of `cls` (`@property`, `@cached_property`)."""
+        ref = self._first_defining(cls, attr)
+        tree = self.tree(ref.path) if ref is not None else None
+        node = tree.scopes.get(f"{ref.name}.{attr}") if tree is not None and ref is not None else None
+        decorators = getattr(node, "decorator_list", ())
+        if ref is None or not any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) in PROPERTIES
+                                  for d in decorators):
+            return None
+        return ref.path, f"{ref.name}.{attr}"
 
     def instance_classes(
         self, cls: "ClassRef",
@@ -426,3 +442,9 @@ class Flow(CallSites):
                         yield ref.path, MODULE_KEY, item.value
             for scope, value in tree.self_attrs(ref.name).get(attr, ()):  # type: ignore[union-attr]
                 yield ref.path, scope, value
+            fields = dataclass_fields(node)
+            if fields is not None and attr in fields:  # `Setup(model=m)`: the argument its field takes
+                for site in self.call_sites(ref.path, f"{ref.name}.__init__"):
+                    argument = call_argument(site.call, fields, attr, 0)
+                    if argument is not None:
+                        yield site.path, site.scope, argument

@@ -9,7 +9,8 @@ Each is Python's own semantics, read without running the code:
   calling it runs `f`;
 - `def f(*args, **kwargs): return g(*args, **kwargs)` hands `f`'s arguments to `g` unchanged: `f`'s call sites
   are `g`'s;
-- a `**kwargs` parameter holds the keyword arguments no named parameter takes; `*args` the extra positional ones.
+- a `**kwargs` parameter holds the keyword arguments no named parameter takes; `*args` the extra positional ones;
+- a `@dataclass`'s generated `__init__` stores each argument under its field's name.
 """
 from __future__ import annotations
 
@@ -92,3 +93,21 @@ def star_arguments(call: ast.Call, node: ast.AST, params: List[str], name: str, 
             if isinstance(argument, ast.Starred):
                 return
             yield argument
+
+
+def dataclass_fields(node: ast.ClassDef) -> Optional[List[str]]:
+    """A `@dataclass`'s own fields in order (`name: type` in its body): its generated `__init__`'s parameters,
+    each stored under its own name; None for any other class."""
+    if not any((_last(d.func if isinstance(d, ast.Call) else d)) == "dataclass" for d in node.decorator_list):
+        return None
+    return [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            and not _class_var(s.annotation)]
+
+
+def _last(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _class_var(annotation: ast.expr) -> bool:
+    """`ClassVar[int]` is no field."""
+    return _last(annotation.value if isinstance(annotation, ast.Subscript) else annotation) == "ClassVar"

@@ -36,6 +36,7 @@ from amplint.project.accelflow import RANK, built_label
 from amplint.project.accelvalues import Prepared
 from amplint.project.flow import (SAME_MODULE_METHODS, WRAPPING_CALLS, BoundMethod, ClassValue, Flow, Function,
                                   Instance)
+from amplint.project.flowcalls import dataclass_fields
 from amplint.project.flowtrees import dotted, own_nodes, param_names
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
@@ -283,10 +284,9 @@ class PreparedCalls:
                 continue
             tree = self.flow.tree(value.cls.path)
             node = tree.classes.get(value.cls.name) if tree is not None else None
-            if node is not None and any((dotted(d.func if isinstance(d, ast.Call) else d) or [""])[-1] == "dataclass"
-                                        for d in node.decorator_list):
-                yield value.cls, [s.target.id for s in node.body
-                                  if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+            fields = dataclass_fields(node) if node is not None else None
+            if fields is not None:
+                yield value.cls, fields
 
     def _callees(self, path: str, scope: str, call: ast.Call) -> Iterator[Tuple[str, str, int]]:
         """(path, key, how many leading parameters are bound) of each function the call may run."""
