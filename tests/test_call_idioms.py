@@ -10,6 +10,7 @@ as Python does (`project/flowcalls.py`, `project/callsites.py`):
 - `def logged(*args, **kwargs): return objective(*args, **kwargs)` hands its callers' arguments on unchanged;
 - a `@dataclass` built with the model (`Setup(model=model)`) holds it in that field (`setup.model`);
 - a `@property` gives what its getter returns (`self.model`, the getter returning `self._model`);
+- a function stored in a dict and called by key (`OBJECTIVES[name](model, h, y)`) is called there;
 - a chain of eight parameters from the model's construction to its call is followed (the flow stopped at six).
 
 Each project runs: under CPU float16 autocast the distribution's parameters are float16 where `log_prob` runs
@@ -181,6 +182,29 @@ def step(model, h, y):
         return Owner(model).loss(h, y)
 ''',
 }
+REGISTRY = {
+    "objective.py": OBJECTIVE + '''
+
+def baseline(model, h, y):
+    return (y - y.mean()).pow(2).mean()
+
+
+OBJECTIVES = {"nll": objective, "mse": baseline}
+
+
+def by_name(name, model, h, y):
+    return OBJECTIVES[name](model, h, y)
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import by_name
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return by_name("nll", model, h, y)
+''',
+}
 RELAYS = 8  # parameter hops from `objective` back to the model's construction: more than the flow once followed
 DEEP = {
     "objective.py": OBJECTIVE,
@@ -214,6 +238,7 @@ CASES = {
     "dataclass_field": (DATACLASS_FIELD, ("pkg/objective.py", 3, 12)),
     "property": (PROPERTY, ("pkg/objective.py", 3, 12)),
     "deep": (DEEP, ("pkg/objective.py", 3, 12)),
+    "registry": (REGISTRY, ("pkg/objective.py", 3, 12)),
 }
 
 

@@ -2,7 +2,8 @@
 
 A call site is a direct call (in the function's file or one that imports it, a subclass's file included),
 a constructor call of a class whose `__init__` it is, `super().__init__(...)` in a subclass, a call through
-the parameter a function was handed to, `functools.partial(f, ...)`, and, through a function that forwards
+the parameter a function was handed to, `functools.partial(f, ...)`, a call of an element of a dict, list or
+tuple the function is stored in (`OBJECTIVES[name](...)`), and, through a function that forwards
 `*args, **kwargs`, that function's own call sites (`flowcalls`).
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amplint.project.flowcalls import bound_call, forwards, is_partial, is_super, star_arguments, star_params
 from amplint.project.flowtrees import FileTree, param_names
-from amplint.project.flowvalues import ClassValue, Container, Function, Instance, Value, Values
+from amplint.project.flowvalues import ELEMENT_READS, ClassValue, Container, Function, Instance, Value, Values
 from amplint.project.flowvalues import NONE as _NONE
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef
@@ -128,6 +129,9 @@ class CallSites:
                         call.func.attr == "__init__" and not is_super(call.func.value)  # `Base.__init__(self, m)`
                     yield CallSite(caller, caller_scope, call, not explicit and (
                         constructor or isinstance(call.func, ast.Attribute)))
+            for caller_scope, call in self._stored_calls(caller_tree, short):  # `OBJECTIVES[name](model, x)`
+                if Function(path, scope) in self.value(caller, caller_scope, call.func, hops + 1):
+                    yield CallSite(caller, caller_scope, call, False)
             for caller_scope, call in caller_tree.calls_given(short):
                 if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == short and \
                         is_partial(call.func, self._import_table(caller)):  # `partial(f, model)` binds f's arguments
@@ -135,6 +139,22 @@ class CallSites:
                         yield CallSite(caller, caller_scope, bound_call(call), False)
                     continue
                 yield from self._through_parameter(caller, caller_scope, call, path, scope, short, hops)
+
+    @staticmethod
+    def _stored_calls(tree: FileTree, short: str) -> Iterator[Tuple[str, ast.Call]]:
+        """Calls of an element of a dict, list or tuple the file builds with `short` in it (a registry of
+        functions: `OBJECTIVES = {"nll": nll}`, then `OBJECTIVES[name](...)` or `OBJECTIVES.get(name)(...)`)."""
+        holders = {name for key in tree.scopes for name, bindings in tree.scope_facts(key).bindings.items()
+                   for binding in bindings if _holds(getattr(binding, "value", None), short)}
+        for key in tree.scopes if holders else ():
+            for call in tree.scope_facts(key).calls:
+                func = call.func
+                read = isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and \
+                    func.func.attr in ELEMENT_READS
+                base = func.value if isinstance(func, ast.Subscript) else \
+                    func.func.value if read else None  # type: ignore[union-attr]
+                if isinstance(base, ast.Name) and base.id in holders:
+                    yield key, call
 
     def _calls(self, caller: str, caller_scope: str, call: ast.Call, path: str, scope: str, constructor: bool,
                hops: int) -> bool:
@@ -187,6 +207,13 @@ class CallSite:
     scope: str
     call: ast.Call
     bound: bool  # called on an instance or a class: the first parameter (`self`) is not an argument
+
+
+def _holds(value: Optional[ast.AST], name: str) -> bool:
+    """Is `value` a dict, list or tuple display with the name `name` among its elements?"""
+    elements = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(
+        value, (ast.List, ast.Tuple)) else []
+    return any(isinstance(each, ast.Name) and each.id == name for each in elements)
 
 
 def call_argument(call: ast.Call, params: List[str], name: str, offset: int) -> Optional[ast.expr]:

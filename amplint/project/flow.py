@@ -45,7 +45,8 @@ from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argume
 from amplint.project.flowcalls import dataclass_fields, is_partial, star_params, super_owner
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
-    NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value, Values, elements,
+    ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value,
+    Values, elements,
     modules_of as _modules, unprepared,
 )
 from amplint.project.memo import Doubts
@@ -78,7 +79,6 @@ SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double",
 WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel", "DDP", "FullyShardedDataParallel",
                             "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper"})
 CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
-ELEMENT_READS = frozenset({"get", "pop", "setdefault"})  # a container's methods that return one of its elements
 # Collections whose calls run the same method of every member: torchmetrics' `MetricCollection(metrics)`, whose
 # `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.
 FANOUT_CALLS = frozenset({"MetricCollection"})

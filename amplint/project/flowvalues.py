@@ -11,6 +11,8 @@ from typing import FrozenSet, Union
 from amplint.project.accelvalues import Accelerated, Prepared
 from amplint.project.symbols import ClassRef, _Func, _Instance, _Module
 
+ELEMENT_READS = frozenset({"get", "pop", "setdefault"})  # a container's methods that return one of its elements
+
 # The resolver's own symbols serve as values: an instance of a class, a function, a module.
 Instance, Function, Module = _Instance, _Func, _Module
 
