@@ -1,12 +1,14 @@
 """Shared paths and helpers for the test suite."""
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, Sequence
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 import pytest
 
@@ -33,6 +35,40 @@ def run_amplint(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> subpr
         [sys.executable, "-m", "amplint", *args],
         cwd=cwd, input=stdin, capture_output=True, text=True, env=env, timeout=300,
     )
+
+
+def check_json(root: Path, *extra: str) -> List[Dict[str, Any]]:
+    """`amplint check --format json [extra] .` run in `root` as a user runs it: its findings (it must not fail)."""
+    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", *extra, "."],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout) if done.stdout.startswith("[") else []  # type: ignore[no-any-return]
+
+
+def run_recording_normals(root: Path, monkeypatch: pytest.MonkeyPatch, *args: Any) -> Tuple[List[Any], Any]:
+    """`main(*args)` of the project's `run.py` at `root`, with no grad: the dtype of each `Normal`'s `loc` where
+    `log_prob` runs, and what `main` returned. The project's modules (`pkg`, `run`) are forgotten afterwards."""
+    torch = pytest.importorskip("torch")
+    seen: List[Any] = []
+    original = torch.distributions.Normal.log_prob
+
+    def recording(self, value):  # type: ignore[no-untyped-def]
+        seen.append(self.loc.dtype)
+        return original(self, value)
+
+    def project_modules() -> List[str]:
+        return [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]
+
+    monkeypatch.setattr(torch.distributions.Normal, "log_prob", recording)
+    monkeypatch.syspath_prepend(str(root))
+    for name in project_modules():
+        monkeypatch.delitem(sys.modules, name)
+    try:
+        with torch.no_grad():
+            return seen, importlib.import_module("run").main(*args)
+    finally:
+        for name in project_modules():
+            del sys.modules[name]
 
 
 # A package module whose head returns a Normal built from a float16 Linear's output (`pkg/heads.py`).

@@ -18,16 +18,12 @@ Each project runs: under CPU float16 autocast the distribution's parameters are 
 """
 from __future__ import annotations
 
-import importlib
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import LINEAR_NORMAL_HEAD, write_package
+from conftest import LINEAR_NORMAL_HEAD, check_json, run_recording_normals, write_package
 
 HEADS = LINEAR_NORMAL_HEAD
 OBJECTIVE = '''\
@@ -249,21 +245,14 @@ def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
     return tmp_path
 
 
-def _check(root: Path) -> List[Dict[str, object]]:
-    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."],
-                          capture_output=True, text=True, timeout=120, cwd=root)
-    assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-
 def _found(root: Path) -> List[Tuple[object, ...]]:
-    return [(f["path"], f["line"], f["column"], f["code"]) for f in _check(root)]
+    return [(f["path"], f["line"], f["column"], f["code"]) for f in check_json(root)]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_model_reaches_the_computation_through_the_idiom(tmp_path: Path, case: str) -> None:
     files, (path, line, column) = CASES[case]
-    findings = _check(_project(tmp_path, files))
+    findings = check_json(_project(tmp_path, files))
     assert [(f["path"], f["line"], f["column"], f["code"]) for f in findings] == [(path, line, column, "AMP001")]
     # The model's class is known where it is called: the distribution is the head's, not an opaque one.
     message = str(findings[0]["message"])
@@ -285,21 +274,5 @@ def test_the_log_prob_runs_on_float16_parameters(tmp_path: Path, case: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
     files, _ = CASES[case]
-    root = _project(tmp_path, files)
-    seen: List[object] = []
-    original = torch.distributions.Normal.log_prob
-
-    def recording(self, value):  # type: ignore[no-untyped-def]
-        seen.append(self.loc.dtype)
-        return original(self, value)
-
-    monkeypatch.setattr(torch.distributions.Normal, "log_prob", recording)
-    monkeypatch.syspath_prepend(str(root))
-    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
-        monkeypatch.delitem(sys.modules, name)
-    main = importlib.import_module("run").main
-    with torch.no_grad():
-        main(torch.randn(8, 4), torch.randn(8, 1))
+    seen, _ = run_recording_normals(_project(tmp_path, files), monkeypatch, torch.randn(8, 4), torch.randn(8, 1))
     assert seen == [torch.float16]
-    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
-        del sys.modules[name]

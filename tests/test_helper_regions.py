@@ -9,19 +9,15 @@ finding. Each project runs, and torch records the dtype the distribution's param
 from __future__ import annotations
 
 import ast
-import importlib
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import pytest
 
 from amplint.model import Precision
 from amplint.names import import_table
 from amplint.project.spellings import file_spellings
-from conftest import LINEAR_NORMAL_HEAD, write_package
+from conftest import LINEAR_NORMAL_HEAD, check_json, run_recording_normals, write_package
 
 AMP = '''\
 import contextlib
@@ -89,13 +85,6 @@ def _project(root: Path, amp: str, names: List[str] = sorted(STEP_BODIES)) -> Pa
     return root
 
 
-def _findings(root: Path) -> List[Dict[str, object]]:
-    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."],
-                          capture_output=True, text=True, timeout=120, cwd=root)
-    assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-
 def test_each_helper_is_read_where_it_is_written() -> None:
     tree = ast.parse(AMP)
     found = {s.name: (s.wraps, s.line, s.opens.precision if s.opens else None, s.opens.device if s.opens else None)
@@ -109,7 +98,7 @@ def test_each_helper_is_read_where_it_is_written() -> None:
 
 
 def test_a_computation_in_the_helpers_regions_is_reported(tmp_path: Path) -> None:
-    findings = _findings(_project(tmp_path, AMP))
+    findings = check_json(_project(tmp_path, AMP))
     assert [(f["path"], f["line"], f["column"], f["code"]) for f in findings] == [("pkg/amp.py", 32, 13, "AMP001")]
     # One finding for the shared computation: the first region that reaches it names it (here `Trainer.step`'s,
     # in the same file); each helper alone reaches it too (below).
@@ -118,19 +107,19 @@ def test_a_computation_in_the_helpers_regions_is_reported(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("helper", sorted(STEP_BODIES))
 def test_each_helper_alone_reaches_the_computation(tmp_path: Path, helper: str) -> None:
-    findings = _findings(_project(tmp_path, AMP, [helper]))
+    findings = check_json(_project(tmp_path, AMP, [helper]))
     assert [(f["path"], f["line"], f["code"]) for f in findings] == [("pkg/amp.py", 32, "AMP001")]
 
 
 def test_without_a_region_in_the_helpers_nothing_is_reported(tmp_path: Path) -> None:
     plain = AMP.replace('torch.autocast("cpu", dtype=torch.float16)', "contextlib.nullcontext()").replace(
         'torch.autocast("cpu", dtype=dtype)', "contextlib.nullcontext()")
-    assert _findings(_project(tmp_path, plain)) == []
+    assert check_json(_project(tmp_path, plain)) == []
 
 
 def test_bfloat16_helpers_open_no_float16_region(tmp_path: Path) -> None:
     amp = AMP.replace("torch.float16", "torch.bfloat16")
-    assert _findings(_project(tmp_path, amp)) == []
+    assert check_json(_project(tmp_path, amp)) == []
 
 
 @pytest.mark.torch
@@ -138,19 +127,5 @@ def test_bfloat16_helpers_open_no_float16_region(tmp_path: Path) -> None:
 def test_the_helpers_really_run_their_region(tmp_path: Path, dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
     root = _project(tmp_path, AMP.replace("torch.float16", f"torch.{dtype}"))
-    seen: List[object] = []
-    original = torch.distributions.Normal.log_prob
-
-    def recording(self, value):  # type: ignore[no-untyped-def]
-        seen.append(self.loc.dtype)
-        return original(self, value)
-
-    monkeypatch.setattr(torch.distributions.Normal, "log_prob", recording)
-    monkeypatch.syspath_prepend(str(root))
-    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
-        monkeypatch.delitem(sys.modules, name)
-    with torch.no_grad():
-        importlib.import_module("run").main(torch.randn(8, 4), torch.randn(8, 1))
+    seen, _ = run_recording_normals(root, monkeypatch, torch.randn(8, 4), torch.randn(8, 1))
     assert seen == [getattr(torch, dtype)] * 5
-    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
-        del sys.modules[name]

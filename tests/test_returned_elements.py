@@ -8,16 +8,13 @@ no finding (before, each was an opaque distribution: reported with risk unknown,
 """
 from __future__ import annotations
 
-import importlib
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 
-from conftest import write_package
+from conftest import check_json, run_recording_normals, write_package
 
 OUTPUTS = '''\
 from dataclasses import dataclass
@@ -122,15 +119,8 @@ def _project(root: Path, heads: str = HEADS, loss: str = LOSS_CAST_VALUES) -> Pa
     return root
 
 
-def _check(root: Path, *extra: str) -> List[Dict[str, object]]:
-    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", *extra, "."],
-                          capture_output=True, text=True, timeout=120, cwd=root)
-    assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout) if done.stdout.startswith("[") else []  # type: ignore[no-any-return]
-
-
 def test_the_element_read_finds_the_constructor_where_it_is_built(tmp_path: Path) -> None:
-    findings = _check(_project(tmp_path))
+    findings = check_json(_project(tmp_path))
     found = {(f["line"], f["code"]): str(f["message"]) for f in findings}
     assert sorted(found) == [(3, "AMP001"), (7, "AMP001"), (13, "AMP001"), (17, "AMP001")]
     for line, owner in ((3, "FieldHead"), (7, "KeywordHead"), (13, "DictHead")):
@@ -144,7 +134,7 @@ def test_the_element_read_finds_the_constructor_where_it_is_built(tmp_path: Path
 
 def test_built_from_casts_they_are_no_finding(tmp_path: Path) -> None:
     heads = HEADS.replace("Normal(loc, scale)", "Normal(loc.float(), scale.float())")
-    assert [(f["line"], f["code"]) for f in _check(_project(tmp_path, heads))] == [(17, "AMP001")]
+    assert [(f["line"], f["code"]) for f in check_json(_project(tmp_path, heads))] == [(17, "AMP001")]
 
 
 @pytest.mark.torch
@@ -156,22 +146,8 @@ def test_the_fix_casts_where_each_is_built_and_the_code_runs_in_float32(tmp_path
                           text=True, timeout=120, cwd=root)
     assert "Fixed 3 findings" in done.stdout, done.stdout + done.stderr
     assert (root / "pkg" / "heads.py").read_text().count("Normal(loc.float(), scale.float())") == 3
-    assert [(f["line"], f["code"]) for f in _check(root)] == [(17, "AMP001")]  # the plain class stays opaque
-    seen: List[object] = []
-    original = torch.distributions.Normal.log_prob
-
-    def recording(self, value):  # type: ignore[no-untyped-def]
-        seen.append(self.loc.dtype)
-        return original(self, value)
-
-    monkeypatch.setattr(torch.distributions.Normal, "log_prob", recording)
-    monkeypatch.syspath_prepend(str(root))
-    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
-        monkeypatch.delitem(sys.modules, name)
-    with torch.no_grad():
-        values = importlib.import_module("run").main(torch.randn(8, 4), torch.randn(8, 1))
+    assert [(f["line"], f["code"]) for f in check_json(root)] == [(17, "AMP001")]  # the plain class stays opaque
+    seen, values = run_recording_normals(root, monkeypatch, torch.randn(8, 4), torch.randn(8, 1))
     # The three fixed run on float32 parameters; the plain class's distribution, not fixed, on float16 ones.
     assert seen == [torch.float32] * 3 + [torch.float16]
     assert all(bool(torch.isfinite(v)) for v in values[:3])
-    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.") or m == "run"]:
-        del sys.modules[name]
