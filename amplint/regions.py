@@ -73,16 +73,15 @@ def style_of(names: FrozenSet[str], extra: FrozenSet[str], aliases: Tuple[Tuple[
 
 
 def _names_alias(names: FrozenSet[str], alias: str) -> bool:
-    """A plain name matches any qualified name ending in it (imported); `self.amp_cm` matches as written, and
-    `trainer.amp_cm`, the same member read on an instance held elsewhere."""
-    if "." not in alias:
-        return alias in names or any(n.rsplit(".", 1)[-1] == alias for n in names)
-    member = alias[len("self"):] if alias.startswith("self.") else None
-    return alias in names or (member is not None and any(n.endswith(member) for n in names))
+    """`self.amp_cm` matches as written; a plain name any qualified name ending in it (imported)."""
+    return alias in names or ("." not in alias and any(n.rsplit(".", 1)[-1] == alias for n in names))
 
 
 def opened(names: FrozenSet[str], aliases: Tuple[Tuple[object, ...], ...]) -> Optional[RegionSpec]:
-    """The region the project helper that `names` may stand for opens (an alias's third element), if any."""
+    """The region the project helper that `names` may stand for opens (an alias's third element), if any. The
+    library's own autocast is never one, whatever a project helper is named (`def autocast(self): ...`)."""
+    if names & AUTOCAST_NAMES.keys():
+        return None
     for alias in aliases:
         if len(alias) > 2 and isinstance(alias[2], RegionSpec) and _names_alias(names, str(alias[0])):
             return alias[2]

@@ -58,7 +58,6 @@ STEP_BODIES = {
     "by_function": "    with amp_ctx():\n        return nll(model, h, y)\n",
     "by_condition": "    with maybe_amp():\n        return nll(model, h, y)\n",
     "by_generator": "    with mixed():\n        return nll(model, h, y)\n",
-    "by_instance": "    trainer = Trainer()\n    with trainer.maybe_autocast():\n        return nll(model, h, y)\n",
     "by_self": "    return Trainer().step(model, h, y)\n",
 }
 
@@ -128,4 +127,43 @@ def test_the_helpers_really_run_their_region(tmp_path: Path, dtype: str, monkeyp
     torch = pytest.importorskip("torch")
     root = _project(tmp_path, AMP.replace("torch.float16", f"torch.{dtype}"))
     seen, _ = run_recording_normals(root, monkeypatch, torch.randn(8, 4), torch.randn(8, 1))
-    assert seen == [getattr(torch, dtype)] * 5
+    assert seen == [getattr(torch, dtype)] * len(STEP_BODIES)
+
+
+SHADOW = '''\
+import torch
+
+
+def autocast(enabled=True):
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled)
+
+
+class Runner:
+    def autocast(self):
+        return torch.autocast("cpu", enabled=False)
+'''
+LIBRARY_REGION = '''\
+import torch
+from torch.distributions import Normal
+
+
+def step(lin, x, y):
+    with torch.cuda.amp.autocast():
+        out = lin(x)
+        return Normal(out, out.exp()).log_prob(y)
+
+
+def cpu_step(lin, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        out = lin(x)
+        return Normal(out, out.exp()).log_prob(y)
+'''
+
+
+def test_a_helper_named_autocast_never_stands_for_the_librarys(tmp_path: Path) -> None:
+    """A project's own `autocast` helper (bfloat16, or turned off) is matched where it is called by its name;
+    `torch.autocast` and `torch.cuda.amp.autocast` stay the library's regions."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    write_package(tmp_path, {"shadow.py": SHADOW, "steps.py": LIBRARY_REGION})
+    assert [(f["path"], f["line"], f["code"]) for f in check_json(tmp_path)] == [
+        ("pkg/steps.py", 8, "AMP001"), ("pkg/steps.py", 14, "AMP001")]
