@@ -42,7 +42,7 @@ from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
-from amplint.project.flowcalls import dataclass_fields, is_partial, star_params, super_owner
+from amplint.project.flowcalls import dataclass_fields, is_partial, last_name, star_params, super_owner
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value,
@@ -415,8 +415,7 @@ class Flow(CallSites):
         tree = self.tree(ref.path) if ref is not None else None
         node = tree.scopes.get(f"{ref.name}.{attr}") if tree is not None and ref is not None else None
         decorators = getattr(node, "decorator_list", ())
-        if ref is None or not any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) in PROPERTIES
-                                  for d in decorators):
+        if ref is None or not any(last_name(d) in PROPERTIES for d in decorators):
             return None
         return ref.path, f"{ref.name}.{attr}"
 

@@ -98,16 +98,17 @@ def star_arguments(call: ast.Call, node: ast.AST, params: List[str], name: str, 
 def dataclass_fields(node: ast.ClassDef) -> Optional[List[str]]:
     """A `@dataclass`'s own fields in order (`name: type` in its body): its generated `__init__`'s parameters,
     each stored under its own name; None for any other class."""
-    if not any((_last(d.func if isinstance(d, ast.Call) else d)) == "dataclass" for d in node.decorator_list):
+    if not any((last_name(d.func if isinstance(d, ast.Call) else d)) == "dataclass" for d in node.decorator_list):
         return None
     return [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
             and not _class_var(s.annotation)]
 
 
-def _last(node: ast.expr) -> str:
+def last_name(node: ast.expr) -> str:
+    """`b` of `a.b`, `a` of `a`; "" for any other expression (a decorator's or an annotation's name)."""
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
 def _class_var(annotation: ast.expr) -> bool:
     """`ClassVar[int]` is no field."""
-    return _last(annotation.value if isinstance(annotation, ast.Subscript) else annotation) == "ClassVar"
+    return last_name(annotation.value if isinstance(annotation, ast.Subscript) else annotation) == "ClassVar"

@@ -23,13 +23,15 @@ a module function by its name, a method as `self.<name>`.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from amplint.autocast_names import AUTOCAST_NAMES
+from amplint.facts.astmathenv import parameters
 from amplint.facts.astnodes import Arg, call_args
 from amplint.facts.astregions import Unsure, factory_of, region_spec
 from amplint.model import RegionInfo
 from amplint.names import ImportTable, ast_qualnames
+from amplint.project.flowtrees import own_nodes
 
 CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
 
@@ -75,18 +77,8 @@ def _opens(function: ast.AST, imports: ImportTable,
     return None
 
 
-def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
-    """The function's nodes, not those of functions or classes nested in it."""
-    stack: List[ast.AST] = list(function.body)  # type: ignore[attr-defined]
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
 def _returned(function: ast.AST) -> Iterator[ast.Call]:
-    for node in _own_nodes(function):
+    for node in own_nodes(function):
         if isinstance(node, ast.Return) and node.value is not None:
             values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
             yield from (v for v in values if isinstance(v, ast.Call))
@@ -94,7 +86,7 @@ def _returned(function: ast.AST) -> Iterator[ast.Call]:
 
 def _entered(function: ast.AST, imports: ImportTable) -> Iterator[ast.Call]:
     """The autocast calls of the `with`s whose bodies `yield`: the caller's block runs there."""
-    for node in _own_nodes(function):
+    for node in own_nodes(function):
         if isinstance(node, (ast.With, ast.AsyncWith)) and any(
                 isinstance(inner, (ast.Yield, ast.YieldFrom)) for s in node.body for inner in ast.walk(s)):
             yield from (item.context_expr for item in node.items if isinstance(item.context_expr, ast.Call))
@@ -103,18 +95,9 @@ def _entered(function: ast.AST, imports: ImportTable) -> Iterator[ast.Call]:
 def _at_defaults(args: List[Arg], function: ast.AST) -> Optional[List[Arg]]:
     """`autocast(dtype=dtype)` where `dtype` is a parameter: its default stands for it (what a bare call gets);
     None when an argument is a parameter with no default, which only the caller gives."""
-    defaults = _defaults(function)
-    spec: ast.arguments = function.args  # type: ignore[attr-defined]
-    params = {a.arg for a in spec.posonlyargs + spec.args + spec.kwonlyargs}
-    if any(isinstance(arg.value, ast.Name) and arg.value.id in params - set(defaults) for arg in args):
+    defaults = dict(parameters(function))  # type: ignore[arg-type]
+    if any(isinstance(arg.value, ast.Name) and arg.value.id in defaults and defaults[arg.value.id] is None
+           for arg in args):
         return None
     return [arg._replace(value=defaults[arg.value.id]) if isinstance(arg.value, ast.Name) and
-            arg.value.id in defaults else arg for arg in args]
-
-
-def _defaults(function: ast.AST) -> Dict[str, ast.expr]:
-    spec: ast.arguments = function.args  # type: ignore[attr-defined]
-    positional = spec.posonlyargs + spec.args
-    found = {a.arg: d for a, d in zip(positional[len(positional) - len(spec.defaults):], spec.defaults)}
-    found.update({a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None})
-    return found
+            defaults.get(arg.value.id) is not None else arg for arg in args]

@@ -290,12 +290,8 @@ class PreparedCalls:
 
     def _callees(self, path: str, scope: str, call: ast.Call) -> Iterator[Tuple[str, str, int]]:
         """(path, key, how many leading parameters are bound) of each function the call may run."""
-        try:
-            values = self.flow.value(path, scope, call.func)
-        except RecursionError:
-            return
         resolver = self.flow.resolver
-        for value in values:
+        for value in self._values(path, scope, call.func):
             if isinstance(value, Function):
                 tree = self.flow.tree(value.path)
                 bound = isinstance(call.func, ast.Attribute) and tree is not None and \
