@@ -12,9 +12,13 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Set, Tuple
 
-from amplint.project.flowcalls import bound_call, forwards, is_partial, is_super, star_arguments, star_params
+from amplint.project.flowcalls import (
+    bound_call, forwards, is_classmethod, is_partial, is_super, star_arguments, star_params,
+)
 from amplint.project.flowtrees import FileTree, param_names
-from amplint.project.flowvalues import ELEMENT_READS, ClassValue, Container, Function, Instance, Value, Values
+from amplint.project.flowvalues import (
+    ELEMENT_READS, BoundMethod, ClassValue, Container, Function, Instance, Value, Values,
+)
 from amplint.project.flowvalues import NONE as _NONE
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef
@@ -28,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # At 6 it cut generated projects' real chains (a class passed to a factory, the instance handed through a
 # callback, a holder and a property: 7 steps), and their models' classes were lost.
 MAX_HOPS = 32
+INSTANCE_CALLS = frozenset({"__call__", "forward"})  # what calling an instance runs
 
 
 class CallSites:
@@ -45,6 +50,7 @@ class CallSites:
         def _ask(self, key: Tuple[object, ...], hops: int, compute: "Callable[[], Values]") -> Values: ...
         def _import_table(self, path: str) -> "ImportTable": ...
         def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]: ...
+        def runs(self, callee: Value) -> Optional[List[Tuple[str, str]]]: ...
 
     def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
         return self._ask(("param", path, scope, name), hops, lambda: self._param_values(path, scope, name, hops))
@@ -110,12 +116,18 @@ class CallSites:
             wanted = {c.name.rsplit(".", 1)[-1] for c in [ClassRef(path, owner), *heirs]
                       if self._first_defining(c, short) == init}
         heir_files = {c.path for c in heirs} if constructor else set()
+        if constructor:
+            yield from self._class_constructions(path, scope, ClassRef(path, owner), heirs, hops)
         if "<locals>" in scope:
             files = [path]
         else:
             homes = dict.fromkeys([path, *(c.path for c in heirs)])
             files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
         for caller in files:
+            if owner in tree.classes and not constructor and self.loader.mentions(caller, "getattr"):
+                yield from self._getattr_calls(caller, path, scope, hops)
+            if owner in tree.classes and short in INSTANCE_CALLS:
+                yield from self._instance_calls(caller, path, scope, hops)
             names = wanted | {short} if caller in heir_files else wanted
             if not any(self.loader.mentions(caller, w) for w in names) and not self.loader.mentions(caller, short) \
                     and not short.startswith("<lambda@"):
@@ -139,6 +151,37 @@ class CallSites:
                         yield CallSite(caller, caller_scope, bound_call(call), False)
                     continue
                 yield from self._through_parameter(caller, caller_scope, call, path, scope, short, hops)
+
+    def _class_constructions(self, path: str, scope: str, owner: ClassRef, heirs: List[ClassRef],
+                             hops: int) -> Iterator["CallSite"]:
+        """`cls(...)` in a classmethod of the class, a base or a subclass: it constructs the class the classmethod
+        is called on (`Session.create(m)` runs `Session.__init__` with `m`)."""
+        for ref in dict.fromkeys([*self.resolver.mro(owner), *heirs]):
+            tree = self.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            for item in getattr(node, "body", ()):
+                first = param_names(item)[:1] if is_classmethod(item) else []
+                key = f"{ref.name}.{getattr(item, 'name', '')}"
+                for call in tree.scope_facts(key).calls if first and key in tree.scopes else ():  # type: ignore
+                    if isinstance(call.func, ast.Name) and call.func.id == first[0] and \
+                            self._calls(ref.path, key, call, path, scope, True, hops):
+                        yield CallSite(ref.path, key, call, True)
+
+    def _instance_calls(self, caller: str, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
+        """Calls of an instance that run this `__call__` or `forward` (`loss_fn(model, x)`, `Loss()(model, x)`)."""
+        caller_tree = self.tree(caller)
+        for caller_scope, call in caller_tree.value_calls() if caller_tree is not None else ():
+            if any((path, scope) in (self.runs(v) or ()) for v in self.value(caller, caller_scope, call.func, hops + 1)
+                   if not isinstance(v, (Function, BoundMethod))):
+                yield CallSite(caller, caller_scope, call, True)
+
+    def _getattr_calls(self, caller: str, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
+        """Calls of a method `getattr` picks by a name no call spells (`getattr(obj, name)(model, x)`)."""
+        caller_tree = self.tree(caller)
+        for caller_scope, call in caller_tree.getattr_calls() if caller_tree is not None else ():
+            if any((path, scope) in (self.runs(v) or ()) for v in self.value(caller, caller_scope, call.func, hops + 1)
+                   if isinstance(v, BoundMethod)):
+                yield CallSite(caller, caller_scope, call, True)
 
     @staticmethod
     def _stored_calls(tree: FileTree, short: str) -> Iterator[Tuple[str, ast.Call]]:

@@ -42,7 +42,10 @@ from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
-from amplint.project.flowcalls import dataclass_fields, is_partial, last_name, star_params, super_owner
+from amplint.project.flowcalls import (
+    dataclass_fields, is_classmethod, is_partial, last_name, star_params, super_owner,
+)
+from amplint.project.flowstrings import ANY, Patterns, assigned, default_of, is_parameter, join, literal, matches
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value,
@@ -133,8 +136,11 @@ class Flow(CallSites):
             return _NONE
         owner = scope.rpartition(".")[0]
         node = tree.scopes.get(scope)
-        if owner in tree.classes and node is not None and param_names(node)[:1] == [name] and name == "self":
-            return frozenset({Instance(ClassRef(path, owner), False)})
+        if owner in tree.classes and node is not None and param_names(node)[:1] == [name]:
+            if is_classmethod(node):
+                return self._receivers(path, scope, ClassRef(path, owner), hops)
+            if name == "self":
+                return frozenset({Instance(ClassRef(path, owner), False)})
         current: Optional[str] = scope
         while current is not None:
             node = tree.scopes.get(current)
@@ -153,6 +159,19 @@ class Flow(CallSites):
         return self._module_symbol(path, [name]) or frozenset(
             v for other, bound in self.resolver.imported_names(path, name)
             for v in self.name_values(other, MODULE_KEY, bound, hops + 1))  # an imported registry or constant
+
+    def _receivers(self, path: str, scope: str, owner: ClassRef, hops: int) -> Values:
+        """`cls` in a classmethod: the class each call site calls it on (`Session.create(m)`, `obj.create(m)`);
+        the class that defines it where no call site is found."""
+        found: Set[Value] = set()
+        for site in self.call_sites(path, scope, hops + 1):
+            if isinstance(site.call.func, ast.Attribute):
+                for held in self.value(site.path, site.scope, site.call.func.value, hops + 1):
+                    if isinstance(held, ClassValue):
+                        found.add(held)
+                    elif isinstance(held, Instance):
+                        found.add(ClassValue(held.cls))
+        return frozenset(found) or frozenset({ClassValue(owner)})
 
     def _module_symbol(self, path: str, parts: List[str]) -> Values:
         found: Set[Value] = set()
@@ -243,8 +262,10 @@ class Flow(CallSites):
                                       else ()))
             elif isinstance(owner, Module):
                 found.update(self._module_symbol(owner.path, [node.attr]))
-            elif isinstance(owner, ClassValue):
-                found.update(self._module_symbol(owner.cls.path, [*owner.cls.name.split("."), node.attr]))
+            elif isinstance(owner, ClassValue):  # a class attribute, or a method called on the class
+                found.update(self._module_symbol(owner.cls.path, [*owner.cls.name.split("."), node.attr]) or (
+                    {BoundMethod(Instance(owner.cls, True), node.attr)} if self._has_method(owner.cls, node.attr)
+                    else ()))
         return frozenset(found)
 
     def _has_method(self, cls: "ClassRef", name: str) -> bool:
@@ -302,10 +323,8 @@ class Flow(CallSites):
                 return _NONE
             inner = self.value(path, scope, node.args[0], hops)
             return frozenset({Container(elements(inner) | frozenset(v for v in inner if not isinstance(v, Container)))})
-        if name == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
-                isinstance(node.args[1].value, str):
-            attribute = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load())
-            return self._attribute_value(path, scope, attribute, hops)
+        if name == "getattr" and len(node.args) >= 2:
+            return self._getattr(path, scope, node.args[0], node.args[1], hops)
         if name == "import_module" and node.args and isinstance(node.args[0], ast.Constant) and \
                 isinstance(node.args[0].value, str):
             return frozenset(v for v in self._module_symbol(path, node.args[0].value.split("."))
@@ -319,6 +338,61 @@ class Flow(CallSites):
             else:
                 found.update(v for at, key in self.runs(callee) or () for v in self.returns(at, key, hops + 1))
         return frozenset(found)
+
+    def _getattr(self, path: str, scope: str, owner: ast.expr, name: ast.expr, hops: int) -> Values:
+        """`getattr(owner, name)`: the attribute of each name `name` may hold; where only a prefix (or nothing)
+        of it is known, every method of the owner's classes whose name fits (`flowstrings`)."""
+        patterns = self.strings(path, scope, name, hops)
+        found: Set[Value] = set()
+        for attr in sorted(p for p in patterns if not p.endswith(ANY)):
+            read = ast.Attribute(value=owner, attr=attr, ctx=ast.Load())
+            found.update(self._attribute_value(path, scope, read, hops))
+        wild = frozenset(p for p in patterns if p.endswith(ANY))
+        for held in unprepared(self.value(path, scope, owner, hops)) if wild else ():
+            if isinstance(held, Instance):
+                found.update(BoundMethod(held, method) for method in self._method_names(held)
+                             if matches(wild, method) and not method.startswith("__"))
+        return frozenset(found)
+
+    def _method_names(self, instance: Instance) -> List[str]:
+        """The methods an instance may have: its class's MRO, and for an inexact one its subclasses' too."""
+        classes = self.resolver.mro(instance.cls) if instance.exact else \
+            [ref for ref, _, _ in self.instance_classes(instance.cls)]
+        names: Dict[str, None] = {}
+        for ref in classes:
+            tree = self.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            names.update((item.name, None) for item in getattr(node, "body", ())
+                         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        return list(names)
+
+    def strings(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Patterns:
+        """The attribute names an expression may give (`flowstrings`: names, or prefixes ending in `*`)."""
+        found = literal(node)
+        if found is not None:
+            return found
+        if isinstance(node, ast.IfExp):
+            return self.strings(path, scope, node.body, hops) | self.strings(path, scope, node.orelse, hops)
+        assert isinstance(node, ast.Name)
+        return self._ask(("strings", path, scope, node.id), hops,
+                         lambda: self._name_strings(path, scope, node.id, hops))
+
+    def _name_strings(self, path: str, scope: str, name: str, hops: int) -> Patterns:
+        tree = self.tree(path)
+        if tree is None or scope not in tree.scopes:
+            return frozenset({ANY})
+        parts = [self.strings(path, scope, value, hops) for value in assigned(tree, scope, name)]
+        if is_parameter(tree, scope, name):
+            node = tree.scopes[scope]
+            default = default_of(node, name)
+            if default is not None:
+                parts.append(self.strings(path, scope, default, hops))
+            params, method = param_names(node), self._is_method(tree, scope)
+            for site in self.call_sites(path, scope, hops + 1):
+                argument = call_argument(site.call, params, name, 1 if method and site.bound else 0)
+                if argument is not None:
+                    parts.append(self.strings(site.path, site.scope, argument, hops + 1))
+        return join(parts) or frozenset({ANY})
 
     def prepared(self, path: str, scope: str, node: ast.Call, hops: int = 0) -> Optional[List[Values]]:
         """`accelerator.prepare(a, b, ...)` where the receiver may hold an `Accelerator(...)`: per argument, the

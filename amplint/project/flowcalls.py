@@ -10,7 +10,8 @@ Each is Python's own semantics, read without running the code:
 - `def f(*args, **kwargs): return g(*args, **kwargs)` hands `f`'s arguments to `g` unchanged: `f`'s call sites
   are `g`'s;
 - a `**kwargs` parameter holds the keyword arguments no named parameter takes; `*args` the extra positional ones;
-- a `@dataclass`'s generated `__init__` stores each argument under its field's name.
+- a `@dataclass`'s generated `__init__` stores each argument under its field's name;
+- `cls` in a `@classmethod` is the class it is called on, so `cls(...)` there constructs that class.
 """
 from __future__ import annotations
 
@@ -102,6 +103,11 @@ def dataclass_fields(node: ast.ClassDef) -> Optional[List[str]]:
         return None
     return [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
             and not _class_var(s.annotation)]
+
+
+def is_classmethod(node: ast.AST) -> bool:
+    """A `@classmethod`: its first parameter holds the class it is called on."""
+    return any(last_name(d) == "classmethod" for d in getattr(node, "decorator_list", ()))
 
 
 def last_name(node: ast.expr) -> str:

@@ -40,6 +40,8 @@ class FileTree:
     class_attrs: Dict[str, Dict[str, List[Tuple[str, ast.expr]]]] = field(default_factory=dict)
     calls_by_name: Optional[Dict[str, List[Tuple[str, ast.Call]]]] = None  # last dotted name -> (scope, call)
     calls_by_argument: Optional[Dict[str, List[Tuple[str, ast.Call]]]] = None  # a bare name passed -> (scope, call)
+    dynamic: Optional[List[Tuple[str, ast.Call]]] = None  # (scope, call) of each call of a `getattr(...)` result
+    held_calls: Optional[List[Tuple[str, ast.Call]]] = None  # (scope, call) of each call of a value, not a def
 
     def scope_facts(self, scope: str) -> _ScopeFacts:
         return self.facts[scope]
@@ -53,12 +55,14 @@ class FileTree:
                 scope = f"{class_key}.{getattr(item, 'name', '')}"
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope in self.scopes:
                     for node in ast.walk(item):
+                        noted: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
                         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                            noted: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
                             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                                 _note_self_attrs(target, node.value, noted)
-                            for attr, pairs in noted.items():
-                                found.setdefault(attr, []).extend((scope, value) for _, value in pairs)
+                        elif isinstance(node, ast.Call):
+                            _note_stored_attr(node, noted)
+                        for attr, pairs in noted.items():
+                            found.setdefault(attr, []).extend((scope, value) for _, value in pairs)
         return found
 
     def lambdas_in(self, scope: str) -> List[str]:
@@ -76,6 +80,34 @@ class FileTree:
         if self.calls_by_argument is None:
             self._index_calls()
         return self.calls_by_argument.get(name, [])  # type: ignore[union-attr]
+
+    def getattr_calls(self) -> List[Tuple[str, ast.Call]]:
+        """Calls of what `getattr` returns: `getattr(obj, name)(...)`, or a local bound to it and called."""
+        if self.dynamic is None:
+            self.dynamic = []
+            for scope in self.scopes:
+                facts = self.facts[scope]
+                held = {name for name, bindings in facts.bindings.items() for binding in bindings
+                        if isinstance(binding, ast.Assign) and _is_getattr(binding.value)}
+                self.dynamic.extend((scope, call) for call in facts.calls if _is_getattr(call.func) or (
+                    isinstance(call.func, ast.Name) and call.func.id in held))
+        return self.dynamic
+
+    def value_calls(self) -> List[Tuple[str, ast.Call]]:
+        """Calls that may call an instance (its `__call__` or `forward`): of a local name or parameter, of a
+        `self.` attribute, of what a call or a subscript gives (`Loss()(m, x)`, `heads[k](h)`)."""
+        if self.held_calls is None:
+            self.held_calls = []
+            for scope in self.scopes:
+                facts = self.facts[scope]
+                for call in facts.calls:
+                    func = call.func
+                    if isinstance(func, (ast.Call, ast.Subscript)) or (
+                            isinstance(func, ast.Name) and scope != MODULE_KEY and func.id in facts.bound) or (
+                            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                            and func.value.id == "self"):
+                        self.held_calls.append((scope, call))
+        return self.held_calls
 
     def _index_calls(self) -> None:
         """One pass over the file: each call under the scope that makes it (not each scope's facts)."""
@@ -119,6 +151,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     for node in own_nodes(scope):
         if isinstance(node, ast.Call):
             calls.append(node)
+            _note_stored_attr(node, self_attrs)
         elif isinstance(node, ast.Lambda):
             lambdas.append(node)
         elif isinstance(node, ast.Return) and node.value is not None:
@@ -152,6 +185,30 @@ def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tup
             len(value.elts) == len(target.elts):
         for sub_target, sub_value in zip(target.elts, value.elts):
             _note_self_attrs(sub_target, sub_value, found)
+
+
+def _is_getattr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+        len(node.args) >= 2
+
+
+# Methods that store their second argument as an attribute named by their first: `self.add_module("net", m)`.
+_STORING_METHODS = frozenset({"add_module", "register_module"})
+
+
+def _note_stored_attr(call: ast.Call, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
+    """`setattr(self, "net", m)` and `self.add_module("net", m)` with a literal name: `self.net = m`."""
+    func, args = call.func, call.args
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(args) == 3 and \
+            isinstance(args[0], ast.Name) and args[0].id == "self":
+        name, value = args[1], args[2]
+    elif isinstance(func, ast.Attribute) and func.attr in _STORING_METHODS and len(args) == 2 and \
+            isinstance(func.value, ast.Name) and func.value.id == "self":
+        name, value = args[0], args[1]
+    else:
+        return
+    if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier():
+        found.setdefault(name.value, []).append((call, value))
 
 
 def index_tree(tree: ast.Module) -> FileTree:

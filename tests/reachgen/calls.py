@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from . import idioms
+from . import habits, idioms
 from .codegen import Module, Project, indent
 from .units import Call, signature
 
 DOC = "How a training step reaches its objective."
 LAYERS = ("model_param", "model_ctor_self", "model_dict", "model_list", "model_moduledict",
-          "call_fn_value", "call_lambda", "call_nested_def", "call_bound_method", "call_isinstance") + idioms.IDIOMS
+          "call_fn_value", "call_lambda", "call_nested_def", "call_bound_method", "call_isinstance") \
+    + idioms.IDIOMS + habits.HABITS
 
 
 def _inner(inner: Call, mod: Module, m: str, a: str, b: str) -> List[str]:
@@ -33,6 +34,9 @@ def layer(proj: Project, kind: str, inner: Call, model_cls: Tuple[Module, str], 
     if kind in idioms.IDIOMS:
         hops.append(kind)
         return idioms.layer(proj, kind, inner)
+    if kind in habits.HABITS:
+        hops.append(kind)
+        return habits.layer(proj, kind, inner)
     if kind == "call_isinstance":
         mod = proj.place(proj.above(inner.module, model_cls[0]), role="layer", docstring=DOC)
     else:

@@ -31,6 +31,13 @@ MODEL_HOPS = (
     "model_property",    # stored privately and read through a @property
     "model_partial",     # bound by functools.partial
     "model_super_init",  # stored by a base class's __init__, reached through super().__init__
+    "model_deepcopy",    # a copy.deepcopy of it is what runs (a target network)
+    "model_eval",        # what .eval() / .train(False) / .requires_grad_(False) returns
+    "model_classmethod",  # held by an object a @classmethod builds with cls(...)
+    "model_setattr",     # stored by setattr or add_module under a literal name
+    "model_closure",     # closed over by a nested function that is returned
+    "model_global",      # a module global set by a `global` statement in another function
+    "model_iter",        # one of several models in a list, looped over or in a comprehension
 )
 # How the call reaches the function that holds the probability computation.
 CALL_HOPS = (
@@ -45,6 +52,9 @@ CALL_HOPS = (
     "call_decorator",    # a project decorator (functools.wraps) around the calling function
     "call_registry",     # a dict of functions, one looked up by name and called
     "call_super",        # a subclass override that calls the base method through super()
+    "call_dunder",       # a loss object whose __call__ runs the computation
+    "call_staticmethod",  # a @staticmethod of a namespace class
+    "call_getattr",      # a method picked by getattr with a name passed in as an argument
 )
 # How the distribution (or the parameters of hand-written math) reach the computation.
 DIST_HOPS = (
