@@ -1,7 +1,7 @@
 """A model reaches the method that computes with it through Python's own call idioms, across files.
 
-Each idiom was a miss of the generated projects (`tests/reachgen/idioms.py`, issue 50) until the flow read it
-as Python does (`project/flowcalls.py`, `project/callsites.py`):
+Each idiom was a miss of the generated projects (`tests/reachgen/idioms.py`, `habits.py`, issue 50) until the
+flow read it as Python does (`project/flowcalls.py`, `project/callsites.py`):
 
 - `super().loss(model, ...)` runs the base class's method, and `super().__init__(model)` is a call site of
   the base's `__init__`, whose `self.model = model` the method reads;
@@ -11,6 +11,11 @@ as Python does (`project/flowcalls.py`, `project/callsites.py`):
 - a `@dataclass` built with the model (`Setup(model=model)`) holds it in that field (`setup.model`);
 - a `@property` gives what its getter returns (`self.model`, the getter returning `self._model`);
 - a function stored in a dict and called by key (`OBJECTIVES[name](model, h, y)`) is called there;
+- `setattr(self, "net", model)` stores the model as `self.net = model` would;
+- `getattr(obj, f"loss_{kind}")` with `kind` a parameter: the strings that reach `kind` (its callers' arguments,
+  its default) name the method, and `method(model, ...)` is a call site of it;
+- `cls(model)` in a `@classmethod` constructs the class it is called on (`Session.create(model)`);
+- calling an object (`loss_fn(model, h, y)`) is a call site of its `__call__`;
 - a chain of eight parameters from the model's construction to its call is followed (the flow stopped at six).
 
 Each project runs: under CPU float16 autocast the distribution's parameters are float16 where `log_prob` runs
@@ -201,6 +206,98 @@ def step(model, h, y):
         return by_name("nll", model, h, y)
 ''',
 }
+SETATTR = {
+    "objective.py": OBJECTIVE + '''
+
+class Slots:
+    def __init__(self, model):
+        setattr(self, "net", model)
+
+    def loss(self, h, y):
+        return objective(self.net, h, y)
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import Slots
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return Slots(model).loss(h, y)
+''',
+}
+GETATTR = {
+    "objective.py": '''\
+class Objectives:
+    def loss_nll(self, model, h, y):
+        d = model(h)
+        return d.log_prob(y).mean()
+
+    def loss_mse(self, model, h, y):
+        return (y - y.mean()).pow(2).mean()
+
+    def loss_nll_unused(self, model, h, y):
+        d = model(h)
+        return d.log_prob(y).sum()
+
+
+def run_named(kind, model, h, y):
+    method = getattr(Objectives(), f"loss_{kind}")
+    return method(model, h, y)
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import run_named
+
+
+def step(model, h, y, kind="nll"):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return run_named(kind, model, h, y)
+''',
+}
+CLASSMETHOD = {
+    "objective.py": OBJECTIVE + '''
+
+class Session:
+    def __init__(self, model):
+        self.model = model
+
+    @classmethod
+    def create(cls, model):
+        session = cls(model)
+        return session
+
+    def loss(self, h, y):
+        return objective(self.model, h, y)
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import Session
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return Session.create(model).loss(h, y)
+''',
+}
+CALL_OBJECT = {
+    "objective.py": OBJECTIVE + '''
+
+class Criterion:
+    def __call__(self, model, h, y):
+        return objective(model, h, y)
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import Criterion
+
+
+def step(model, h, y):
+    loss_fn = Criterion()
+    with torch.autocast("cpu", dtype=torch.float16):
+        return loss_fn(model, h, y)
+''',
+}
 RELAYS = 8  # parameter hops from `objective` back to the model's construction: more than the flow once followed
 DEEP = {
     "objective.py": OBJECTIVE,
@@ -235,6 +332,10 @@ CASES = {
     "property": (PROPERTY, ("pkg/objective.py", 3, 12)),
     "deep": (DEEP, ("pkg/objective.py", 3, 12)),
     "registry": (REGISTRY, ("pkg/objective.py", 3, 12)),
+    "setattr": (SETATTR, ("pkg/objective.py", 3, 12)),
+    "getattr_by_name": (GETATTR, ("pkg/objective.py", 4, 16)),
+    "classmethod": (CLASSMETHOD, ("pkg/objective.py", 3, 12)),
+    "call_object": (CALL_OBJECT, ("pkg/objective.py", 3, 12)),
 }
 
 

@@ -45,7 +45,9 @@ from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argume
 from amplint.project.flowcalls import (
     dataclass_fields, is_classmethod, is_partial, last_name, star_params, super_owner,
 )
-from amplint.project.flowstrings import ANY, Patterns, assigned, default_of, is_parameter, join, literal, matches
+from amplint.project.flowstrings import (
+    ANY, Patterns, assigned, default_of, formatted, is_parameter, join, literal, matches,
+)
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value,
@@ -373,6 +375,8 @@ class Flow(CallSites):
             return found
         if isinstance(node, ast.IfExp):
             return self.strings(path, scope, node.body, hops) | self.strings(path, scope, node.orelse, hops)
+        if isinstance(node, ast.JoinedStr):  # `f"loss_{kind}"`: each string `kind` may hold, in its place
+            return formatted(node, lambda part: self.strings(path, scope, part, hops))
         assert isinstance(node, ast.Name)
         return self._ask(("strings", path, scope, node.id), hops,
                          lambda: self._name_strings(path, scope, node.id, hops))
