@@ -25,6 +25,7 @@ import libcst as cst
 from libcst.metadata import CodePosition
 
 from amplint import dtypes
+from amplint.facts.classfields import declared_fields
 from amplint.facts.cstflow import is_none
 from amplint.facts.distrefs import PICKED, split_components
 from amplint.facts.entry import CallReturn, Constructor, DistArgument, Element, ReturnedDist
@@ -276,15 +277,20 @@ def _element_order(element: Element) -> Tuple[int, str]:
 
 
 def _declared_fields(cls: cst.ClassDef) -> Optional[Tuple[str, ...]]:
-    """A `@dataclass` or `NamedTuple` class's fields in order (`name: type` in its body); None for another class,
+    """A `@dataclass` or `NamedTuple` class's fields in order (`facts.classfields`); None for another class,
     whose `__init__` may store what it is given under any name."""
-    decorated = any((dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
-                    .rsplit(".", 1)[-1] == "dataclass" for d in cls.decorators)
-    named = any((dotted_name(b.value) or "").rsplit(".", 1)[-1] == "NamedTuple" for b in cls.bases)
-    if not (decorated or named):
-        return None
-    return tuple(s.body[0].target.value for s in cls.body.body if isinstance(s, cst.SimpleStatementLine)
-                 and isinstance(s.body[0], cst.AnnAssign) and isinstance(s.body[0].target, cst.Name))
+    def last(node: cst.BaseExpression) -> str:
+        return (dotted_name(node) or "").rsplit(".", 1)[-1]
+
+    def outer(annotation: cst.BaseExpression) -> str:
+        return last(annotation.value if isinstance(annotation, cst.Subscript) else annotation)
+
+    return declared_fields(
+        [last(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) for d in cls.decorators],
+        [last(b.value) for b in cls.bases],
+        [(s.body[0].target.value, outer(s.body[0].annotation.annotation)) for s in cls.body.body
+         if isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.AnnAssign)
+         and isinstance(s.body[0].target, cst.Name)])
 
 
 def _standing_for(built: Sequence[Returned]) -> Optional[Returned]:

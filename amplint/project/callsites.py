@@ -3,8 +3,9 @@
 A call site is a direct call (in the function's file or one that imports it, a subclass's file included),
 a constructor call of a class whose `__init__` it is, `super().__init__(...)` in a subclass, a call through
 the parameter a function was handed to, `functools.partial(f, ...)`, a call of an element of a dict, list or
-tuple the function is stored in (`OBJECTIVES[name](...)`), and, through a function that forwards
-`*args, **kwargs`, that function's own call sites (`flowcalls`).
+tuple the function is stored in (`OBJECTIVES[name](...)`), `cls(...)` in a classmethod (a constructor call), a
+call of an instance (its `__call__` or `forward`), a call of what `getattr` picks by a computed name, and,
+through a function that forwards `*args, **kwargs`, that function's own call sites (`flowcalls`).
 """
 from __future__ import annotations
 

@@ -12,8 +12,9 @@ CPython's tree of the files involved:
   (`callsites.py`): direct calls in its file and in the files that import it,
   calls through a parameter of a function it was handed to (callbacks),
   `super().__init__(...)`, `functools.partial(f, ...)`, and the callers of a
-  function that forwards `*args, **kwargs`; a `**kwargs` parameter holds the
-  keywords no named parameter takes;
+  function that forwards `*args, **kwargs`, `cls(...)` in a classmethod, a call
+  of an object (its `__call__`/`forward`) or of what `getattr` returns; a
+  `**kwargs` parameter holds the keywords no named parameter takes;
 - a local name holds the join of its assignments (and `for` targets) in its
   function, then in the functions around it, then at module level;
 - an expression's value: a class call is an instance; `x.to(...)`, `.cuda()`,
@@ -23,8 +24,11 @@ CPython's tree of the files involved:
   `super()` is the next class on the MRO; `functools.partial(f, ...)` is `f`;
   an attribute of a `@dataclass` the argument its field took, of a
   `@property` what its getter returns;
-  `getattr(module, "Name")` and `importlib.import_module("pkg.mod")` are read
-  when their strings are literal; `a if c else b` and `a or b` join both;
+  `getattr(obj, name)` is the attribute of each name the strings reaching
+  `name` spell (`flowstrings.py`; unknown: every method that fits), and
+  `importlib.import_module("pkg.mod")` is read when its string is literal;
+  `cls` in a `@classmethod` is the class it is called on;
+  `a if c else b` and `a or b` join both;
   Accelerate's `Accelerator(...)` is an `Accelerated` value (rule A: its file, line and precision), so an
   accelerator handed to a parameter, returned by a factory or kept on `self` is known where it is used
   (`accelflow.py`); its `prepare(a, b)` gives, per argument, `Prepared` modules (their `forward` runs in

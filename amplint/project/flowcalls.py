@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 
+from amplint.facts.classfields import declared_fields
 from amplint.names import ast_qualnames
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,12 +98,14 @@ def star_arguments(call: ast.Call, node: ast.AST, params: List[str], name: str, 
 
 
 def dataclass_fields(node: ast.ClassDef) -> Optional[List[str]]:
-    """A `@dataclass`'s own fields in order (`name: type` in its body): its generated `__init__`'s parameters,
-    each stored under its own name; None for any other class."""
-    if not any((last_name(d.func if isinstance(d, ast.Call) else d)) == "dataclass" for d in node.decorator_list):
-        return None
-    return [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-            and not _class_var(s.annotation)]
+    """A `@dataclass`'s or `NamedTuple`'s own fields in order (`facts.classfields`): its generated `__init__`'s
+    parameters, each stored under its own name; None for any other class."""
+    fields = declared_fields(
+        [last_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list],
+        [last_name(b) for b in node.bases],
+        [(s.target.id, _outer(s.annotation)) for s in node.body
+         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)])
+    return None if fields is None else list(fields)
 
 
 def is_classmethod(node: ast.AST) -> bool:
@@ -115,6 +118,6 @@ def last_name(node: ast.expr) -> str:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
-def _class_var(annotation: ast.expr) -> bool:
-    """`ClassVar[int]` is no field."""
-    return last_name(annotation.value if isinstance(annotation, ast.Subscript) else annotation) == "ClassVar"
+def _outer(annotation: ast.expr) -> str:
+    """`ClassVar` of `ClassVar[int]`: an annotation's outer type, by its last name."""
+    return last_name(annotation.value if isinstance(annotation, ast.Subscript) else annotation)
