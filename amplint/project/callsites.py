@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amplint.project.flowcalls import (
-    bound_call, forwards, is_classmethod, is_partial, is_super, star_arguments, star_params,
+    bound_call, fits, forwards, is_classmethod, is_partial, is_super, star_arguments, star_params,
 )
 from amplint.project.flowtrees import FileTree, param_names
 from amplint.project.flowvalues import (
@@ -170,10 +170,10 @@ class CallSites:
 
     def _instance_calls(self, caller: str, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
         """Calls of an instance that run this `__call__` or `forward` (`loss_fn(model, x)`, `Loss()(model, x)`)."""
-        caller_tree = self.tree(caller)
+        caller_tree, node = self.tree(caller), self.tree(path).scopes.get(scope)  # type: ignore[union-attr]
         for caller_scope, call in caller_tree.value_calls() if caller_tree is not None else ():
-            if any((path, scope) in (self.runs(v) or ()) for v in self.value(caller, caller_scope, call.func, hops + 1)
-                   if not isinstance(v, (Function, BoundMethod))):
+            if fits(call, node, 1) and any((path, scope) in (self.runs(v) or ()) for v in self.value(
+                    caller, caller_scope, call.func, hops + 1) if not isinstance(v, (Function, BoundMethod))):
                 yield CallSite(caller, caller_scope, call, True)
 
     def _getattr_calls(self, caller: str, path: str, scope: str, hops: int) -> Iterator["CallSite"]:

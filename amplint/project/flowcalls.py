@@ -82,6 +82,24 @@ def forwards(call: ast.Call, node: ast.AST) -> bool:
     return bool(positional or spread)
 
 
+def fits(call: ast.Call, node: ast.AST, offset: int) -> bool:
+    """Could `call` call function `node` (its first `offset` parameters bound already)? Its positional arguments
+    are not too many nor too few, and each keyword names a parameter; a starred argument may fill any."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    args = node.args
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]][offset:]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    given = {k.arg for k in call.keywords}
+    if args.kwarg is None and not given <= {*positional, *(a.arg for a in args.kwonlyargs)}:
+        return False
+    if args.vararg is None and len(call.args) > len(positional):
+        return False
+    required = positional[:len(positional) - len(args.defaults)]
+    return all(i < len(call.args) or name in given for i, name in enumerate(required))
+
+
 def star_arguments(call: ast.Call, node: ast.AST, params: List[str], name: str, offset: int) -> Iterator[ast.expr]:
     """The arguments of `call` a star parameter `name` of function `node` collects: for `**kwargs` the keywords
     no named parameter takes, for `*args` the positional ones past the named."""
