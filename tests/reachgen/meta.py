@@ -79,6 +79,9 @@ REGION_KINDS = (
     "decorator",    # @torch.autocast(...) on a function
     "base_hook",    # a base-class method opens the region and calls an overridden hook
     "helper",       # a project function returns the autocast (or enters it around a yield); `with helper():`
+    "exit_stack",   # stack.enter_context(torch.autocast(...)) in a `with contextlib.ExitStack() as stack:`
+    "kwargs_dict",  # torch.autocast(**amp_kwargs), the arguments in a dict
+    "self_ctx",     # the context (or a partial of torch.autocast) kept on self in __init__, entered in a method
 )
 DIST_SITES = ("log_prob", "entropy", "cdf", "kl_divergence")
 HAND_SITES = ("log_p_class", "log_softmax", "gauss_nll", "log_eps")

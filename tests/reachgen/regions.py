@@ -1,7 +1,7 @@
 """The autocast region and the script that runs one step.
 
 `run.py` builds the model, an encoder and a random batch, and opens the
-region in one of six spellings, in `main` or in a trainer module. Inside the
+region in one of nine spellings, in `main` or in a trainer module. Inside the
 region the encoder runs (its output is float16), and the chain of calls to
 the computation starts there, or, for the `outside` variant, only after the
 region has closed, on the features cast back to float32.
@@ -67,6 +67,21 @@ def _opened(proj: Project, kind: str, dtype: str, body: List[str], after: List[s
     if kind == "named_ctx":
         name = proj.name("amp", "autocast_ctx", "mixed", "half")
         return [f"{name} = {region}", f"with {name}:", *indent(body)] + after
+    if kind == "exit_stack":  # the region entered on a stack of contexts, maybe under a flag
+        host.need("import contextlib")
+        stack = proj.name("stack", "contexts", "es")
+        enter = [f"{stack}.enter_context({region})"]
+        if rng.random() < 0.5:
+            flag = proj.name("use_amp", "amp_enabled", "mixed_precision")
+            return [f"{flag} = {rng.choice(('True', 'bool(1)', 'not False'))}",
+                    f"with contextlib.ExitStack() as {stack}:", f"    if {flag}:", *indent(enter, 2),
+                    *indent(body)] + after
+        return [f"with contextlib.ExitStack() as {stack}:", *indent(enter), *indent(body)] + after
+    if kind == "kwargs_dict":  # the autocast's arguments in a dict spread into the call
+        name = proj.name("amp_kwargs", "autocast_kwargs", "amp_args")
+        device = rng.choice(('"device_type": "cpu"', '"device_type": "cpu", "enabled": True'))
+        made = rng.choice((f'{{{device}, "dtype": {dtype}}}', f'dict(device_type="cpu", dtype={dtype})'))
+        return [f"{name} = {made}", f"with torch.autocast(**{name}):", *indent(body)] + after
     flag = proj.name("use_amp", "amp_enabled", "mixed_precision")
     ctx = proj.name("ctx", "precision_ctx", "amp_ctx")
     return [f"{flag} = {rng.choice(('True', 'bool(1)', 'not False'))}",
@@ -88,6 +103,8 @@ def build(proj: Project, kind: str, twin: Optional[str], call: Call, construct: 
             f"x = torch.randn({batch}, {k})"]
     if kind == "base_hook":
         main += _base_hook(proj, dtype, outside, call)
+    elif kind == "self_ctx":
+        main += _self_ctx(proj, dtype, outside, call)
     elif kind == "decorator":
         host = run if rng.random() < 0.4 else proj.place(call.module, role="trainer", docstring="Training steps.")
         host.need("torch")
@@ -155,3 +172,32 @@ def _base_hook(proj: Project, dtype: str, outside: bool, call: Call) -> List[str
                  *indent(prelude + [f"return {expr}"], 2)])
     trainer = proj.name("trainer", "loop")
     return [f"{trainer} = {proj.ref(proj.run, sub_mod, sub)}(model, encoder)", f"loss = {trainer}.step(h, x)"]
+
+
+def _self_ctx(proj: Project, dtype: str, outside: bool, call: Call) -> List[str]:
+    """A trainer that keeps its autocast context on `self` in `__init__` and enters it in its step: the context
+    itself, a `functools.partial` of `torch.autocast` entered by calling it, or either behind a flag."""
+    rng = proj.rng
+    host = proj.run if rng.random() < 0.4 else proj.place(call.module, role="trainer", docstring="Training steps.")
+    host.need("torch")
+    cls = proj.name("Trainer", "AmpTrainer", "Learner_")
+    attr = rng.choice(("amp", "autocast_ctx", "ctx", "precision_ctx"))
+    style = rng.choice(("object", "partial", "flag"))
+    region = _autocast(proj, dtype)
+    if style == "partial":
+        host.need("import functools")
+        stored, entered = f'functools.partial(torch.autocast, "cpu", dtype={dtype})', f"self.{attr}()"
+    elif style == "flag":
+        host.need("nullcontext")
+        stored, entered = f"{region} if use_amp else nullcontext()", f"self.{attr}"
+    else:
+        stored, entered = region, f"self.{attr}"
+    inside = ["feats = self.encoder(h)"]
+    chain = _chain(proj, host, call, "self.model", "feats.float()" if outside else "feats", "x", "loss")
+    body = [f"with {entered}:", *indent(inside), *chain] if outside else [f"with {entered}:", *indent(inside + chain)]
+    host.add([f"class {cls}:", '    """Owns the model and the precision it trains in."""', "",
+              "    def __init__(self, model, encoder, use_amp: bool = True) -> None:",
+              "        self.model = model", "        self.encoder = encoder", f"        self.{attr} = {stored}", "",
+              "    def step(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:", *indent(body, 2),
+              "        return loss"])
+    return [f"trainer = {proj.ref(proj.run, host, cls)}(model, encoder)", "loss = trainer.step(h, x)"]
