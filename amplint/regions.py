@@ -45,6 +45,16 @@ class RegionSpec:
         return RegionInfo(line, self.precision, self.enabled, self.device, self.device_code)
 
 
+_RANK = {Precision.FLOAT16: 0, Precision.MAYBE_FLOAT16: 1, Precision.BFLOAT16: 2, Precision.OTHER: 3}
+
+
+def strongest(specs: Iterable[Optional[RegionSpec]]) -> Optional[RegionSpec]:
+    """Of the regions an attribute may hold (`self.amp = ... if fp16 else ...` in two branches), the one a
+    finding must assume: an enabled one before a disabled one, float16 before maybe-float16, bfloat16, other."""
+    return min((s for s in specs if s is not None),
+               key=lambda s: (not s.enabled, _RANK[s.precision], s.device_code), default=None)
+
+
 @dataclass(frozen=True)
 class AutocastFactory:
     """An autocast callable, possibly with arguments pre-bound by functools.partial."""

@@ -16,6 +16,7 @@ flow read it as Python does (`project/flowcalls.py`, `project/callsites.py`):
   its default) name the method, and `method(model, ...)` is a call site of it;
 - `cls(model)` in a `@classmethod` constructs the class it is called on (`Session.create(model)`);
 - calling an object (`loss_fn(model, h, y)`) is a call site of its `__call__`;
+- a module global set by another function after `global CURRENT` holds what that function assigns;
 - a chain of eight parameters from the model's construction to its call is followed (the flow stopped at six).
 
 Each project runs: under CPU float16 autocast the distribution's parameters are float16 where `log_prob` runs
@@ -298,6 +299,31 @@ def step(model, h, y):
         return loss_fn(model, h, y)
 ''',
 }
+GLOBAL = {
+    "objective.py": OBJECTIVE + '''
+
+CURRENT = None
+
+
+def install(model):
+    global CURRENT
+    CURRENT = model
+
+
+def current_loss(h, y):
+    return objective(CURRENT, h, y)
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import current_loss, install
+
+
+def step(model, h, y):
+    install(model)
+    with torch.autocast("cpu", dtype=torch.float16):
+        return current_loss(h, y)
+''',
+}
 RELAYS = 8  # parameter hops from `objective` back to the model's construction: more than the flow once followed
 DEEP = {
     "objective.py": OBJECTIVE,
@@ -336,6 +362,7 @@ CASES = {
     "getattr_by_name": (GETATTR, ("pkg/objective.py", 4, 16)),
     "classmethod": (CLASSMETHOD, ("pkg/objective.py", 3, 12)),
     "call_object": (CALL_OBJECT, ("pkg/objective.py", 3, 12)),
+    "global": (GLOBAL, ("pkg/objective.py", 3, 12)),
 }
 
 

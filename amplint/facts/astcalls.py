@@ -33,13 +33,14 @@ recorded in the same order and with the same bindings;
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from amplint.astwalk import child_nodes, walk
 from amplint.facts import astnodes as nodes
 from amplint.facts import astregions as regions
 from amplint.facts import astflow
+from amplint.facts.astwithregions import AstRegions
 from amplint.facts.flowstate import Branches, augmented
 from amplint.facts.astscreen import loses_range
 from amplint.facts.astsites import DENSITY, MATH, MathSeen, SiteJudge, Unread
@@ -51,7 +52,6 @@ from amplint.facts.typedslots import NUMBER_ANNOTATIONS
 from amplint.facts.modulecalls import ELEMENT, ParallelMarks, expression_callee, shortened_call, without_module_hop
 from amplint.model import Precision
 from amplint.names import ImportTable, ast_dotted, ast_qualnames
-from amplint.regions import AutocastFactory, RegionSpec
 from amplint.screen import counts_as_site
 from amplint.textlines import FORM_FEED, FSTRING_POSITIONS
 
@@ -96,7 +96,7 @@ def ast_facts(tree: ast.Module, text: str, imports: ImportTable, extend_autocast
                     reader.class_bases, reader.class_attrs, reader.class_items, reader.framework_calls, sites)
 
 
-class _Reader(ParallelMarks):
+class _Reader(AstRegions, ParallelMarks):
     """`Collector`'s project-mode bookkeeping over CPython's tree, in LibCST's order."""
 
     def __init__(self, tree: ast.Module, text: str, imports: ImportTable, extend_autocast: FrozenSet[str],
@@ -126,6 +126,7 @@ class _Reader(ParallelMarks):
         self._handlers = _MATH_HANDLERS if math else _HANDLERS  # with the math recognizers, or without
         self.in_regions = False  # some code of the file runs in a region it opens (a `with` or a decorator)
         self.flow = Branches()  # the compound statements around the current one (`facts.flowstate`)
+        self.stacks: List[List[Any]] = []  # [name, regions pushed] of each `with ExitStack() as name:` around
 
     # --- the walk ----------------------------------------------------------------------------------
     def module(self) -> None:
@@ -328,9 +329,12 @@ class _Reader(ParallelMarks):
                 pushed += 1
             elif self._accelerator_like(item.context_expr):
                 raise Unread  # `with x.autocast():` of an accelerator built elsewhere: the collector's pending `with`
+        named = [[item.optional_vars.id, 0] for item in node.items if isinstance(item.optional_vars, ast.Name)]
+        self.stacks.extend(named)
         self.visit_all(node.body)
-        for _ in range(pushed):
+        for _ in range(pushed + sum(count for _, count in named)):
             self.scope.regions.pop()
+        del self.stacks[len(self.stacks) - len(named):]
 
     def _bind(self, names: List[str], single: Optional[str], value: ast.expr, keep_wide: bool = False) -> None:
         """`Collector._bind` for a file with no distribution: which names are wide or hold autocast."""
@@ -469,87 +473,6 @@ class _Reader(ParallelMarks):
         """`nodes.call_text`: as written, on one line, or `callee(...)` when longer than 40 characters."""
         return shortened_call(self._code(node), callee, lambda: self._code(node.func))
 
-    # --- regions (`Collector._region_from_with_item` and its helpers) ------------------------------------
-    def _factory(self, expr: ast.expr) -> Optional[AutocastFactory]:
-        return regions.factory_of(expr, self.imports, self.extend, self.aliases)
-
-    def _spec(self, factory: AutocastFactory, args: List[nodes.Arg]) -> RegionSpec:
-        return regions.region_spec(factory, args, self.imports, self.source.code)
-
-    def _region_from_with_item(self, expr: ast.expr) -> Optional[RegionSpec]:
-        while isinstance(expr, ast.IfExp):
-            expr = expr.body if self._region_expr(expr.body) else expr.orelse
-        if isinstance(expr, ast.Call):
-            factory = self._called_factory(expr)
-            if factory is not None:
-                args = nodes.call_args(expr)
-                return self._refined(self._spec(factory, args), factory, args)
-        elif isinstance(expr, ast.Name):
-            bound = self.scope.lookup_factory(expr.id)
-            if isinstance(bound, RegionSpec):
-                return bound
-        return None
-
-    def _called_factory(self, call: ast.Call) -> Optional[AutocastFactory]:
-        """The autocast factory `call` calls: an autocast spelling, or a name bound to a factory here."""
-        factory = self._factory(call.func)
-        if factory is None and isinstance(call.func, ast.Name):
-            bound = self.scope.lookup_factory(call.func.id)
-            factory = bound if isinstance(bound, AutocastFactory) else None
-        return factory
-
-    def _region_expr(self, expr: ast.expr) -> bool:
-        return isinstance(expr, ast.Call) and self._factory(expr.func) is not None
-
-    def _accelerator_like(self, expr: ast.expr) -> bool:
-        """`x.autocast()` that is no autocast spelling (an accelerator's, `Collector._pending_accelerator`)."""
-        if isinstance(expr, ast.IfExp):
-            return self._accelerator_like(expr.body) or self._accelerator_like(expr.orelse)
-        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "autocast"
-
-    def _autocast_value(self, value: ast.expr) -> "Optional[AutocastFactory | RegionSpec]":
-        if isinstance(value, ast.IfExp):
-            return self._autocast_value(value.body) or self._autocast_value(value.orelse)
-        factory = self._factory(value)
-        if factory is not None:
-            return factory
-        if isinstance(value, ast.Attribute) and value.attr == "autocast":
-            raise Unread  # `ctx = accelerator.autocast`: the collector's `PendingAccel`
-        if isinstance(value, ast.Call):
-            called = self._called_factory(value)
-            if called is not None:
-                return self._spec(called, nodes.call_args(value))
-        return None
-
-    def _refined(self, spec: RegionSpec, factory: AutocastFactory, args: List[nodes.Arg]) -> RegionSpec:
-        if spec.precision is not Precision.MAYBE_FLOAT16 or not self.class_nodes:
-            return spec
-        dtype = regions.bound_argument(factory, args, "dtype")
-        attr = nodes.self_attribute(dtype) if dtype is not None else None
-        if attr is None:
-            return spec
-        key = (self.class_stack[-1], attr)
-        if key not in self.attr_dtypes:
-            self.attr_dtypes[key] = regions.attribute_dtype(self.class_nodes[-1], attr, self.imports)
-        precision = self.attr_dtypes[key]
-        return spec if precision is None else replace(spec, precision=precision)
-
-    def _decorator_region(self, expr: ast.expr) -> Optional[RegionSpec]:
-        if isinstance(expr, ast.Call):
-            factory = self._factory(expr.func)
-            if factory is None:
-                return None
-            args = nodes.call_args(expr)
-            return self._refined(self._spec(factory, args), factory, args)
-        factory = self._factory(expr)
-        return None if factory is None else self._spec(factory, [])
-
-    def _decorator_line(self, expr: ast.expr) -> int:
-        """The line of the decorator's `@` (LibCST's position of the decorator)."""
-        if self.source.decorator_at(expr.lineno, expr.col_offset) is None:
-            raise Unread
-        return expr.lineno
-
 
 # What `_Reader.visit` calls for each node type; the rest it walks into. Kept out of the instance: bound methods
 # there would make each reader a cycle, which keeps the file's tree until the cyclic collector runs.
@@ -558,6 +481,7 @@ _HANDLERS: Dict[type, Callable[[_Reader, Any], None]] = {
     ast.Lambda: _Reader.lambda_, ast.Call: _Reader.call, ast.Assign: _Reader.assign,
     ast.AnnAssign: _Reader.ann_assign, ast.AugAssign: _Reader.aug_assign, ast.For: _Reader.for_,
     ast.AsyncFor: _Reader.for_, ast.With: _Reader.with_, ast.AsyncWith: _Reader.with_, ast.IfExp: _Reader.if_exp,
+    ast.Expr: _Reader.expression,
     ast.Dict: _Reader.dict_, ast.Constant: _Reader.constant, ast.JoinedStr: _Reader.f_string,
     ast.BinOp: _Reader.bin_op_seen, **dict(astflow.HANDLERS),
 }

@@ -77,10 +77,10 @@ def _code(node: ast.expr, source: Source) -> str:
 
 # --- `dtype=self.<attr>`: what the class assigns to it (`nodes.attribute_dtype`) ------------------------------
 def attribute_dtype(cls: ast.ClassDef, attr: str, imports: ImportTable) -> Optional[Precision]:
-    return precision_of_kinds(_dtype_kinds(value, imports) for value in _attribute_values(cls, attr))
+    return precision_of_kinds(_dtype_kinds(value, imports) for value in attribute_values(cls, attr))
 
 
-def _attribute_values(cls: ast.ClassDef, attr: str) -> List[ast.expr]:
+def attribute_values(cls: ast.ClassDef, attr: str) -> List[ast.expr]:
     """Every value the class (not a nested class) assigns to `self.<attr>` or to `<attr>`."""
     values: List[ast.expr] = []
     stack: List[ast.AST] = list(cls.body)

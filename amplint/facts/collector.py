@@ -80,6 +80,7 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         self.statements: List[cst.SimpleStatementLine] = []
         self.pushed: Dict[int, int] = {}  # id(With) -> regions pushed
         self.pending_pushed: Dict[int, int] = {}  # id(With) -> pending accelerator `with`s pushed (`PendingAccel`)
+        self.stacks: List[Tuple[int, str]] = []  # (id(With), name) of each `with ExitStack() as name:` around
         # Project mode only.
         self.class_nodes: List[cst.ClassDef] = []
         self.class_attrs: Dict[str, Dict[str, Tuple[str, bool]]] = {}

@@ -18,11 +18,12 @@ import libcst as cst
 
 from amplint.facts import frameworks
 from amplint.facts.cstregions import bound_argument, factory_of, region_spec
+from amplint.facts.mathenv import Env
 from amplint.facts.model import AccelBinding, AnalysisOptions, Opener, PendingAccel, RegionEntry, Scope
-from amplint.facts.nodes import accelerator_binding, attribute_dtype, self_attribute
+from amplint.facts.nodes import accelerator_binding, attribute_dtype, attribute_values, self_attribute
 from amplint.model import Precision
 from amplint.names import ImportTable, dotted_name
-from amplint.regions import AutocastFactory, RegionSpec
+from amplint.regions import AutocastFactory, RegionSpec, strongest
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.positions import Positions
@@ -42,8 +43,10 @@ class WithRegions:
     attr_dtypes: Dict[Tuple[str, str], Optional[Precision]]
     pushed: Dict[int, int]
     pending_pushed: Dict[int, int]
+    stacks: List[Tuple[int, str]]
 
     _lookup: Callable[[str, str], object]  # the collector's: a name in the scope's tables
+    math_env: Callable[[], Env]  # the collector's: the current function's bindings and its class's attributes
 
     def _decorator_region(self, expr: cst.BaseExpression) -> Optional[RegionSpec]:
         if isinstance(expr, cst.Call):
@@ -75,12 +78,30 @@ class WithRegions:
                     self.scope.accel_reads.append(self.scope.pending[-1])
                     self.pending_pushed[id(node)] = self.pending_pushed.get(id(node), 0) + 1
         self.pushed[id(node)] = pushed
+        self.stacks.extend((id(node), item.asname.name.value) for item in node.items
+                           if item.asname is not None and isinstance(item.asname.name, cst.Name))
 
     def leave_With_body(self, node: cst.With) -> None:
         for _ in range(self.pushed.pop(id(node), 0)):
             self.scope.regions.pop()
+        while self.stacks and self.stacks[-1][0] == id(node):
+            self.stacks.pop()
         for _ in range(self.pending_pushed.pop(id(node), 0)):
             self.scope.pending.pop()
+
+    def leave_Expr(self, original_node: cst.Expr) -> None:
+        """`stack.enter_context(torch.autocast(...))` in `with ExitStack() as stack:`: a region from here to the
+        end of that `with` (through the `if` it may sit in: an `ExitStack` closes only with its block)."""
+        call = original_node.value
+        receiver = entered_on(call.func) if isinstance(call, cst.Call) and len(call.args) == 1 and \
+            not call.args[0].star and call.args[0].keyword is None else None
+        owner = next((key for key, name in reversed(self.stacks) if name == receiver), None)
+        if owner is None:
+            return
+        spec = self._region_from_with_item(cst.WithItem(item=call.args[0].value))  # type: ignore[union-attr]
+        if spec is not None:
+            self.scope.regions.append(RegionEntry(spec, self.positions.line(call), original_node))
+            self.pushed[owner] = self.pushed.get(owner, 0) + 1
 
     def _factory(self, expr: cst.BaseExpression) -> Optional[AutocastFactory]:
         return factory_of(expr, self.imports, self.options.extend_autocast, self.options.autocast_aliases)
@@ -90,14 +111,55 @@ class WithRegions:
         while isinstance(expr, cst.IfExp):  # `with (autocast() if amp else nullcontext()):`
             expr = expr.body if self._region_expr(expr.body) else expr.orelse
         if isinstance(expr, cst.Call):
+            attr = self_attribute(expr.func)
+            own = self._attribute_region(attr, expr.args) if attr is not None else None
+            if own is not None:  # what this class keeps there, its bound arguments read (before a project alias)
+                return own
             factory = self._called_factory(expr)
             if factory is not None:
-                return self._refined(region_spec(factory, expr.args, self.imports, self.module), factory, expr.args)
+                args = self._spread(expr.args)
+                return self._refined(region_spec(factory, args, self.imports, self.module), factory, args)
         elif isinstance(expr, cst.Name):
             bound = self.scope.lookup_factory(expr.value)
             if isinstance(bound, RegionSpec):
                 return bound
+        elif self_attribute(expr) is not None:
+            return self._attribute_region(self_attribute(expr), None)  # type: ignore[arg-type]
         return None
+
+    def _attribute_region(self, attr: str, args: Optional[Sequence[cst.Arg]]) -> Optional[RegionSpec]:
+        """`with self.amp:` (`args` None) or `with self.amp():` where the class keeps an autocast region, or a
+        factory of one (`functools.partial(torch.autocast, ...)`), in `self.amp`."""
+        if not self.class_nodes:
+            return None
+        openers = [self._autocast_value(v) for v in attribute_values(self.class_nodes[-1], attr)]
+        if args is None:
+            return strongest(o for o in openers if isinstance(o, RegionSpec))
+        return strongest(region_spec(o, args, self.imports, self.module) for o in openers
+                         if isinstance(o, AutocastFactory))
+
+    def _spread(self, args: Sequence[cst.Arg]) -> List[cst.Arg]:
+        """`torch.autocast(**amp_kwargs)`: the keywords of the one dict `amp_kwargs` (a local or module name, or a
+        `self.` attribute) is bound to, in place of the spread; any other spread stays as written."""
+        spread: List[cst.Arg] = []
+        for arg in args:
+            pairs = self._keywords(arg.value) if arg.star == "**" else None
+            spread.extend([cst.Arg(value, keyword=cst.Name(key)) for key, value in pairs] if pairs is not None
+                          else [arg])
+        return spread
+
+    def _keywords(self, expr: cst.BaseExpression) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+        attr = self_attribute(expr)
+        if attr is not None:
+            values: Sequence[cst.BaseExpression] = self.math_env().attribute_values(attr)
+        elif isinstance(expr, cst.Name):
+            values = self.math_env().values(expr.value) or [
+                s.value for line in self.module.body if isinstance(line, cst.SimpleStatementLine)
+                for s in line.body if isinstance(s, cst.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0].target, cst.Name) and s.targets[0].target.value == expr.value]
+        else:
+            values = [expr]
+        return dict_pairs(values[0]) if len(values) == 1 else None
 
     def _called_factory(self, call: cst.Call) -> Optional[AutocastFactory]:
         """The autocast factory `call` calls: an autocast spelling, or a name bound to a factory here."""
@@ -126,7 +188,7 @@ class WithRegions:
         if isinstance(value, cst.Call):
             called = self._called_factory(value)
             if called is not None:
-                return region_spec(called, value.args, self.imports, self.module)
+                return region_spec(called, self._spread(value.args), self.imports, self.module)
         return None
 
     def _refined(self, spec: RegionSpec, factory: AutocastFactory, args: Sequence[cst.Arg]) -> RegionSpec:
@@ -191,3 +253,23 @@ class WithRegions:
         if not (isinstance(value, cst.Call) and self.imports.matches(value.func, frameworks.ACCELERATOR)):
             return None
         return accelerator_binding(value, self.positions.line(value), self.module)
+
+
+def entered_on(func: cst.BaseExpression) -> Optional[str]:
+    """`stack` of `stack.enter_context`; None for any other callee."""
+    if isinstance(func, cst.Attribute) and func.attr.value == "enter_context" and isinstance(func.value, cst.Name):
+        return func.value.value
+    return None
+
+
+def dict_pairs(value: cst.BaseExpression) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+    """`{"dtype": torch.float16, ...}` or `dict(dtype=torch.float16, ...)` with literal keys: its items."""
+    if isinstance(value, cst.Dict):
+        pairs = [(e.key.evaluated_value, e.value) for e in value.elements
+                 if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)]
+        whole = len(pairs) == len(value.elements) and all(isinstance(k, str) for k, _ in pairs)
+        return pairs if whole else None  # type: ignore[return-value]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" and \
+            all(a.keyword is not None for a in value.args):
+        return [(a.keyword.value, a.value) for a in value.args]  # type: ignore[union-attr]
+    return None

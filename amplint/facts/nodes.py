@@ -136,15 +136,20 @@ def _dtype_kinds(node: cst.BaseExpression, imports: ImportTable) -> Optional[Set
     return dtype_kinds(imports.qualnames(node))
 
 
+def attribute_values(cls: cst.ClassDef, attr: str) -> List[cst.BaseExpression]:
+    """Every value the class (not a nested class) assigns to `self.<attr>` or to `<attr>`, in order."""
+    visitor = _AttributeAssignments(attr)
+    walk(cls, visitor)
+    return visitor.values
+
+
 def attribute_dtype(cls: cst.ClassDef, attr: str, imports: ImportTable) -> Optional[Precision]:
     """What `dtype=self.<attr>` computes in, from every assignment in the class; None when unknown.
 
     `self.amp_dtype = torch.bfloat16 if cfg.bf16 else torch.float32` is never
     float16, so its region is not a float16 region.
     """
-    visitor = _AttributeAssignments(attr)
-    walk(cls, visitor)
-    return precision_of_kinds(_dtype_kinds(value, imports) for value in visitor.values)
+    return precision_of_kinds(_dtype_kinds(value, imports) for value in attribute_values(cls, attr))
 
 
 def trainer_model(node: cst.Call) -> Optional[cst.BaseExpression]:

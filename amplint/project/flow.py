@@ -154,6 +154,8 @@ class Flow(CallSites):
                 return _NONE
             facts = tree.scope_facts(current)
             found = set(self._assigned(path, current, facts.bindings.get(name, ()), name, hops))
+            for writer in tree.global_writers(name) if current == MODULE_KEY else ():  # `global M; M = model`
+                found.update(self._assigned(path, writer, tree.scope_facts(writer).bindings[name], name, hops))
             if current != MODULE_KEY and (name in param_names(node) or name in star_params(node)):
                 found.update(self.param_values(path, current, name, hops + 1))
             nested = f"{current}.<locals>.{name}" if current != MODULE_KEY else name

@@ -26,6 +26,7 @@ class _ScopeFacts:
     returns: List[ast.expr]
     self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]]  # attr -> (target, value) of `self.attr = value`
     lambdas: List[ast.Lambda]  # the lambdas written in the scope itself, in `own_nodes` order
+    declared: FrozenSet[str] = frozenset()  # names it declares `global` or `nonlocal`
 
 
 @dataclass
@@ -64,6 +65,10 @@ class FileTree:
                         for attr, pairs in noted.items():
                             found.setdefault(attr, []).extend((scope, value) for _, value in pairs)
         return found
+
+    def global_writers(self, name: str) -> List[str]:
+        """The functions that assign the module's `name` after declaring it `global`."""
+        return [key for key, facts in self.facts.items() if name in facts.declared and name in facts.bindings]
 
     def lambdas_in(self, scope: str) -> List[str]:
         """The keys of the lambdas written in `scope`, and in those lambdas."""
@@ -175,7 +180,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     if isinstance(scope, ast.Lambda):
         returns.append(scope.body)
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
-    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs, lambdas)
+    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs, lambdas, frozenset(declared))
 
 
 def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
