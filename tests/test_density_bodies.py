@@ -125,3 +125,50 @@ def test_the_message_lists_tensors_only(tmp_path: Path) -> None:
     [balance] = [f for f in _findings(tmp_path, "--no-project", "train.py") if f["line"] == 10]
     assert balance["column"] == 17
     assert "not cast to float32: `[mu.sum(), log_std.sum()]`;" in str(balance["message"])
+
+
+PROB_TRAIN = '''\
+import torch
+
+from critics import nll
+
+
+def step(policy, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return nll(policy, h, y)
+'''
+PROB_CRITICS = '''\
+import torch
+
+from densities import to_probs
+
+
+def nll(module, feats, target):
+    p = to_probs(module(feats))
+    logp = torch.log(p + 1e-10)
+    return -logp.mean()
+'''
+PROB_DENSITIES = '''\
+import torch
+
+
+def to_probs(out):
+    return torch.softmax(out, dim=-1)
+'''
+
+
+def test_a_body_computing_on_another_files_probabilities_reports_them_itself(tmp_path: Path) -> None:
+    """Its summary counts no site (its file alone cannot tell `p` holds probabilities), but it is judged with
+    `to_probs` known as probabilities: the log and the floor are reported there, and the call is not."""
+    _project(tmp_path, {"train.py": PROB_TRAIN, "critics.py": PROB_CRITICS, "densities.py": PROB_DENSITIES})
+    assert _places(_findings(tmp_path, ".")) == [("critics.py", 8, 12, "AMP003"), ("critics.py", 8, 26, "AMP004")]
+
+
+def test_a_body_that_casts_those_probabilities_leaves_nothing(tmp_path: Path) -> None:
+    cast = PROB_CRITICS.replace("    logp = torch.log(p + 1e-10)\n", '''\
+    p = p.float()
+    with torch.autocast("cpu", enabled=False):
+        logp = torch.log(p + 1e-10)
+''')
+    _project(tmp_path, {"train.py": PROB_TRAIN, "critics.py": cast, "densities.py": PROB_DENSITIES})
+    assert _places(_findings(tmp_path, ".")) == []

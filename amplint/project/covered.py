@@ -5,7 +5,9 @@ is a site in single-file mode, which cannot see the body: the name is all it
 has. The walk can, so there the body decides, wherever it is defined:
 
 - a body that holds sites reports the hazard itself, and better (they point
-  at the math, and `--fix` can change it; cast ones are safe);
+  at the math, and `--fix` can change it; cast ones are safe), and so does one
+  that computes on the probabilities another project function returns (its
+  sites are known only once that call is: `probability_callees`);
 - a body with no tensor op float16 can push out of range (a KL-annealing
   schedule on step counts, a weighted sum of terms already computed, a fused
   `log_softmax`) has no hazard to report.
@@ -46,11 +48,20 @@ def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tupl
 def _spoken_for(loader: Loader, resolver: Resolver, targets: Sequence[Target]) -> bool:
     """Some body holds sites, or every body is known and none loses range, itself or through its calls."""
     bodies = [_body(loader, t.path, t.key) for t in targets]
-    if any(body is not None and body.sites > 0 for body in bodies):
+    if any(body is not None and (body.sites > 0 or _reads_probabilities(loader, resolver, t.path, body))
+           for t, body in zip(targets, bodies)):
         return True
     return bool(bodies) and all(
         body is not None and not _loses_range(loader, resolver, t.path, body, MAX_CALLEE_DEPTH, set())
         for t, body in zip(targets, bodies))
+
+
+def _reads_probabilities(loader: Loader, resolver: Resolver, path: str, body: FunctionSummary) -> bool:
+    """A body that loses range on what a project function returns as probabilities (`p = to_probs(out)`, then
+    `torch.log(p + 1e-10)`): its summary counts no site, as the file alone cannot tell `p` is probabilities, but
+    the judge reads that call as probabilities (`probability_callees`), so the body reports its own math."""
+    return body.loses_range and any(returns_prob(loader, t) for call in body.calls if names_a_function(call)
+                                    for t in resolver.call_targets(path, body, call, None, False))
 
 
 def _loses_range(loader: Loader, resolver: Resolver, path: str, body: FunctionSummary, depth: int,
