@@ -28,7 +28,7 @@ def choose_hops(rng: random.Random, site: str, twin: Optional[str]) -> List[str]
     """1-4 distinct optional hops, at most one class lookup and one kind of inheritance."""
     pool = list(MODEL_HOPS + CALL_HOPS) + ["dist_attr_method"]
     if site in DIST_SITES:
-        pool += ["dist_wrapper", "dist_rebound"] + ([] if site == "cdf" else ["dist_independent"])
+        pool += ["dist_wrapper", "dist_rebound", "dist_subclass"] + ([] if site == "cdf" else ["dist_independent"])
     chosen: List[str] = []
     want = rng.randint(1, 4)
     while len(chosen) < want:

@@ -67,6 +67,7 @@ DIST_HOPS = (
     "dist_wrapper",      # held in a project wrapper class
     "dist_rebound",      # a name bound in both branches of an if/else
     "dist_attr_method",  # an attribute assigned in another method than the one that uses it
+    "dist_subclass",     # built as a project subclass of the torch distribution (`class Squashed(Normal)`)
     "params_tuple",      # hand-written math: (mu, sigma) returned in a tuple
     "params_helper",     # hand-written math: parameters made by a helper in another module
 )

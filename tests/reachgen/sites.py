@@ -28,6 +28,7 @@ class SiteSpec:
     families: Tuple[str, ...] = ("Normal",)
     independent: Optional[str] = None  # None, "construct" or "site"
     holder: Optional[str] = None       # None, "construct" or "site"
+    subclass: bool = False             # built as a project subclass of each family
     delegate: bool = False             # the holder's own method calls the torch method
     cast: bool = False                 # .float() on the parameters and the value
     disabled: bool = False             # autocast(enabled=False) around the computation
@@ -55,6 +56,9 @@ def plan(rng: random.Random, kind: str, twin: Optional[str], extra: List[str]) -
         if "dist_independent" in extra and kind != "cdf":
             spec.independent = rng.choice(("construct", "site"))
             hops.append("dist_independent")
+        if "dist_subclass" in extra:
+            spec.subclass = True
+            hops.append("dist_subclass")
         if "dist_wrapper" in extra:
             spec.holder = rng.choice(("construct", "site"))
             spec.delegate = rng.random() < 0.5
@@ -81,6 +85,7 @@ class Support:
     holder: Optional[str] = None
     density: Optional[str] = None
     output: Optional[str] = None  # the dataclass a head's forward returns its distribution in
+    subclasses: Dict[str, str] = field(default_factory=dict)  # family -> the project subclass built instead
     family_default: Dict[str, str] = field(default_factory=dict)
 
 
@@ -91,7 +96,8 @@ def _construct(proj: Project, mod: Module, spec: SiteSpec, sup: Support, loc: st
         loc, scale = f"{loc}.float()", f"{scale}.float()"
 
     def one(fam: str) -> str:
-        expr = f"{proj.dist(mod, fam)}({loc}, {scale})"
+        cls = proj.ref(mod, sup.dists, sup.subclasses[fam]) if fam in sup.subclasses else proj.dist(mod, fam)
+        expr = f"{cls}({loc}, {scale})"
         if spec.independent == "construct":
             expr = f"{proj.dist(mod, 'Independent')}({expr}, 1)"
         if spec.holder == "construct":
@@ -114,7 +120,7 @@ def build_support(proj: Project, spec: SiteSpec, d_in: int, k: int) -> Support:
     """The helper module (when one is needed) and the head module, in import order."""
     rng = proj.rng
     dists: Optional[Module] = None
-    needs_dists = spec.source == "helper" or spec.holder or spec.kind == "log_p_class"
+    needs_dists = spec.source == "helper" or spec.holder or spec.kind == "log_p_class" or spec.subclass
     if needs_dists:
         dists = proj.place(role="dists", docstring=rng.choice((
             "Distributions and densities shared by the heads and the objectives.",
@@ -134,6 +140,12 @@ def _fill_dists(proj: Project, spec: SiteSpec, sup: Support) -> None:
     mod = sup.dists
     assert mod is not None
     mod.need("torch")
+    for fam in spec.families if spec.subclass else ():
+        name = sup.subclasses[fam] = proj.name(f"Squashed{fam}", f"Clipped{fam}", f"Tempered{fam}")
+        extra = proj.rng.choice((["        self.low = -1.0"], ["        self.steps = 0"], []))
+        mod.add([f"class {name}({proj.dist(mod, fam)}):", f'    """A {fam} with the bookkeeping the agent needs."""',
+                 "", "    def __init__(self, loc: torch.Tensor, scale: torch.Tensor) -> None:",
+                 "        super().__init__(loc, scale)", *extra])
     if spec.holder:
         sup.holder = proj.name("Posterior", "Belief", "Predictive")
         lines = [f"class {sup.holder}:",
