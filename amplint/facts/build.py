@@ -6,6 +6,7 @@ both read its `FileFacts`, so single-file and project results cannot drift.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, Iterator, Optional, Sequence
 
 import libcst as cst
@@ -13,6 +14,7 @@ import libcst as cst
 from amplint.cstwalk import walk
 from amplint.facts.collector import Collector, collector_class
 from amplint.facts.densitycalls import DENSITY
+from amplint.facts.distclasses import local_distribution_classes
 from amplint.facts.entry import CoveredCall
 from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
 from amplint.facts.sites import DISTRIBUTION, RECOGNIZERS, SiteRecognizer
@@ -37,13 +39,16 @@ def collect_facts(
     """
     if imports is None:
         imports = collect_imports(module)
+    own = local_distribution_classes(module, imports, options.extend_distributions)
+    if own:  # this file's subclasses of a distribution are distributions here
+        options = replace(options, extend_distributions=options.extend_distributions | own)
     collector = collector_class(recognizers)(module, imports, options, recognizers, source)
     walk(module, collector)
     _drop_non_distributions(collector)
     _drop_densities_with_sites(collector.scopes)
     return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
                      collector.framework_calls, collector.class_items, collector.returns, collector.requested,
-                     collector.positions)
+                     collector.positions, options.extend_distributions)
 
 
 def _drop_non_distributions(collector: Collector) -> None:

@@ -341,6 +341,7 @@ class FileFacts:
     returns: Optional["ReturnSummaries"] = None  # what this file's functions return (`facts.returns.ReturnIndex`)
     requested: List["Requested"] = field(default_factory=list)  # at `AnalysisOptions.requests`: fix A casts them
     positions: Optional["Positions"] = None  # the collector's: an analysis of the same tree again reads them
+    distributions: FrozenSet[str] = frozenset()  # the distribution classes read as configured: the fixer's too
 
     def sites(self) -> List[Site]:
         """Every probability site, scope by scope in source order of their functions."""

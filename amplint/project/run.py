@@ -23,7 +23,8 @@ from amplint.project.reading import SUMMARY_READERS
 from amplint.project.resolve import Resolver
 from amplint.project.float32flow import float32_reads
 from amplint.project.returnflow import call_returns, dist_arguments
-from amplint.project.spellings import Spelling, project_spellings, with_spellings
+from amplint.project.distsubclasses import project_distributions
+from amplint.project.spellings import DistributionSpelling, Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
 from amplint.project.textfindings import TextFindings, not_kept
 from amplint.project.walk import Walked, call_seeds, walk
@@ -34,7 +35,8 @@ class ProjectRun:
     results: List[FileResult]
     entries: Dict[str, Tuple[EntryContext, ...]]
     stats: Stats = field(default_factory=Stats)
-    spellings: Tuple[Spelling, ...] = ()  # the project's own autocast spellings: `with_spellings(config, ...)`
+    # The project's own autocast spellings and distribution classes: `with_spellings(config, ...)`.
+    spellings: Tuple["Spelling | DistributionSpelling", ...] = ()
     texts: TextFindings = field(default_factory=not_kept)  # the run's cache, for texts a front end analyses itself
 
 
@@ -63,10 +65,13 @@ def run_project(
     fingerprint = code_fingerprint()
     passes = PassCache(cache, fingerprint, tuple(tops))
     try:
-        spellings = project_spellings(files, config.jobs, parsed, pool, passes)
+        names = project_spellings(files, config.jobs, parsed, pool, passes)
+        modules = ModuleIndex.build(files, tops)
+        classes = project_distributions(names.classes, modules, parsed, frozenset(config.extend_distributions))
+        spellings = names.spellings + tuple(DistributionSpelling(name) for name in classes)
         config = with_spellings(config, spellings)
         root = display_root(paths)
-        loader = Loader(files, config, cache, ModuleIndex.build(files, tops), fingerprint, parsed, pool, passes)
+        loader = Loader(files, config, cache, modules, fingerprint, parsed, pool, passes)
         results, contexts = _walk_and_report(loader, files, errors, config, tops, root, report)
     finally:
         pool.close()

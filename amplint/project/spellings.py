@@ -20,6 +20,7 @@ one branch may be an enabled region, as a flag in a config does.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -143,11 +144,39 @@ def file_spellings(tree: ast.Module, imports: ImportTable, text: str = "") -> Tu
     return tuple(sorted(found.values(), key=lambda s: (s.line, s.name)))
 
 
+@dataclass(frozen=True)
+class ClassLine:
+    """A `class Name(bases):` line as written, read from the text alone: where a project distribution class
+    may be defined (`distsubclasses`), without parsing every file that defines a class."""
+
+    name: str
+    bases: Tuple[str, ...]  # each base's last name (`Normal` of `D.Normal`)
+
+
+_CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
+
+
+def class_lines(text: str) -> Tuple[ClassLine, ...]:
+    """The file's `class` lines with bases; a base's last name only (what a text can tell)."""
+    return tuple(ClassLine(match.group(1), tuple(base.strip().rsplit(".", 1)[-1].split("[", 1)[0]
+                                                 for base in match.group(2).split(",") if base.strip()))
+                 for match in _CLASS_LINE.finditer(text) if match.group(2).strip()) if "class" in text else ()
+
+
+@dataclass(frozen=True)
+class ProjectNames:
+    """What the first pass reads of every file: the project's autocast spellings, and its class lines by file."""
+
+    spellings: Tuple[Spelling, ...]
+    classes: Dict[str, Tuple[ClassLine, ...]]
+
+
 def project_spellings(
     files: Sequence[str], jobs: Optional[int] = None, parsed: Optional[CPythonTrees] = None,
     pool: "Optional[RunPool]" = None, cache: "Optional[PassCache]" = None,
-) -> Tuple[Spelling, ...]:
-    """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins.
+) -> ProjectNames:
+    """Every spelling defined in `files` (only files that mention `autocast` are parsed), first definition wins,
+    and every file's class lines (read from its text).
 
     Every file is read, and the ones that mention `autocast` get CPython's parse
     (~1.8 s for the 4,637 files of the benchmark corpus) unless `cache` holds
@@ -160,6 +189,7 @@ def project_spellings(
 
     known = cache.load(_KIND) if cache is not None else None
     found: Dict[str, Spelling] = {}
+    classes: Dict[str, Tuple[ClassLine, ...]] = {}
     read: "Known" = {}
     done = parallel.map_chunks(_spellings_job, files, parsed or CPythonTrees(), pool=pool, jobs=jobs,
                                min_files=CHUNK_POOL_FILES, each=shares(known), work=pass_work(files, known))
@@ -168,21 +198,24 @@ def project_spellings(
             if content is not None:
                 read[path] = (content, spellings)
             for spelling in spellings:
-                found.setdefault(spelling.name, spelling)
+                if isinstance(spelling, ClassLine):
+                    classes[path] = classes.get(path, ()) + (spelling,)
+                else:
+                    found.setdefault(spelling.name, spelling)
     if cache is not None:
         cache.save(_KIND, read, known)
-    return tuple(found[name] for name in sorted(found))
+    return ProjectNames(tuple(found[name] for name in sorted(found)), classes)
 
 
 def _spellings_job(
     job: Tuple[Sequence[str], CPythonTrees, "Optional[Known]"], memory: "Optional[Memory]" = None
-) -> List[Tuple[str, Optional[str], Tuple[Spelling, ...]]]:
+) -> List[Tuple[str, Optional[str], Tuple["Spelling | ClassLine", ...]]]:
     """(path, content digest, spellings) of each file of a chunk that mentions `autocast` and that CPython
     parses, in file order (maybe in a pool worker, which keeps the trees). `known`: the cache's spellings of
     these files, by path (None: no cache, and no digest)."""
     paths, sent, known = job
     parsed = worker_trees(memory, sent)
-    found: List[Tuple[str, Optional[str], Tuple[Spelling, ...]]] = []
+    found: List[Tuple[str, Optional[str], Tuple["Spelling | ClassLine", ...]]] = []
     for path in paths:
         read = read_stamped(path)
         if isinstance(read, FileError):
@@ -196,17 +229,19 @@ def _spellings_job(
             if isinstance(source, FileError):
                 continue
             text = analysis_text(source.text)  # `ａｕｔｏｃａｓｔ` is `autocast`
+            classes = class_lines(text)
             if "autocast" in text:
                 spellings = _text_spellings(text, parsed)
-            elif content is not None:
-                spellings = ()  # kept in the cache too, so that a warm run need not decode it to see that
+                spellings = None if spellings is None else spellings + classes
+            elif content is not None or classes:
+                spellings = classes  # kept in the cache too, so that a warm run need not decode it to see that
         if spellings is not None:
             found.append((path, content, spellings))
     return found
 
 
 def _are_spellings(value: object) -> bool:
-    return isinstance(value, tuple) and all(isinstance(each, Spelling) for each in value)
+    return isinstance(value, tuple) and all(isinstance(each, (Spelling, ClassLine)) for each in value)
 
 
 _KIND = "spellings"  # their entry in the disk cache
@@ -220,15 +255,27 @@ def _text_spellings(text: str, parsed: CPythonTrees) -> Optional[Tuple[Spelling,
     return None if isinstance(tree, str) else file_spellings(*tree, text)
 
 
-def with_spellings(config: Config, spellings: Sequence[Spelling]) -> Config:
-    """`config` that treats the project's spellings as autocast: their names are region words of every prefilter."""
+@dataclass(frozen=True)
+class DistributionSpelling:
+    """A name of a project class derived from a distribution (`distsubclasses`): a configured distribution."""
+
+    name: str  # as an importer qualifies it: `pkg.dists.SquashedNormal`, `.dists.SquashedNormal`
+
+
+def with_spellings(config: Config, spellings: Sequence["Spelling | DistributionSpelling"]) -> Config:
+    """`config` that treats the project's spellings as autocast (their names are region words of every
+    prefilter), and its own distribution classes as configured distributions."""
     if not spellings:
         return config
-    names = tuple(s.name for s in spellings if s.name not in config.extend_autocast)
+    regions = [s for s in spellings if isinstance(s, Spelling)]
+    names = tuple(s.name for s in regions if s.name not in config.extend_autocast)
+    classes = tuple(s.name for s in spellings if isinstance(s, DistributionSpelling)
+                    and s.name not in config.extend_distributions)
     return replace(
         config,
         extend_autocast=config.extend_autocast + names,
-        autocast_aliases=config.autocast_aliases + tuple(_alias(s) for s in spellings),
+        autocast_aliases=config.autocast_aliases + tuple(_alias(s) for s in regions),
+        extend_distributions=config.extend_distributions + classes,
     )
 
 

@@ -1,0 +1,109 @@
+"""The project's own distribution classes, found before any file is summarized.
+
+Real code subclasses distributions (`class SquashedNormal(TransformedDistribution)`,
+`class TruncatedNormal(pyd.Normal)`) in one file and builds them in another. A
+summary that cannot tell `SquashedNormal(loc, scale)` is a distribution loses
+what a head returns, and the site that reads it becomes opaque (risk unknown,
+never fixable, and reported even when the arguments are cast). So, before the
+summaries, every such class is found: the first pass keeps each file's `class`
+lines (`spellings.class_lines`, text only); the files whose bases name a
+distribution class, or a class found so far, are parsed; a class whose base the
+file's imports qualify as a distribution (or as a class found so far, in this
+file or another) is one, until no more are found. Each is then a configured
+distribution (`extend-distributions`) under every name an importer may give it:
+its module's dotted names, and the relative spellings of them.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, FrozenSet, Iterator, List, Set, Tuple
+
+from amplint.cpython_trees import CPythonTrees
+from amplint.files import read_stamped, source_from
+from amplint.identifiers import analysis_text
+from amplint.model import FileError
+from amplint.names import ImportTable, ast_qualnames
+from amplint.project.modules import ModuleIndex
+from amplint.project.spellings import ClassLine
+from amplint.torchnames import distribution_name
+
+# torch.distributions' classes a project derives from (the measured table's, and the abstract bases), by last name.
+BASE_NAMES = frozenset({
+    "Distribution", "ExponentialFamily", "TransformedDistribution", "Independent", "MixtureSameFamily",
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
+    "Exponential", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
+    "HalfNormal", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
+    "LowRankMultivariateNormal", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+    "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "StudentT", "Uniform", "VonMises", "Weibull", "Wishart",
+})
+RELATIVE_DOTS = 3  # `from ...dists import X`: the relative spellings kept, per tail of a module's name
+
+
+def project_distributions(classes: Dict[str, Tuple[ClassLine, ...]], index: ModuleIndex, parsed: CPythonTrees,
+                          extra: FrozenSet[str]) -> Tuple[str, ...]:
+    """Every name an importer may give a project class derived from a distribution (sorted)."""
+    wanted = set(BASE_NAMES) | {name.rstrip(".").rsplit(".", 1)[-1] for name in extra}
+    found: Dict[Tuple[str, str], None] = {}  # (path, class key)
+    names: Set[str] = set()
+    tables: Dict[str, object] = {}
+    grew = True
+    while grew:  # a class derived from one found in this round is found in the next
+        grew = False
+        for path, lines in classes.items():
+            if not any(base in wanted for line in lines for base in line.bases):
+                continue
+            for key in _derived(path, tables, parsed, extra | names, {k for p, k in found if p == path}):
+                if (path, key) not in found:
+                    found[(path, key)] = None
+                    names.update(_spellings(index, path, key))
+                    wanted.add(key.rsplit(".", 1)[-1])
+                    grew = True
+    return tuple(sorted(names))
+
+
+def _derived(path: str, tables: Dict[str, object], parsed: CPythonTrees, known: FrozenSet[str],
+             local: Set[str]) -> Iterator[str]:
+    """The classes of `path` whose bases the file's imports qualify as a distribution, or as a class in `known`
+    (qualified) or in `local` (this file's, found already)."""
+    if path not in tables:
+        tables[path] = _parse(path, parsed)
+    read = tables[path]
+    if read is None:
+        return
+    tree, table = read  # type: ignore[misc]
+    for key, node in _classes(tree.body, ""):
+        for base in node.bases:
+            quals = ast_qualnames(base.value if isinstance(base, ast.Subscript) else base, table)
+            if distribution_name(quals, known) is not None or quals & local:
+                yield key
+                break
+
+
+def _classes(body: List[ast.stmt], prefix: str) -> Iterator[Tuple[str, ast.ClassDef]]:
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            yield prefix + node.name, node
+            yield from _classes(node.body, f"{prefix}{node.name}.")
+
+
+def _parse(path: str, parsed: CPythonTrees) -> "Tuple[ast.Module, ImportTable] | None":
+    read = read_stamped(path)
+    if isinstance(read, FileError):
+        return None
+    source = source_from(path, read[0], None)
+    if isinstance(source, FileError):
+        return None
+    tree = parsed.parse(analysis_text(source.text))
+    return None if isinstance(tree, str) else tree
+
+
+def _spellings(index: ModuleIndex, path: str, key: str) -> Iterator[str]:
+    """`pkg.dists.SquashedNormal`, and `.dists.SquashedNormal`, `..pkg.dists.SquashedNormal`, ... as relative
+    imports spell it."""
+    for module in index.names_of.get(path, ()):
+        yield f"{module.name}.{key}"
+        parts = module.name.split(".")
+        for start in range(len(parts)):
+            tail = ".".join(parts[start:])
+            yield from ("." * dots + f"{tail}.{key}" for dots in range(1, RELATIVE_DOTS + 1))
