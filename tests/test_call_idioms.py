@@ -17,6 +17,7 @@ flow read it as Python does (`project/flowcalls.py`, `project/callsites.py`):
 - `cls(model)` in a `@classmethod` constructs the class it is called on (`Session.create(model)`);
 - calling an object (`loss_fn(model, h, y)`) is a call site of its `__call__`;
 - a module global set by another function after `global CURRENT` holds what that function assigns;
+- `copy.deepcopy(model)` (a target network) is an instance of the model's class;
 - a chain of eight parameters from the model's construction to its call is followed (the flow stopped at six).
 
 Each project runs: under CPU float16 autocast the distribution's parameters are float16 where `log_prob` runs
@@ -324,6 +325,24 @@ def step(model, h, y):
         return current_loss(h, y)
 ''',
 }
+DEEPCOPY = {
+    "objective.py": OBJECTIVE + '''
+
+def target_loss(model, h, y):
+    frozen = copy.deepcopy(model)
+    return objective(frozen, h, y)
+''',
+    "step.py": '''\
+import torch
+from pkg.objective import target_loss
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return target_loss(model, h, y)
+''',
+}
+DEEPCOPY["objective.py"] = "import copy\n\n\n" + DEEPCOPY["objective.py"]
 RELAYS = 8  # parameter hops from `objective` back to the model's construction: more than the flow once followed
 DEEP = {
     "objective.py": OBJECTIVE,
@@ -363,6 +382,7 @@ CASES = {
     "classmethod": (CLASSMETHOD, ("pkg/objective.py", 3, 12)),
     "call_object": (CALL_OBJECT, ("pkg/objective.py", 3, 12)),
     "global": (GLOBAL, ("pkg/objective.py", 3, 12)),
+    "deepcopy": (DEEPCOPY, ("pkg/objective.py", 6, 12)),
 }
 
 

@@ -82,11 +82,12 @@ if TYPE_CHECKING:  # pragma: no cover
         def targets_of_call(self, path: str, scope: str, line: int, column: int,
                             name: Optional[str] = None) -> List[Target]: ...
 
-# Calls that return the module they are given: `model.to(device)`, `torch.compile(model)`, `DDP(model)`.
+# Calls that return the module they are given (or a copy of it): `model.to(device)`, `torch.compile(model)`,
+# `DDP(model)`, `copy.deepcopy(model)` (a target network).
 SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
                                  "requires_grad_", "share_memory", "type"})
 WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel", "DDP", "FullyShardedDataParallel",
-                            "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper"})
+                            "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper", "deepcopy", "copy"})
 CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
 # Collections whose calls run the same method of every member: torchmetrics' `MetricCollection(metrics)`, whose
 # `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.

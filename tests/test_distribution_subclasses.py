@@ -1,0 +1,147 @@
+"""A project's own subclasses of torch distributions are distributions (`project/distsubclasses.py`,
+`facts/distclasses.py`).
+
+Reinforcement-learning code builds `class SquashedNormal(TransformedDistribution)` or `class
+TruncatedNormal(Normal)` in one file and calls `log_prob` on them in another. Read as unknown classes, their
+sites were opaque: risk unknown, never fixable, and still reported after the user cast the constructor's
+arguments. Now a class derived from a distribution, through project classes in any file, is a configured
+distribution: its constructor's tensor arguments are the inputs, and fix A casts them where it is built.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import check_json, run_recording_normals, write_package
+
+DISTS = '''\
+from torch.distributions import Normal
+
+
+class SquashedNormal(Normal):
+    def __init__(self, loc, scale):
+        super().__init__(loc, scale)
+        self.low = -1.0
+
+
+class TightNormal(SquashedNormal):
+    pass
+'''
+HEADS = '''\
+from torch import nn
+
+from pkg import dists
+from pkg.tight import Tighter
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 2)
+
+    def forward(self, h):
+        loc, raw = self.lin(h).chunk(2, dim=-1)
+        return dists.SquashedNormal(loc, raw.exp())
+
+
+class TightHead(Head):
+    def forward(self, h):
+        loc, raw = self.lin(h).chunk(2, dim=-1)
+        return Tighter(loc, raw.exp())
+'''
+TIGHT = '''\
+from .dists import TightNormal
+
+
+class Tighter(TightNormal):
+    """Derived from a project class in another file, which derives from one in its own."""
+'''
+STEP = '''\
+import torch
+
+
+def step(model, h, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return model(h).log_prob(y.float()).mean()
+'''
+RUN = '''\
+from pkg.heads import Head, TightHead
+from pkg.step import step
+
+
+def main(h, y):
+    return [step(Head(), h, y), step(TightHead(), h, y)]
+'''
+
+
+def _project(root: Path, files: Dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "run.py").write_text(RUN)
+    write_package(root, files)
+    return root
+
+
+def _places(findings: List[Dict[str, object]]) -> List[Tuple[object, ...]]:
+    return [(f["path"], f["line"], f["column"], f["code"], f["fixable"]) for f in findings]
+
+
+FILES = {"dists.py": DISTS, "heads.py": HEADS, "tight.py": TIGHT, "step.py": STEP}
+
+
+def test_a_subclass_built_in_another_file_is_a_distribution(tmp_path: Path) -> None:
+    [finding] = check_json(_project(tmp_path, FILES))
+    assert _places([finding]) == [("pkg/step.py", 6, 16, "AMP001", True)]
+    message = str(finding["message"])
+    assert "`SquashedNormal.log_prob`" in message and "inputs not cast to float32: `loc`, `raw.exp()`" in message
+    assert "built in `Head.forward` at pkg/heads.py:14 and 1 other place" in message
+
+
+def test_casting_the_constructors_arguments_clears_it(tmp_path: Path) -> None:
+    heads = HEADS.replace("(loc, raw.exp())", "(loc.float(), raw.exp().float())")
+    assert check_json(_project(tmp_path, {**FILES, "heads.py": heads})) == []
+
+
+def test_a_class_of_no_distribution_base_is_not_one(tmp_path: Path) -> None:
+    plain = DISTS.replace("from torch.distributions import Normal", "class Normal:\n    def __init__(self, *a):\n"
+                          "        pass\n\n    def log_prob(self, y):\n        return y")
+    [finding] = check_json(_project(tmp_path, {**FILES, "dists.py": plain}))
+    assert finding["fixable"] is False and "cannot see it" in str(finding["message"])
+
+
+def test_fix_a_casts_where_each_subclass_is_built_and_the_project_then_runs_in_float32(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    (tmp_path / "fixed").mkdir()
+    root = _project(tmp_path / "fixed", FILES)
+    shutil.copytree(root, tmp_path / "before")
+    done = subprocess.run([sys.executable, "-m", "amplint", "check", "--fix", "."], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    heads = (root / "pkg" / "heads.py").read_text()
+    assert "dists.SquashedNormal(loc.float(), raw.float().exp())" in heads
+    assert "Tighter(loc.float(), raw.float().exp())" in heads
+    assert check_json(root) == []
+    before, _ = run_recording_normals(tmp_path / "before", monkeypatch, torch.randn(8, 4), torch.randn(8, 1))
+    assert before == [torch.float16, torch.float16]
+    after, losses = run_recording_normals(root, monkeypatch, torch.randn(8, 4), torch.randn(8, 1))
+    assert after == [torch.float32, torch.float32] and all(bool(torch.isfinite(loss)) for loss in losses)
+
+
+def test_in_one_file_alone_its_own_subclass_is_a_distribution(tmp_path: Path) -> None:
+    (tmp_path / "one.py").write_text(DISTS + '''
+
+def step(lin, h, y):
+    import torch
+
+    with torch.autocast("cpu", dtype=torch.float16):
+        loc, raw = lin(h).chunk(2, dim=-1)
+        return TightNormal(loc, raw.exp()).log_prob(y.float()).mean()
+''')
+    findings = check_json(tmp_path, "--no-project")
+    assert [(f["line"], f["column"], f["code"], f["fixable"]) for f in findings] == [(19, 16, "AMP001", True)]
+    assert "inputs not cast to float32: `loc`, `raw.exp()`" in str(findings[0]["message"])
