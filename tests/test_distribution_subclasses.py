@@ -17,7 +17,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import check_json, run_recording_normals, write_package
+from conftest import LINEAR_NORMAL_HEAD, check_json, run_recording_normals, write_package
 
 DISTS = '''\
 from torch.distributions import Normal
@@ -32,22 +32,9 @@ class SquashedNormal(Normal):
 class TightNormal(SquashedNormal):
     pass
 '''
-HEADS = '''\
-from torch import nn
-
-from pkg import dists
-from pkg.tight import Tighter
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 2)
-
-    def forward(self, h):
-        loc, raw = self.lin(h).chunk(2, dim=-1)
-        return dists.SquashedNormal(loc, raw.exp())
-
+HEADS = LINEAR_NORMAL_HEAD.replace(
+    "from torch.distributions import Normal\n", "from pkg import dists\nfrom pkg.tight import Tighter\n").replace(
+    "return Normal(loc, raw.exp())", "return dists.SquashedNormal(loc, raw.exp())") + '''
 
 class TightHead(Head):
     def forward(self, h):

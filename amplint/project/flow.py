@@ -18,7 +18,7 @@ CPython's tree of the files involved:
 - a local name holds the join of its assignments (and `for` targets) in its
   function, then in the functions around it, then at module level;
 - an expression's value: a class call is an instance; `x.to(...)`, `.cuda()`,
-  `torch.compile(x)`, `DDP(x)` and the like are `x`; a call of a project
+  `torch.compile(x)`, `DDP(x)`, `copy.deepcopy(x)` and the like are `x`; a call of a project
   function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
   elements are the container's elements (`{...}`, `[...]`, `nn.ModuleDict`);
   `super()` is the next class on the MRO; `functools.partial(f, ...)` is `f`;
