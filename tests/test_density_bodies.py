@@ -172,3 +172,18 @@ def test_a_body_that_casts_those_probabilities_leaves_nothing(tmp_path: Path) ->
 ''')
     _project(tmp_path, {"train.py": PROB_TRAIN, "critics.py": cast, "densities.py": PROB_DENSITIES})
     assert _places(_findings(tmp_path, ".")) == []
+
+
+CHAIN = "import torch\n\n\ndef gaussian_likelihood(values, means, scales):\n" \
+    + "    return relay1((values - means) / scales)\n" \
+    + "".join(f"\n\ndef relay{n}(z):\n    return relay{n + 1}(z) * 0.5\n" for n in range(1, 5)) \
+    + "\n\ndef relay5(z):\n    return z * 0.5\n"
+
+
+def test_a_density_whose_helpers_never_lose_range_at_any_depth_is_not_reported(tmp_path: Path) -> None:
+    """Five helpers deep, none with an op float16 can push out of range: no depth cuts the search (past four
+    it once assumed one, and the call was reported)."""
+    _project(tmp_path, {"train.py": CDF_TRAIN, "likelihoods.py": CHAIN})
+    assert _places(_findings(tmp_path, ".")) == []
+    _project(tmp_path, {"likelihoods.py": CHAIN.replace("return z * 0.5", "return torch.erfc(z)")})
+    assert _places(_findings(tmp_path, ".")) == [("train.py", 9, 27, "AMP003")]

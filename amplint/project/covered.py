@@ -19,7 +19,7 @@ and so does a call the walk cannot resolve.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 from amplint.densitynames import is_density_name
 from amplint.facts.entry import CoveredCall, DensityCall, ProbabilityCallees
@@ -28,9 +28,6 @@ from amplint.project.resolve import Resolver
 from amplint.project.summary import EntryContext, FunctionSummary
 from amplint.project.symbols import Target
 from amplint.project.walk import names_a_function, returns_prob, shown
-
-
-MAX_CALLEE_DEPTH = 4  # calls followed from a density's body to find the op that loses range; past it, assume one
 
 
 def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tuple[CoveredCall, ...]:
@@ -52,7 +49,7 @@ def _spoken_for(loader: Loader, resolver: Resolver, targets: Sequence[Target]) -
            for t, body in zip(targets, bodies)):
         return True
     return bool(bodies) and all(
-        body is not None and not _loses_range(loader, resolver, t.path, body, MAX_CALLEE_DEPTH, set())
+        body is not None and not _loses_range(loader, resolver, t.path, body)
         for t, body in zip(targets, bodies))
 
 
@@ -64,20 +61,22 @@ def _reads_probabilities(loader: Loader, resolver: Resolver, path: str, body: Fu
                                     for t in resolver.call_targets(path, body, call, None, False))
 
 
-def _loses_range(loader: Loader, resolver: Resolver, path: str, body: FunctionSummary, depth: int,
-                 seen: Set[Tuple[str, str]]) -> bool:
-    """Does `body`, or a project function it calls, use a tensor op float16 can push out of range? A CDF
-    difference often computes its `erfc` in a helper (`self._standardized_cumulative(...)`)."""
-    if body.loses_range or depth == 0:
-        return True
-    seen.add((path, body.key))
-    for call in body.calls:
-        for target in resolver.call_targets(path, body, call, None, False):
-            callee = _body(loader, target.path, target.key)
-            if (target.path, target.key) in seen or callee is None:
-                continue
-            if _loses_range(loader, resolver, target.path, callee, depth - 1, seen):
-                return True
+def _loses_range(loader: Loader, resolver: Resolver, path: str, body: FunctionSummary) -> bool:
+    """Does `body`, or a project function it calls at any depth, use a tensor op float16 can push out of range?
+    A CDF difference often computes its `erfc` in a helper (`self._standardized_cumulative(...)`). Each
+    function is read once: that bounds the work, and no depth cuts the answer."""
+    pending: List[Tuple[str, FunctionSummary]] = [(path, body)]
+    seen: Set[Tuple[str, str]] = {(path, body.key)}
+    while pending:
+        where, function = pending.pop()
+        if function.loses_range:
+            return True
+        for call in function.calls:
+            for target in resolver.call_targets(where, function, call, None, False):
+                callee = _body(loader, target.path, target.key)
+                if callee is not None and (target.path, target.key) not in seen:
+                    seen.add((target.path, target.key))
+                    pending.append((target.path, callee))
     return False
 
 
