@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amplint.project.flowcalls import (
     bound_call, fits, forwards, is_classmethod, is_partial, is_super, star_arguments, star_params,
+    tensor_annotated,
 )
 from amplint.project.flowtrees import FileTree, param_names
 from amplint.project.flowvalues import (
@@ -59,7 +60,7 @@ class CallSites:
     def _param_values(self, path: str, scope: str, name: str, hops: int) -> Values:
         tree = self.tree(path)
         node = tree.scopes.get(scope) if tree is not None else None
-        if node is None:
+        if node is None or tensor_annotated(node, name):  # `x: torch.Tensor` holds no value the flow follows
             return _NONE
         params = param_names(node)
         method = self._is_method(tree, scope)

@@ -126,6 +126,18 @@ def dataclass_fields(node: ast.ClassDef) -> Optional[List[str]]:
     return None if fields is None else list(fields)
 
 
+def tensor_annotated(node: ast.AST, name: str) -> bool:
+    """Is the parameter `name` of function `node` annotated as a tensor (`torch.Tensor`, `Tensor`)? A tensor is
+    no instance, function, class or container: the flow has nothing to find for it, at any call site."""
+    args = getattr(node, "args", None)
+    if not isinstance(args, ast.arguments):
+        return False
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        if arg.arg == name:
+            return arg.annotation is not None and last_name(arg.annotation) == "Tensor"
+    return False
+
+
 def is_classmethod(node: ast.AST) -> bool:
     """A `@classmethod`: its first parameter holds the class it is called on."""
     return any(last_name(d) == "classmethod" for d in getattr(node, "decorator_list", ()))
