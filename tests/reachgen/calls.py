@@ -12,7 +12,7 @@ from typing import List, Tuple
 
 from . import habits, idioms
 from .codegen import Module, Project, indent
-from .units import Call, signature
+from .units import Call, inline_or_named, signature
 
 DOC = "How a training step reaches its objective."
 LAYERS = ("model_param", "model_ctor_self", "model_dict", "model_list", "model_moduledict",
@@ -106,11 +106,8 @@ def layer(proj: Project, kind: str, inner: Call, model_cls: Tuple[Module, str], 
 
         def render_dict(c: Module, m: str, a: str, b: str) -> Tuple[List[str], str]:
             ref = proj.ref(c, mod, fn)
-            literal = f'{{"{key}": {m}{extra}}}'
-            if rng.random() < 0.5:
-                return [], f"{ref}({literal}, {a}, {b})"
-            name = proj.name("setup", "bundle_in", "comps")
-            return [f"{name} = {literal}"], f"{ref}({name}, {a}, {b})"
+            return inline_or_named(proj, f'{{"{key}": {m}{extra}}}', ("setup", "bundle_in", "comps"),
+                                   lambda e: f"{ref}({e}, {a}, {b})")
         return Call(mod, render_dict)
 
     if kind == "model_list":

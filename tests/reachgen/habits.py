@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from .codegen import Module, Project, indent
-from .units import Call, signature
+from .units import Call, inline_or_named, signature
 
 DOC = "Utilities around the training step."
 HABITS = ("model_deepcopy", "model_eval", "model_classmethod", "model_setattr", "model_closure", "model_global",
@@ -77,13 +77,9 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:  # noqa: C901 - one br
                  "", f"    def {meth}(self, {sig}) -> torch.Tensor:",
                  *indent(_inner(inner, mod, f"self.{model}", h, x), 2)])
 
-        def render_classmethod(c: Module, m: str, a: str, b: str) -> Tuple[List[str], str]:
-            made = f"{proj.ref(c, mod, cls)}.{maker}({m})"
-            if rng.random() < 0.5:
-                return [], f"{made}.{meth}({a}, {b})"
-            obj = proj.name("session", "exp", "pipe")
-            return [f"{obj} = {made}"], f"{obj}.{meth}({a}, {b})"
-        return Call(mod, render_classmethod)
+        return Call(mod, lambda c, m, a, b: inline_or_named(
+            proj, f"{proj.ref(c, mod, cls)}.{maker}({m})", ("session", "exp", "pipe"),
+            lambda e: f"{e}.{meth}({a}, {b})"))
 
     if kind == "model_setattr":  # stored under a literal name by setattr or add_module
         cls = proj.name("Slots", "Registry_", "Carrier")
@@ -111,12 +107,8 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:  # noqa: C901 - one br
                  f"    def {step}({sig}) -> torch.Tensor:", *indent(_inner(inner, mod, model, h, x), 2), "",
                  f"    return {step}"])
 
-        def render_closure(c: Module, m: str, a: str, b: str) -> Tuple[List[str], str]:
-            if rng.random() < 0.5:
-                return [], f"{proj.ref(c, mod, maker)}({m})({a}, {b})"
-            var = proj.name("step_fn", "bound_step", "run_fn")
-            return [f"{var} = {proj.ref(c, mod, maker)}({m})"], f"{var}({a}, {b})"
-        return Call(mod, render_closure)
+        return Call(mod, lambda c, m, a, b: inline_or_named(
+            proj, f"{proj.ref(c, mod, maker)}({m})", ("step_fn", "bound_step", "run_fn"), lambda e: f"{e}({a}, {b})"))
 
     if kind == "model_global":  # a module-level global, set through `global` by one function, read by another
         glob = proj.name("_MODEL", "CURRENT_MODEL", "_ACTIVE")

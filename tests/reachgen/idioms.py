@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from .codegen import MAX_MODULES, Module, Project, indent
-from .units import Call, signature
+from .units import Call, inline_or_named, signature
 
 DOC = "Helpers that organise a training step."
 IDIOMS = ("model_holder", "model_kwargs", "model_property", "model_partial", "model_super_init",
@@ -181,9 +181,6 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:
                  f"    def {meth}(self, {model}, {sig}) -> torch.Tensor:",
                  f"        return super().{meth}({model}, {h}, {x}) * {weight}"])
 
-    def render_super(c: Module, m: str, a: str, b: str) -> Tuple[List[str], str]:
-        if rng.random() < 0.5:
-            return [], f"{proj.ref(c, sub_mod, sub)}().{meth}({m}, {a}, {b})"
-        obj = proj.name("step_obj", "impl", "stepper_")
-        return [f"{obj} = {proj.ref(c, sub_mod, sub)}()"], f"{obj}.{meth}({m}, {a}, {b})"
-    return Call(sub_mod, render_super)
+    return Call(sub_mod, lambda c, m, a, b: inline_or_named(
+        proj, f"{proj.ref(c, sub_mod, sub)}()", ("step_obj", "impl", "stepper_"),
+        lambda e: f"{e}.{meth}({m}, {a}, {b})"))

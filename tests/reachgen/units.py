@@ -35,6 +35,15 @@ class Call:
     func: Optional[str] = None  # set when it is a plain module-level function taking (model, h, x)
 
 
+def inline_or_named(proj: Project, made: str, names: Tuple[str, ...],
+                    use: Callable[[str], str]) -> Tuple[List[str], str]:
+    """`use(made)` written inline, or `made` bound to a fresh name first: real code writes both (one draw)."""
+    if proj.rng.random() < 0.5:
+        return [], use(made)
+    var = proj.name(*names)
+    return [f"{var} = {made}"], use(var)
+
+
 def signature(proj: Project) -> Tuple[str, str, str]:
     rng = proj.rng
     return rng.choice(MODEL_NAMES), rng.choice(H_NAMES), rng.choice(X_NAMES)
