@@ -89,29 +89,23 @@ INSERTIONS = (").float()", ".float()", "(")
 
 
 def only_casts_inserted(old: str, new: str) -> bool:
-    """True when `new` is `old` with casts inserted in places, every other character kept."""
-    i = j = 0
-    while i < len(old) or j < len(new):
-        if i < len(old) and j < len(new) and old[i] == new[j]:
-            i, j = i + 1, j + 1
+    """True when `new` is `old` with casts inserted in places, every other character kept.
+
+    A search over (position in `old`, position in `new`): a character kept moves both, an insertion moves
+    `new` only. Greedy matching is not enough: in `log_prob((x * r).float())` the `)` that closes the
+    parenthesised expression would be matched against the one that closes the call."""
+    pending, seen = [(0, 0)], set()
+    while pending:
+        i, j = pending.pop()
+        if (i, j) in seen:
             continue
-        # A mismatch: something was inserted here, or a few characters back
-        # (`x.exp()` -> `x.float().exp()` first differs after the shared ".").
-        found = next(
-            (
-                (back, inserted)
-                for back in range(min(max(map(len, INSERTIONS)), i + 1, j + 1))
-                for inserted in INSERTIONS
-                if back < len(inserted) and new[j - back:j - back + len(inserted)] == inserted
-                and old[i - back:i] == new[j - back:j]
-            ),
-            None,
-        )
-        if found is None:
-            return False
-        back, inserted = found
-        i, j = i - back, j - back + len(inserted)
-    return True
+        seen.add((i, j))
+        if i == len(old) and j == len(new):
+            return True
+        pending.extend((i, j + len(inserted)) for inserted in INSERTIONS if new.startswith(inserted, j))
+        if i < len(old) and j < len(new) and old[i] == new[j]:
+            pending.append((i + 1, j + 1))  # tried first: most characters are kept
+    return False
 
 
 def only_wraps_and_casts(old: str, new: str) -> bool:
