@@ -38,6 +38,15 @@ def objective(model, h, y):
     d = model(h)
     return d.log_prob(y).mean()
 '''
+
+
+def _step(source: str, names: str, expr: str, before: str = "", params: str = "model, h, y") -> str:
+    """A `pkg/step.py` that imports `names` from `pkg.<source>` and returns `expr` under CPU float16 autocast
+    (`before`: lines that run first, outside the region)."""
+    return (f"import torch\nfrom pkg.{source} import {names}\n\n\ndef step({params}):\n{before}"
+            f'    with torch.autocast("cpu", dtype=torch.float16):\n        return {expr}\n')
+
+
 SUPER_METHOD = {
     "base.py": '''\
 class BaseStep:
@@ -108,15 +117,7 @@ def objective(h, y, **kwargs):
     d = model(h)
     return d.log_prob(y).mean()
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import objective
-
-
-def step(model, h, y):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return objective(h, y, model=model, verbose=False)
-''',
+    "step.py": _step('objective', 'objective', 'objective(h, y, model=model, verbose=False)'),
 }
 FORWARD = {
     "objective.py": OBJECTIVE,
@@ -127,15 +128,7 @@ from pkg.objective import objective
 def logged(*args, **kwargs):
     return objective(*args, **kwargs)
 ''',
-    "step.py": '''\
-import torch
-from pkg.logged import logged
-
-
-def step(model, h, y):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return logged(model, h, y=y)
-''',
+    "step.py": _step('logged', 'logged', 'logged(model, h, y=y)'),
 }
 DATACLASS_FIELD = {
     "objective.py": OBJECTIVE,
@@ -198,15 +191,7 @@ OBJECTIVES = {"nll": objective, "mse": baseline}
 def by_name(name, model, h, y):
     return OBJECTIVES[name](model, h, y)
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import by_name
-
-
-def step(model, h, y):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return by_name("nll", model, h, y)
-''',
+    "step.py": _step('objective', 'by_name', 'by_name("nll", model, h, y)'),
 }
 SETATTR = {
     "objective.py": OBJECTIVE + '''
@@ -218,15 +203,7 @@ class Slots:
     def loss(self, h, y):
         return objective(self.net, h, y)
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import Slots
-
-
-def step(model, h, y):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return Slots(model).loss(h, y)
-''',
+    "step.py": _step('objective', 'Slots', 'Slots(model).loss(h, y)'),
 }
 GETATTR = {
     "objective.py": '''\
@@ -247,15 +224,8 @@ def run_named(kind, model, h, y):
     method = getattr(Objectives(), f"loss_{kind}")
     return method(model, h, y)
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import run_named
-
-
-def step(model, h, y, kind="nll"):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return run_named(kind, model, h, y)
-''',
+    "step.py": _step(
+        'objective', 'run_named', 'run_named(kind, model, h, y)', params='model, h, y, kind="nll"'),
 }
 CLASSMETHOD = {
     "objective.py": OBJECTIVE + '''
@@ -272,15 +242,7 @@ class Session:
     def loss(self, h, y):
         return objective(self.model, h, y)
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import Session
-
-
-def step(model, h, y):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return Session.create(model).loss(h, y)
-''',
+    "step.py": _step('objective', 'Session', 'Session.create(model).loss(h, y)'),
 }
 CALL_OBJECT = {
     "objective.py": OBJECTIVE + '''
@@ -289,16 +251,7 @@ class Criterion:
     def __call__(self, model, h, y):
         return objective(model, h, y)
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import Criterion
-
-
-def step(model, h, y):
-    loss_fn = Criterion()
-    with torch.autocast("cpu", dtype=torch.float16):
-        return loss_fn(model, h, y)
-''',
+    "step.py": _step('objective', 'Criterion', 'loss_fn(model, h, y)', before='    loss_fn = Criterion()\n'),
 }
 GLOBAL = {
     "objective.py": OBJECTIVE + '''
@@ -314,16 +267,7 @@ def install(model):
 def current_loss(h, y):
     return objective(CURRENT, h, y)
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import current_loss, install
-
-
-def step(model, h, y):
-    install(model)
-    with torch.autocast("cpu", dtype=torch.float16):
-        return current_loss(h, y)
-''',
+    "step.py": _step('objective', 'current_loss, install', 'current_loss(h, y)', before='    install(model)\n'),
 }
 DEEPCOPY = {
     "objective.py": OBJECTIVE + '''
@@ -332,15 +276,7 @@ def target_loss(model, h, y):
     frozen = copy.deepcopy(model)
     return objective(frozen, h, y)
 ''',
-    "step.py": '''\
-import torch
-from pkg.objective import target_loss
-
-
-def step(model, h, y):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return target_loss(model, h, y)
-''',
+    "step.py": _step('objective', 'target_loss', 'target_loss(model, h, y)'),
 }
 DEEPCOPY["objective.py"] = "import copy\n\n\n" + DEEPCOPY["objective.py"]
 RELAYS = 8  # parameter hops from `objective` back to the model's construction: more than the flow once followed

@@ -132,3 +132,13 @@ def step(lin, h, y):
     findings = check_json(tmp_path, "--no-project")
     assert [(f["line"], f["column"], f["code"], f["fixable"]) for f in findings] == [(19, 16, "AMP001", True)]
     assert "inputs not cast to float32: `loc`, `raw.exp()`" in str(findings[0]["message"])
+
+
+def test_the_base_names_cover_every_measured_distribution() -> None:
+    """`distsubclasses.BASE_NAMES` is read without loading the measured table (start-up): it must not fall behind
+    it."""
+    from amplint.project.distsubclasses import BASE_NAMES
+    from amplint.risk import load_table
+
+    measured = {str(row["dist"]) for row in load_table()["rows"]}  # type: ignore[index, union-attr]
+    assert measured and measured <= BASE_NAMES, sorted(measured - BASE_NAMES)

@@ -199,8 +199,9 @@ def fix_text(
     too_large = too_large_to_rewrite(text, config)  # the fixer's time and memory grow with the file
     if too_large is not None:
         return _left_alone(path, text, source.findings, too_large)
-    extra = frozenset(config.extend_distributions) | (  # with the file's own distribution classes
-        source.analysis.facts.distributions if source.analysis is not None else frozenset())
+    # The distribution classes the analysis read: the configured ones and the file's own subclasses of them.
+    extra = source.analysis.facts.distributions if source.analysis is not None else frozenset(
+        config.extend_distributions)
     try:
         plan, fixed, exact = _plan_and_rewrite(source, config.strategy, only, extra)
     except RecursionError:  # deep but valid code: LibCST transforms recurse ~3 frames per tree level

@@ -172,17 +172,23 @@ class CallSites:
     def _instance_calls(self, caller: str, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
         """Calls of an instance that run this `__call__` or `forward` (`loss_fn(model, x)`, `Loss()(model, x)`)."""
         caller_tree, node = self.tree(caller), self.tree(path).scopes.get(scope)  # type: ignore[union-attr]
-        for caller_scope, call in caller_tree.value_calls() if caller_tree is not None else ():
-            if fits(call, node, 1) and any((path, scope) in (self.runs(v) or ()) for v in self.value(
-                    caller, caller_scope, call.func, hops + 1) if not isinstance(v, (Function, BoundMethod))):
-                yield CallSite(caller, caller_scope, call, True)
+        calls = [found for found in caller_tree.value_calls() if fits(found[1], node, 1)] if caller_tree else []
+        yield from self._calls_running(caller, calls, path, scope, hops, lambda v: not isinstance(
+            v, (Function, BoundMethod)))
 
     def _getattr_calls(self, caller: str, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
         """Calls of a method `getattr` picks by a name no call spells (`getattr(obj, name)(model, x)`)."""
         caller_tree = self.tree(caller)
-        for caller_scope, call in caller_tree.getattr_calls() if caller_tree is not None else ():
+        calls = caller_tree.getattr_calls() if caller_tree is not None else []
+        yield from self._calls_running(caller, calls, path, scope, hops, lambda v: isinstance(v, BoundMethod))
+
+    def _calls_running(self, caller: str, calls: List[Tuple[str, ast.Call]], path: str, scope: str, hops: int,
+                       kind: Callable[[Value], bool]) -> Iterator["CallSite"]:
+        """Each call whose callee may hold a value of `kind` that runs function `scope` of `path`: a call site
+        on an instance or a class (its first parameter bound)."""
+        for caller_scope, call in calls:
             if any((path, scope) in (self.runs(v) or ()) for v in self.value(caller, caller_scope, call.func, hops + 1)
-                   if isinstance(v, BoundMethod)):
+                   if kind(v)):
                 yield CallSite(caller, caller_scope, call, True)
 
     @staticmethod

@@ -19,7 +19,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, Set, Tuple
 
 from amplint.cpython_trees import CPythonTrees
-from amplint.files import read_stamped, source_from
+from amplint.files import read_source
 from amplint.identifiers import analysis_text
 from amplint.model import FileError
 from amplint.names import ImportTable, ast_qualnames
@@ -88,10 +88,7 @@ def _classes(body: List[ast.stmt], prefix: str) -> Iterator[Tuple[str, ast.Class
 
 
 def _parse(path: str, parsed: CPythonTrees) -> "Tuple[ast.Module, ImportTable] | None":
-    read = read_stamped(path)
-    if isinstance(read, FileError):
-        return None
-    source = source_from(path, read[0], None)
+    source = read_source(path)
     if isinstance(source, FileError):
         return None
     tree = parsed.parse(analysis_text(source.text))

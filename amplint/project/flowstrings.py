@@ -12,8 +12,9 @@ answer grows, it never drops the method that runs.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, Optional, Set
 
+from amplint.facts.astmathenv import parameters
 from amplint.project.flowtrees import param_names
 from amplint.project.summary import MODULE_KEY
 
@@ -59,12 +60,7 @@ def default_of(node: ast.AST, name: str) -> Optional[ast.expr]:
     """The default value of the parameter `name` of a function (None: it has none)."""
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         return None
-    args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults: List[Tuple[ast.arg, Optional[ast.expr]]] = [
-        *zip(positional[len(positional) - len(args.defaults):], args.defaults),
-        *zip(args.kwonlyargs, args.kw_defaults)]
-    return next((value for arg, value in defaults if arg.arg == name), None)
+    return next((default for param, default in parameters(node) if param == name), None)  # type: ignore[arg-type]
 
 
 def assigned(tree: "FileTree", scope: str, name: str) -> Iterator[ast.expr]:
