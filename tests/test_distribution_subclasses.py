@@ -142,3 +142,48 @@ def test_the_base_names_cover_every_measured_distribution() -> None:
 
     measured = {str(row["dist"]) for row in load_table()["rows"]}  # type: ignore[index, union-attr]
     assert measured and measured <= BASE_NAMES, sorted(measured - BASE_NAMES)
+
+
+NESTED = '''\
+import torch
+from torch.distributions import Normal
+
+
+class Policy:
+    class Squashed(Normal):
+        pass
+
+    def step(self, lin, h, y):
+        with torch.autocast("cpu", dtype=torch.float16):
+            loc, raw = lin(h).chunk(2, dim=-1)
+            return Policy.Squashed(loc, raw.exp()).log_prob(y.float()).mean()
+'''
+
+
+def test_a_nested_subclass_is_one_in_both_modes(tmp_path: Path) -> None:
+    """Single-file mode and the project pass read one rule (`facts.distclasses`): a class nested in another is
+    found in both, under its dotted key."""
+    (tmp_path / "one.py").write_text(NESTED)
+    for mode in (("--no-project",), ()):
+        findings = check_json(tmp_path, *mode)
+        assert [(f["line"], f["column"], f["code"], f["fixable"]) for f in findings] == [
+            (12, 20, "AMP001", True)], mode
+        assert "inputs not cast to float32: `loc`, `raw.exp()`" in str(findings[0]["message"])
+
+
+def test_facts_without_cpython_tree_read_the_same_classes() -> None:
+    """A kept LibCST tree analysed again, or a retabbed copy, comes with no CPython tree: its code is parsed for
+    the rule, and the facts name the same classes."""
+    import ast
+
+    import libcst as cst
+
+    from amplint.facts.build import collect_facts
+    from amplint.names import import_table
+    from amplint.positions import SourceTree
+
+    source = DISTS + "\n\nclass Plain:\n    pass\n"
+    tree = ast.parse(source)
+    with_tree = collect_facts(cst.parse_module(source), imports=import_table(tree), source=SourceTree(tree, source))
+    parsed_again = collect_facts(cst.parse_module(source), imports=import_table(tree))
+    assert with_tree.distributions == parsed_again.distributions == frozenset({"SquashedNormal", "TightNormal"})

@@ -6,6 +6,7 @@ both read its `FileFacts`, so single-file and project results cannot drift.
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import Dict, Iterator, Optional, Sequence
 
@@ -20,7 +21,7 @@ from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, S
 from amplint.facts.sites import DISTRIBUTION, RECOGNIZERS, SiteRecognizer
 from amplint.names import ImportTable, collect_imports, dotted_name
 from amplint.screen import SITE_METHODS
-from amplint.positions import PositionSource
+from amplint.positions import PositionSource, SourceTree
 from amplint.receivers import Receivers
 
 
@@ -39,7 +40,7 @@ def collect_facts(
     """
     if imports is None:
         imports = collect_imports(module)
-    own = local_distribution_classes(module, imports, options.extend_distributions)
+    own = local_distribution_classes(_cpython_tree(module, source), imports, options.extend_distributions)
     if own:  # this file's subclasses of a distribution are distributions here
         options = replace(options, extend_distributions=options.extend_distributions | own)
     collector = collector_class(recognizers)(module, imports, options, recognizers, source)
@@ -49,6 +50,17 @@ def collect_facts(
     return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
                      collector.framework_calls, collector.class_items, collector.returns, collector.requested,
                      collector.positions, options.extend_distributions)
+
+
+def _cpython_tree(module: cst.Module, source: PositionSource) -> ast.Module:
+    """CPython's tree of `module`: the caller's, or a parse of its code (a kept tree analysed again, a retabbed
+    copy); an empty tree where CPython rejects what LibCST accepted."""
+    if isinstance(source, SourceTree):
+        return source.tree
+    try:
+        return ast.parse(module.code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ast.Module(body=[], type_ignores=[])
 
 
 def _drop_non_distributions(collector: Collector) -> None:

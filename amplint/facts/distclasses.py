@@ -3,40 +3,52 @@
 Real code subclasses distributions (`class SquashedNormal(TransformedDistribution)`,
 `class TruncatedNormal(Normal)`) and calls `log_prob` on its instances. Read as
 an unknown class, its site was opaque (risk unknown, never fixable), and casting
-its constructor's arguments did not clear it. A class of this file whose bases,
-through other classes of this file, reach a distribution class is read as a
-configured one (`extend-distributions`): its constructor's tensor arguments are
-the inputs, and fix A casts them. A class of another project file is one by the
-project's configuration (`project/distsubclasses.py`).
+its constructor's arguments did not clear it. A class whose bases, through other
+classes, reach a distribution class is read as a configured one
+(`extend-distributions`): its constructor's tensor arguments are the inputs, and
+fix A casts them.
+
+One rule, read from CPython's tree, serves both modes: single-file mode finds a
+file's own classes (`local_distribution_classes`), and the project pass
+(`project/distsubclasses.py`) asks each file with `derived_classes` for the
+classes derived from ones found in any file.
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Set
+import ast
+from typing import AbstractSet, FrozenSet, Iterator, List, Set, Tuple
 
-import libcst as cst
-
-from amplint.names import ImportTable
+from amplint.names import ImportTable, ast_qualnames
 from amplint.torchnames import distribution_name
 
 
-def local_distribution_classes(module: cst.Module, table: ImportTable, extra: FrozenSet[str]) -> FrozenSet[str]:
-    """The top-level classes of `module` that derive from a distribution class, by their names."""
-    classes: Dict[str, cst.ClassDef] = {}
-    for statement in module.body:
-        if isinstance(statement, cst.ClassDef):
-            classes.setdefault(statement.name.value, statement)
+def local_distribution_classes(tree: ast.Module, table: ImportTable, extra: FrozenSet[str]) -> FrozenSet[str]:
+    """The classes of `tree` (nested ones as `Outer.Inner`) derived from a distribution class, through its own."""
     found: Set[str] = set()
     grew = True
-    while grew:  # a class of this file derived from one found: found on the next round
+    while grew:  # a class derived from one found: found on the next round
         grew = False
-        for name, node in classes.items():
-            if name not in found and any(
-                    distribution_name(table.qualnames(_base(arg.value)), extra | found) is not None
-                    for arg in node.bases if not arg.star):
-                found.add(name)
+        for key in derived_classes(tree, table, extra, found):
+            if key not in found:
+                found.add(key)
                 grew = True
     return frozenset(found)
 
 
-def _base(value: cst.BaseExpression) -> cst.BaseExpression:
-    return value.value if isinstance(value, cst.Subscript) else value  # `Generic[T]`
+def derived_classes(tree: ast.Module, table: ImportTable, known: FrozenSet[str],
+                    local: AbstractSet[str]) -> Iterator[str]:
+    """The classes of `tree` whose bases the file's imports qualify as a distribution, or as a class in `known`
+    (qualified) or in `local` (this file's, found already)."""
+    for key, node in _classes(tree.body, ""):
+        for base in node.bases:
+            quals = ast_qualnames(base.value if isinstance(base, ast.Subscript) else base, table)  # `Generic[T]`
+            if distribution_name(quals, known) is not None or quals & local:
+                yield key
+                break
+
+
+def _classes(body: List[ast.stmt], prefix: str) -> Iterator[Tuple[str, ast.ClassDef]]:
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            yield prefix + node.name, node
+            yield from _classes(node.body, f"{prefix}{node.name}.")

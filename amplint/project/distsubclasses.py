@@ -16,16 +16,16 @@ its module's dotted names, and the relative spellings of them.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, List, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, Set, Tuple
 
 from amplint.cpython_trees import CPythonTrees
+from amplint.facts.distclasses import derived_classes
 from amplint.files import read_source
 from amplint.identifiers import analysis_text
 from amplint.model import FileError
-from amplint.names import ImportTable, ast_qualnames
+from amplint.names import ImportTable
 from amplint.project.modules import ModuleIndex
 from amplint.project.spellings import ClassLine
-from amplint.torchnames import distribution_name
 
 # torch.distributions' classes a project derives from (the measured table's, and the abstract bases), by last name.
 BASE_NAMES = frozenset({
@@ -64,27 +64,12 @@ def project_distributions(classes: Dict[str, Tuple[ClassLine, ...]], index: Modu
 
 def _derived(path: str, tables: Dict[str, object], parsed: CPythonTrees, known: FrozenSet[str],
              local: Set[str]) -> Iterator[str]:
-    """The classes of `path` whose bases the file's imports qualify as a distribution, or as a class in `known`
-    (qualified) or in `local` (this file's, found already)."""
+    """`facts.distclasses.derived_classes` of the file at `path`, parsed once per run."""
     if path not in tables:
         tables[path] = _parse(path, parsed)
     read = tables[path]
-    if read is None:
-        return
-    tree, table = read  # type: ignore[misc]
-    for key, node in _classes(tree.body, ""):
-        for base in node.bases:
-            quals = ast_qualnames(base.value if isinstance(base, ast.Subscript) else base, table)
-            if distribution_name(quals, known) is not None or quals & local:
-                yield key
-                break
-
-
-def _classes(body: List[ast.stmt], prefix: str) -> Iterator[Tuple[str, ast.ClassDef]]:
-    for node in body:
-        if isinstance(node, ast.ClassDef):
-            yield prefix + node.name, node
-            yield from _classes(node.body, f"{prefix}{node.name}.")
+    if read is not None:
+        yield from derived_classes(*read, known, local)  # type: ignore[misc]
 
 
 def _parse(path: str, parsed: CPythonTrees) -> "Tuple[ast.Module, ImportTable] | None":
