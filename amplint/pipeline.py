@@ -265,7 +265,7 @@ def to_finding(diagnosis: "Diagnosis", path: str, analysis: "ModuleAnalysis", co
         end_line=position.end.line,
         end_column=position.end.column + 1,
         code=diagnosis.code,
-        message=rule.message(diagnosis, analysis.module),
+        message=rule.message(diagnosis, analysis.module.code_for_node),
         fixable=config.strategy in strategies,
         fix_strategies=strategies,
         region=diagnosis.region.info,

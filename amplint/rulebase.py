@@ -25,8 +25,6 @@ from amplint.model import Hop, chain_text
 from amplint.facts.probes import ENVELOPE
 
 if TYPE_CHECKING:  # pragma: no cover
-    import libcst as cst
-
     from amplint.facts.model import FileFacts, RegionEntry, Site
     from amplint.facts.reach import Reach
 
@@ -66,7 +64,12 @@ class Diagnosis:
     origin_file: str = ""  # the same file as discovered (like `Finding.path`)
 
 
-def _no_message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+# The source text of a node of the analysed file. Rules quote code only through it, so they read no parse
+# tree's API: which tree the facts come from is the fact layer's business.
+Code = Callable[[object], str]
+
+
+def _no_message(diagnosis: Diagnosis, code: Code) -> str:
     return diagnosis.code
 
 
@@ -111,7 +114,7 @@ class Rule:
     when_reached: Optional[Callable[["Site", "Reach"], bool]] = None  # flag a site entered through a call chain
     check_file: Optional[Callable[["FileFacts", Set[int]], Iterable[Diagnosis]]] = None  # claimed: id(site)s taken
     # Reporting, fixing and verifying.
-    message: Callable[[Diagnosis, "cst.Module"], str] = _no_message
+    message: Callable[[Diagnosis, Code], str] = _no_message
     fix_strategies: Callable[[Diagnosis], Tuple[str, ...]] = _no_fix  # strategies that fix it without guessing
     why_unfixable: Callable[[Diagnosis], str] = _constructor_hidden  # the reason shown when no strategy applies
     wraps_statement: bool = False  # fix C wraps the site's statement in a disabled region (else it only casts)
@@ -174,8 +177,8 @@ def short(code: str, limit: int = 40) -> str:
     return code if len(code) <= limit else code[: limit - 3] + "..."
 
 
-def listing(nodes: Sequence["cst.BaseExpression"], module: "cst.Module") -> str:
+def listing(nodes: Sequence[object], code: Code) -> str:
     """Up to four expressions, quoted, each once (two constructors may share an input), then how many more."""
-    texts = list(dict.fromkeys(short(module.code_for_node(node)) for node in nodes))
+    texts = list(dict.fromkeys(short(code(node)) for node in nodes))
     text = ", ".join(f"`{each}`" for each in texts[:4])
     return text + (f" and {len(texts) - 4} more" if len(texts) > 4 else "")

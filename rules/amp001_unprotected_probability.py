@@ -6,13 +6,11 @@ from typing import TYPE_CHECKING, Tuple
 from amplint.facts.sites import DISTRIBUTION
 from amplint.model import Precision
 from amplint.rulebase import (
-    CAST, DISABLE, ENABLED_REGION, Diagnosis, Invalid, Rule, listing, reached_via, region_phrase,
+    CAST, DISABLE, ENABLED_REGION, Code, Diagnosis, Invalid, Rule, listing, reached_via, region_phrase,
     uncast_under_float16,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    import libcst as cst
-
     from amplint.facts.model import Site
     from amplint.facts.reach import Reach
 
@@ -40,9 +38,9 @@ def _others(count: int) -> str:
     return f" and {count} other place{'s' if count > 1 else ''}" if count > 0 else ""
 
 
-def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+def message(diagnosis: Diagnosis, code: Code) -> str:
     site = diagnosis.site
-    inputs = listing(site.uncast, module) + built_in(site)
+    inputs = listing(site.uncast, code) + built_in(site)
     kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
     if diagnosis.origin:  # entered from a region the project walk found (usually in another file)
         return (f"`{site.label}` runs under {kind} autocast with inputs not cast to float32: {inputs}; reached from "

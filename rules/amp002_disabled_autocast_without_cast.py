@@ -4,11 +4,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.sites import DISTRIBUTION
-from amplint.rulebase import CAST, DISABLE, DISABLED_REGION, Diagnosis, Invalid, Rule, listing
+from amplint.rulebase import CAST, DISABLE, DISABLED_REGION, Code, Diagnosis, Invalid, Rule, listing
 
 if TYPE_CHECKING:  # pragma: no cover
-    import libcst as cst
-
     from amplint.facts.model import Site
 
 
@@ -18,9 +16,9 @@ def disabled_with_float16_inputs(site: "Site") -> bool:
     return site.kind == DISTRIBUTION and not site.state.spec.enabled and bool(site.tainted)
 
 
-def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+def message(diagnosis: Diagnosis, code: Code) -> str:
     site = diagnosis.site
-    inputs = listing([node for node, _ in site.tainted], module)
+    inputs = listing([node for node, _ in site.tainted], code)
     made = min(line for _, line in site.tainted)
     return (
         f"`{site.label}` runs with autocast disabled (line {diagnosis.region.line}), but its inputs "

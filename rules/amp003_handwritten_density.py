@@ -7,12 +7,11 @@ from amplint.facts.densitycalls import DENSITY
 from amplint.facts.siteshape import INLINE, KERNEL, LGAMMA, LOG_PARAMETER, LOG_SCALE
 from amplint.model import Precision
 from amplint.rulebase import (
-    CAST, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, spared_on, uncast_under_float16,
+    CAST, Code, Diagnosis, Invalid, Project, Rule, listing, reached_via, region_phrase, spared_on,
+    uncast_under_float16,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    import libcst as cst
-
     from amplint.facts.model import Site
     from amplint.facts.reach import Reach
 
@@ -67,7 +66,7 @@ def _shape(site: "Site") -> str:
     return SHAPES.get(site.method, "hand-written probability math")
 
 
-def _float16_inputs(site: "Site") -> "List[cst.BaseExpression]":
+def _float16_inputs(site: "Site") -> List[object]:
     """The inputs the message lists: in the site's own region, not the function's parameters it never rebinds
     (`Site.data`: the caller's targets and counts, float32 there by the same rule that lets a site reading only
     them go unreported), unless nothing else is left."""
@@ -76,10 +75,10 @@ def _float16_inputs(site: "Site") -> "List[cst.BaseExpression]":
     return site.float16_inputs() or list(site.uncast)
 
 
-def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+def message(diagnosis: Diagnosis, code: Code) -> str:
     site = diagnosis.site
     shape = _shape(site)
-    inputs = listing(_float16_inputs(site), module)
+    inputs = listing(_float16_inputs(site), code)
     kind = "float16" if diagnosis.region.spec.precision is Precision.FLOAT16 else "possibly-float16"
     if diagnosis.origin:
         return f"{shape} runs under {kind} autocast on tensors not cast to float32: {inputs}; reached from " + (

@@ -4,11 +4,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Tuple
 
 from amplint.facts.siteshape import EPSILON
-from amplint.rulebase import CAST, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16
+from amplint.rulebase import Code, CAST, Diagnosis, Invalid, Rule, listing, region_phrase, uncast_under_float16
 
 if TYPE_CHECKING:  # pragma: no cover
-    import libcst as cst
-
     from amplint.facts.model import Site
     from amplint.facts.reach import Reach
 
@@ -23,12 +21,12 @@ def reached_from_float16(site: "Site", reach: "Reach") -> bool:
     return site.kind == EPSILON and bool(site.uncast)
 
 
-def message(diagnosis: Diagnosis, module: "cst.Module") -> str:
+def message(diagnosis: Diagnosis, code: Code) -> str:
     site = diagnosis.site
-    floor = " ".join(module.code_for_node(site.call).split())
+    floor = " ".join(code(site.call).split())
     return (
         f"the floor in `{floor}` rounds to 0 in float16 (smallest subnormal 6.0e-8), so it guards nothing: "
-        f"{listing(site.uncast, module)} may be float16 under the {region_phrase(diagnosis)}"
+        f"{listing(site.uncast, code)} may be float16 under the {region_phrase(diagnosis)}"
     )
 
 
