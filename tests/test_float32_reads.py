@@ -42,6 +42,8 @@ def step(model, h, y):
     with torch.autocast("cpu", dtype=torch.float16):
         return objective(model, h, y)
 '''
+
+
 def _head(imports: str, returned: str) -> str:
     """A head module: a Linear whose output's halves `forward` returns as `returned`."""
     return ("import torch\nfrom torch import nn\n" + "".join(f"{line}\n" for line in imports.splitlines()) +
@@ -192,6 +194,27 @@ def objective(bundle, h, y):
     net = bundle.get("policy")
     return net(h).log_prob(y).mean()
 '''
+DICT_HEAD = _head("from torch.distributions import Normal",
+                  '{"dist": Normal(loc.float(), raw.exp().float()), "loc": loc}')
+# The scorer keeps what one method takes out of the head's output on `self`; another reads it. The item beside
+# it (`loc`) stays float16, so only the item asked for may be proved.
+STORED_OBJECTIVE = '''\
+class Scorer:
+    def observe(self, model, h):
+        out = model(h)
+        self.d = out[KEY]
+
+    def score(self, y):
+        return self.d.log_prob(y).mean()
+
+
+def objective(model, h, y):
+    scorer = Scorer()
+    scorer.observe(model, h)
+    return scorer.score(y)
+'''
+
+
 def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "run.py").write_text(RUN)
@@ -259,6 +282,12 @@ CASES = {
     # A plain project class's own `log_prob` on what it holds: the instance carries only the cast distribution.
     "wrapper_method": ({"belief.py": BELIEF_METHOD, "heads.py": NORMAL_HEAD, "objective.py": METHOD_OBJECTIVE},
                        ("pkg/objective.py", 7, 12, "AMP001")),
+    # An item of the dict, or an element of the tuple, a head returns, stored on `self` by one method and read
+    # by another (generated seed 785): the item beside it is float16.
+    "stored_dict_item": ({"heads.py": DICT_HEAD, "objective.py": STORED_OBJECTIVE.replace("KEY", '"dist"')},
+                         ("pkg/objective.py", 7, 16, "AMP001")),
+    "stored_tuple_element": ({"heads.py": TUPLE_HEAD, "objective.py": STORED_OBJECTIVE.replace("KEY", "0")},
+                             ("pkg/objective.py", 7, 16, "AMP001")),
     # A model handed over in a dict and taken out with `.get`.
     "dict_get": ({"heads.py": NORMAL_HEAD, "objective.py": BUNDLE_OBJECTIVE, "step.py": BUNDLE_STEP},
                  ("pkg/objective.py", 3, 12, "AMP001")),
@@ -392,3 +421,12 @@ def test_an_instance_of_a_class_with_a_torch_base_is_not_proved_float32(tmp_path
     the project shows: the instance is never proved float32 from its (empty) attributes."""
     root = _project(tmp_path, {"dists.py": SUBCLASS, "heads.py": PARAMS_HEAD, "objective.py": SUBCLASS_OBJECTIVE})
     assert _findings(root) == [("pkg/objective.py", 7, 12, "AMP001")]
+
+
+@pytest.mark.torch
+def test_only_the_item_asked_for_is_proved(tmp_path: Path) -> None:
+    """The item beside the one read is float32 and the one read is not: the read is not proved."""
+    head = _head("from torch.distributions import Normal", '{"dist": Normal(loc, raw.exp()), "loc": loc.float()}')
+    root = _project(tmp_path, {"heads.py": head, "objective.py": STORED_OBJECTIVE.replace("KEY", '"dist"')})
+    assert "torch.float16" in _log_dtypes(root)
+    assert _findings(root) == [("pkg/objective.py", 7, 16, "AMP001")]

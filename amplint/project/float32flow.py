@@ -21,7 +21,7 @@ float32. The judge reads the answers as `Float32Reads` contexts (`Collector`'s
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from amplint.facts.astmathenv import parameters
 from amplint.facts.astnodes import is_number, is_wide, tensorish, transform_operands
@@ -35,6 +35,7 @@ from amplint.project.symbols import ClassRef
 from amplint.torchnames import distribution_name
 
 _Key = Tuple[str, ...]
+Key = Optional[Union[int, str]]  # an element of a tuple or list, or an item of a dict, by its literal
 
 
 class Float32Flow:
@@ -82,8 +83,19 @@ class Float32Flow:
         return self._tables[path]
 
     # --- expressions ---------------------------------------------------------------------------------------
-    def expression(self, path: str, scope: str, node: ast.expr, hops: int) -> bool:
-        """Is `node`, read in `scope` of `path`, a float32 tensor (or distribution, or number) on every path?"""
+    def expression(self, path: str, scope: str, node: ast.expr, hops: int, key: Key = None) -> bool:
+        """Is `node`, read in `scope` of `path`, a float32 tensor (or distribution, or number) on every path?
+        With `key`, only its element or item `key` is asked about (`out["dist"]`, `head(x)[0]`)."""
+        if key is not None:
+            chosen = _element(node, key)
+            if chosen is not node:  # a literal tuple, list or dict: the element itself
+                return self.expression(path, scope, chosen, hops)
+            if isinstance(node, ast.Name):
+                return node.id not in ("self", "cls") and self._ask(
+                    ("name", path, scope, node.id, node.lineno, node.col_offset, repr(key)), hops,
+                    lambda: self._name(path, scope, node, hops, key))
+            if isinstance(node, ast.Call):
+                return self._call(path, scope, node, hops, key)
         if is_number(node):
             return True
         if isinstance(node, ast.Name):
@@ -94,8 +106,9 @@ class Float32Flow:
             return self._attribute(path, scope, node, hops)
         if isinstance(node, ast.Call):
             return self._call(path, scope, node, hops)
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and _index(node) is not None:
-            return self._call(path, scope, node.value, hops, _index(node))  # `head(x)[0]`: what it returns there
+        if isinstance(node, ast.Subscript) and _key(node) is not None:
+            if self.expression(path, scope, node.value, hops, _key(node)):  # `head(x)[0]`, `out["dist"]`
+                return True
         if isinstance(node, (ast.Subscript, ast.Starred)):
             return self.expression(path, scope, node.value, hops)
         if isinstance(node, (ast.Tuple, ast.List)):
@@ -109,8 +122,9 @@ class Float32Flow:
             return all(self.expression(path, scope, arm, hops) for arm in (node.body, node.orelse))
         return False
 
-    def _call(self, path: str, scope: str, node: ast.Call, hops: int, index: Optional[int] = None) -> bool:
-        """`index`: element `index` of what the call returns (`head(x)[0]`, `d, loc = head(x)`)."""
+    def _call(self, path: str, scope: str, node: ast.Call, hops: int, index: Key = None) -> bool:
+        """`index`: element or item `index` of what the call returns (`head(x)[0]`, `d, loc = head(x)`,
+        `head(x)["dist"]`)."""
         table = self._table(path)
         if is_wide(node, table, lambda name: False):
             return True  # a cast or a factory
@@ -128,17 +142,18 @@ class Float32Flow:
         return bool(runs) and all(runs) and all(  # each callee runs known functions (a class: no tensor)
             self._returns(at, key, hops + 1, index) for each in runs for at, key in each)  # type: ignore[union-attr]
 
-    def _returns(self, path: str, scope: str, hops: int, index: Optional[int] = None) -> bool:
+    def _returns(self, path: str, scope: str, hops: int, index: Key = None) -> bool:
         def compute() -> bool:
             tree = self.flow.tree(path)
             node = tree.scopes.get(scope) if tree is not None else None
             returned = tree.scope_facts(scope).returns if node is not None else []  # type: ignore[union-attr]
-            return bool(returned) and all(self.expression(path, scope, _element(r, index), hops) for r in returned)
+            return bool(returned) and all(self.expression(path, scope, r, hops, index) for r in returned)
         return self._ask(("returns", path, scope, str(index)), hops, compute)
 
     # --- names ---------------------------------------------------------------------------------------------
-    def _name(self, path: str, scope: str, read: ast.Name, hops: int) -> bool:
-        """Every binding that may reach `read` (`reaching`: in its own function; any, in the ones around it)."""
+    def _name(self, path: str, scope: str, read: ast.Name, hops: int, key: Key = None) -> bool:
+        """Every binding that may reach `read` (`reaching`: in its own function; any, in the ones around it);
+        with `key`, its element or item `key` (`out["dist"]` of `out = head(x)`)."""
         name = read.id
         tree = self.flow.tree(path)
         current: Optional[str] = scope
@@ -153,8 +168,8 @@ class Float32Flow:
             if values or is_param or name in facts.bound:
                 if None in values or (not values and not is_param):
                     return False  # a `for` target, a `with` item, an import: not followed
-                return all(self.expression(path, current, v, hops) for v in values) and (  # type: ignore[arg-type]
-                    not is_param or self._parameter(path, current, name, hops + 1))
+                return all(self.expression(path, current, v, hops, key)  # type: ignore[arg-type]
+                           for v in values) and (not is_param or self._parameter(path, current, name, hops + 1))
             current = tree.parents.get(current) if current != MODULE_KEY else None
         return False
 
@@ -275,20 +290,26 @@ def _updates_self(cls: ast.ClassDef) -> bool:
     return False
 
 
-def _index(node: ast.Subscript) -> Optional[int]:
-    """The literal non-negative index of `x[0]`, else None."""
+def _key(node: ast.Subscript) -> Key:
+    """The literal non-negative index of `x[0]`, or the string key of `x["dist"]`; else None."""
     index = node.slice
-    if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
-        return index.value
+    if isinstance(index, ast.Constant) and (type(index.value) is int and index.value >= 0 or
+                                            isinstance(index.value, str)):
+        return index.value  # type: ignore[no-any-return]
     return None
 
 
-def _element(returned: ast.expr, index: Optional[int]) -> ast.expr:
-    """Element `index` of a returned tuple (`return d, loc`), or the whole value when it is no tuple literal."""
-    if (index is not None and isinstance(returned, (ast.Tuple, ast.List)) and index < len(returned.elts)
-            and not any(isinstance(e, ast.Starred) for e in returned.elts[:index + 1])):
-        return returned.elts[index]
-    return returned
+def _element(value: ast.expr, key: Key) -> ast.expr:
+    """Element `key` of a tuple or list literal (`return d, loc`), or item `key` of a dict literal with literal
+    keys (`return {"dist": d, "loc": loc}`); the whole value when it is neither."""
+    if (isinstance(key, int) and isinstance(value, (ast.Tuple, ast.List)) and key < len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in value.elts[:key + 1])):
+        return value.elts[key]
+    if isinstance(key, str) and isinstance(value, ast.Dict) and None not in value.keys:
+        found = [v for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant) and k.value == key]
+        if len(found) == 1 and all(isinstance(k, ast.Constant) for k in value.keys):
+            return found[0]
+    return value
 
 
 def _default(function: ast.AST, name: str) -> Optional[ast.expr]:
