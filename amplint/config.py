@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
+from amplint.model import DistributionBase
+
 STRATEGIES = ("cast", "disable-autocast")
 
 
@@ -22,6 +24,9 @@ class Config:
     # that enters autocast): (name, the autocast it stands for). Filled by project mode, not by users.
     # (name, the autocast it wraps), and for a helper that opens its own region the `regions.RegionSpec` it opens
     autocast_aliases: Tuple[Tuple[object, ...], ...] = field(default=(), metadata={"derived": True})
+    # The project's own distribution classes (`extend_distributions` holds their names) and their library bases.
+    # Filled by project mode, not by users.
+    distribution_bases: Tuple[DistributionBase, ...] = field(default=(), metadata={"derived": True})
     project: bool = True
     # Directories that form the project a single named file is checked in (`amplint.scope`): absolute,
     # resolved from `[tool.amplint] src` against the config file's directory. Empty: find the project

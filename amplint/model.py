@@ -42,6 +42,19 @@ class ArgSpec:
 
 
 @dataclass(frozen=True)
+class DistributionBase:
+    """A project class derived from a library distribution, and what it changes of it (`facts.distclasses`).
+
+    Its library base's measurements stand for it only where the project's classes between the two leave the
+    method computed and the constructor alone: `defines` says which methods they write.
+    """
+
+    name: str  # as the analysis qualifies it: `SquashedNormal` in its own file, `pkg.dists.SquashedNormal`
+    base: str  # the library class it derives from, `torch.distributions.Normal`; "" for a configured one
+    defines: Tuple[str, ...] = ()  # the methods it and the project classes up to `base` define, sorted
+
+
+@dataclass(frozen=True)
 class DistSpec:
     """A distribution constructor visible in the source."""
 
@@ -49,6 +62,7 @@ class DistSpec:
     args: Tuple[ArgSpec, ...]
     components: Tuple["DistSpec", ...] = ()  # distributions passed as arguments
     mapping: Optional[ArgSpec] = None  # `**params` with keys unknown: it feeds each tensor parameter of the class
+    derived: Optional[DistributionBase] = None  # a project subclass: its library base
 
 
 PROBE_TOLERANCE = 1e-2  # the largest error |float16 - reference| / max(|reference|, 1) that is no loss

@@ -211,7 +211,8 @@ def analysis_options(config: Config, project: bool, text: Optional[str] = None) 
     words = ("distributions",) + tuple(name.rsplit(".", 1)[-1] for name in config.extend_distributions)
     builds = text is None or any(word in text for word in words)
     return AnalysisOptions(frozenset(config.extend_autocast), frozenset(config.extend_distributions), project,
-                           config.autocast_aliases, builds_distributions=builds)
+                           config.autocast_aliases, builds_distributions=builds,
+                           distribution_bases=config.distribution_bases)
 
 
 def finish(text: str, path: str, analysis: "ModuleAnalysis", config: Config, *, noqa: bool = True) -> SourceAnalysis:
@@ -270,7 +271,7 @@ def to_finding(diagnosis: "Diagnosis", path: str, analysis: "ModuleAnalysis", co
         fix_strategies=strategies,
         region=diagnosis.region.info,
         chain=placed(diagnosis.chain + built_hops(diagnosis.site, analysis.module, analysis.facts.positions), path),
-        site=site_spec(diagnosis.site, analysis.module, analysis.imports),
+        site=site_spec(diagnosis.site, analysis.module, analysis.imports, analysis.facts.distribution_bases),
         region_path=diagnosis.origin_file or None,
     )
 

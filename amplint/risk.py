@@ -12,7 +12,10 @@ parameter transforms) has non-finite values or raises under this device's
 policy; `low` — every measured regime is finite under it (the message gives
 the largest error relative to the float64 value, then the absolute one);
 `unknown` — the device or dtype is not a literal, or the class/method is not
-in the table, or the distribution is built out of sight.
+in the table, or the distribution is built out of sight. A project's subclass
+of a measured class (`class TightLaplace(Laplace)`) is measured as that class
+when the project's classes between them redefine neither the method nor
+`__init__`: it then computes exactly what was measured.
 Hand-written math is not in the table: its risk comes from the device's op
 lists (`low` where the policy runs every op that loses range in float32),
 else from float16 emulated on probe activations up to ±20
@@ -30,7 +33,7 @@ from importlib import resources
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from amplint.facts.probes import ENVELOPE
-from amplint.model import ArgSpec, Finding, Precision, Probed, Risk, SiteSpec
+from amplint.model import ArgSpec, DistSpec, Finding, Precision, Probed, Risk, SiteSpec
 
 LEVELS = ("unknown", "low", "high")
 # --min-risk's order: low < high. `unknown` is on no rung of it (nothing measured applies, so the computation may
@@ -65,9 +68,9 @@ def _transform(code: str) -> str:
     return kinds[-1] if kinds else ""
 
 
-def _finding_transforms(site: SiteSpec) -> Dict[str, str]:
-    """param -> transform for the arguments of the finding's first constructor (positions bound by name)."""
-    name = site.dists[0].qualname.rsplit(".", 1)[-1]
+def _finding_transforms(site: SiteSpec, name: str) -> Dict[str, str]:
+    """param -> transform for the arguments of the finding's first constructor (positions bound by the
+    parameters of `name`, the class measured for it)."""
     positional = load_table().get("positional", {}).get(name, [])  # type: ignore[union-attr]
     out = {}
     for arg in _args(site):
@@ -83,9 +86,9 @@ def _args(site: SiteSpec) -> Sequence[ArgSpec]:
     return site.dists[0].args if site.dists else ()
 
 
-def _matching(rows: List[dict], site: SiteSpec) -> List[dict]:
+def _matching(rows: List[dict], site: SiteSpec, name: str) -> List[dict]:
     """The rows built the way the finding's constructor is (same transform on every named parameter)."""
-    wanted = _finding_transforms(site)
+    wanted = _finding_transforms(site, name)
     if not wanted:
         return rows
     chosen = [row for row in rows if all(row["transforms"].get(p) == t for p, t in wanted.items())]
@@ -130,16 +133,34 @@ def assess(finding: Finding) -> Risk:
     name = site.dists[0].qualname.rsplit(".", 1)[-1]
     if len(classes) != 1:
         return _unknown(f"the value may be one of {', '.join(sorted(classes))} (one per branch)", device)
-    if not site.dists[0].qualname.startswith("torch.distributions."):
-        return _unknown(f"{name}.{site.method} is not in the measured table", device)
-    rows = [row for row in _index().get((name, site.method), []) if "skipped" not in row]
+    qualname, through = _measured_as(site.dists[0], site.method)
+    if not qualname.startswith("torch.distributions."):
+        return _unknown(through or f"{name}.{site.method} is not in the measured table", device)
+    measured = qualname.rsplit(".", 1)[-1]
+    rows = [row for row in _index().get((measured, site.method), []) if "skipped" not in row]
     if not rows:
-        return _unknown(f"{name}.{site.method} is not in the measured table", device)
+        return _unknown(f"{measured}.{site.method} is not in the measured table", device)
     column = _column(device, region.enabled)
-    rows = [row for row in _matching(rows, site) if not row[column].get("emulation_limit")]
+    rows = [row for row in _matching(rows, site, measured) if not row[column].get("emulation_limit")]
     if not rows:
-        return _unknown(f"the CUDA-policy emulation cannot run {name}.{site.method} on a CPU build", device)
-    return _judge(rows, column, device, not region.enabled)
+        return _unknown(f"the CUDA-policy emulation cannot run {measured}.{site.method} on a CPU build", device)
+    risk = _judge(rows, column, device, not region.enabled)
+    return replace(risk, detail=f"{through}: {risk.detail}") if through else risk
+
+
+def _measured_as(spec: DistSpec, method: str) -> Tuple[str, str]:
+    """The class whose measurements stand for `spec`'s `method`: its own, or, for a project subclass that
+    leaves the method and the constructor as its library base computes them, that base (with the words that
+    say so); for one that changes either, "" and why."""
+    derived = spec.derived
+    if derived is None or not derived.base:
+        return spec.qualname, ""
+    name, base = spec.qualname.rsplit(".", 1)[-1], derived.base.rsplit(".", 1)[-1]
+    changed = [m for m in ("__init__", method) if m in derived.defines]
+    if changed:
+        redefined = " and ".join(f"`{m}`" for m in changed)
+        return "", f"the project's classes from {name} to {base} redefine {redefined}: not measured"
+    return derived.base, f"measured as {base}, whose `{method}` and `__init__` {name} keeps"
 
 
 def _probed(probed: Probed, device: str, reached: bool = False) -> Risk:

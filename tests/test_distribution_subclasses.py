@@ -187,3 +187,91 @@ def test_facts_without_cpython_tree_read_the_same_classes() -> None:
     with_tree = collect_facts(cst.parse_module(source), imports=import_table(tree), source=SourceTree(tree, source))
     parsed_again = collect_facts(cst.parse_module(source), imports=import_table(tree))
     assert with_tree.distributions == parsed_again.distributions == frozenset({"SquashedNormal", "TightNormal"})
+
+
+KEEPS = '''\
+from torch.distributions import Laplace, Normal
+
+
+class TightLaplace(Laplace):
+    def mode(self):
+        return self.loc
+
+
+class Squashed(Normal):
+    def __init__(self, loc, scale):
+        super().__init__(loc, scale)
+
+
+class Tighter(Squashed):
+    pass
+
+
+class Summed(Normal):
+    def log_prob(self, value):
+        return super().log_prob(value).sum(-1)
+'''
+KEEPS_STEP = '''
+
+def step(lin, h, y):
+    import torch
+
+    with torch.autocast("cpu", dtype=torch.float16):
+        loc, raw = lin(h).chunk(2, dim=-1)
+        a = TightLaplace(loc, 1e-3 * torch.sigmoid(raw)).log_prob(y.float()).mean()
+        b = Tighter(loc, raw.exp()).log_prob(y.float()).mean()
+        c = Summed(loc, raw.exp()).log_prob(y.float()).mean()
+        return a + b + c
+'''
+RISKS = [
+    (28, "high", "measured as Laplace, whose `log_prob` and `__init__` TightLaplace keeps: "),
+    (29, "unknown", "the project's classes from Tighter to Normal redefine `__init__`: not measured"),
+    (30, "unknown", "the project's classes from Summed to Normal redefine `log_prob`: not measured"),
+]
+
+
+def _risks(findings: List[Dict[str, object]]) -> List[Tuple[object, object, str]]:
+    return [(f["line"], f["risk"]["level"], str(f["risk"]["detail"])) for f in findings]  # type: ignore[index]
+
+
+def test_a_subclass_that_keeps_the_method_and_constructor_has_its_bases_measured_risk(tmp_path: Path) -> None:
+    """Its library base's measurements stand for it where the project's classes redefine neither the computed
+    method nor `__init__`; otherwise its risk stays unknown, and the message says which they redefine."""
+    (tmp_path / "one.py").write_text(KEEPS + KEEPS_STEP)
+    for mode in (("--no-project",), ()):
+        risks = _risks(check_json(tmp_path, *mode))
+        assert [(line, level) for line, level, _ in risks] == [(line, level) for line, level, _ in RISKS], mode
+        for (_, _, detail), (_, _, expected) in zip(risks, RISKS):
+            assert detail.startswith(expected), (mode, detail)
+
+
+def test_the_base_is_found_through_another_files_class(tmp_path: Path) -> None:
+    write_package(tmp_path, {"dists.py": KEEPS, "deeper.py": "from pkg.dists import TightLaplace\n\n\n"
+                             "class Deeper(TightLaplace):\n    pass\n"})
+    (tmp_path / "run.py").write_text("from pkg.deeper import Deeper\n" + KEEPS_STEP.replace(
+        "TightLaplace(", "Deeper(").replace("        b = Tighter(loc, raw.exp()).log_prob(y.float()).mean()\n", "")
+        .replace("        c = Summed(loc, raw.exp()).log_prob(y.float()).mean()\n", "").replace("a + b + c", "a"))
+    risks = _risks(check_json(tmp_path))
+    assert [(line, level) for line, level, _ in risks] == [(9, "high")]
+    assert risks[0][2].startswith("measured as Laplace, whose `log_prob` and `__init__` Deeper keeps: ")
+
+
+@pytest.mark.torch
+def test_the_kept_base_computes_what_was_measured() -> None:
+    """What the measured risk claims, run as the table measures it (every input a float16 head):
+    `TightLaplace` under CPU float16 autocast gives -inf (its base's `log_prob`), and the cast fixes it."""
+    torch = pytest.importorskip("torch")
+    namespace: Dict[str, object] = {}
+    exec(compile(KEEPS, "keeps.py", "exec"), namespace)
+    tight = namespace["TightLaplace"]
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+    h, y = torch.randn(512, 8), 10 * torch.randn(512, 4)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16):
+        loc, raw = lin(h).chunk(2, dim=-1)
+        scale = 1e-3 * torch.sigmoid(raw)
+        value = y.half()
+        before = tight(loc, scale).log_prob(value)  # type: ignore[operator]  # noqa: AMP001 - on purpose
+        after = tight(loc.float(), scale.float()).log_prob(value.float())  # type: ignore[operator]  # noqa: AMP001
+    assert int((~torch.isfinite(before)).sum()) > 0
+    assert bool(torch.isfinite(after).all())

@@ -42,14 +42,15 @@ def collect_facts(
         imports = collect_imports(module)
     own = local_distribution_classes(_cpython_tree(module, source), imports, options.extend_distributions)
     if own:  # this file's subclasses of a distribution are distributions here
-        options = replace(options, extend_distributions=options.extend_distributions | own)
+        options = replace(options, extend_distributions=options.extend_distributions | {c.name for c in own},
+                          distribution_bases=options.distribution_bases + own)
     collector = collector_class(recognizers)(module, imports, options, recognizers, source)
     walk(module, collector)
     _drop_non_distributions(collector)
     _drop_densities_with_sites(collector.scopes)
     return FileFacts(module, imports, collector.scopes, collector.class_bases, collector.class_attrs,
                      collector.framework_calls, collector.class_items, collector.returns, collector.requested,
-                     collector.positions, options.extend_distributions)
+                     collector.positions, options.extend_distributions, options.distribution_bases)
 
 
 def _cpython_tree(module: cst.Module, source: PositionSource) -> ast.Module:

@@ -6,7 +6,9 @@ an unknown class, its site was opaque (risk unknown, never fixable), and casting
 its constructor's arguments did not clear it. A class whose bases, through other
 classes, reach a distribution class is read as a configured one
 (`extend-distributions`): its constructor's tensor arguments are the inputs, and
-fix A casts them.
+fix A casts them. Each keeps its library base and the methods the project's
+classes on the way define (`model.DistributionBase`): where they leave the
+computed method and the constructor alone, the base's measurements apply.
 
 One rule, read from CPython's tree, serves both modes: single-file mode finds a
 file's own classes (`local_distribution_classes`), and the project pass
@@ -16,35 +18,60 @@ classes derived from ones found in any file.
 from __future__ import annotations
 
 import ast
-from typing import AbstractSet, FrozenSet, Iterator, List, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Tuple
 
+from amplint.model import DistributionBase
 from amplint.names import ImportTable, ast_qualnames
-from amplint.torchnames import distribution_name
+from amplint.torchnames import DISTRIBUTION_PACKAGES, distribution_name
 
 
-def local_distribution_classes(tree: ast.Module, table: ImportTable, extra: FrozenSet[str]) -> FrozenSet[str]:
-    """The classes of `tree` (nested ones as `Outer.Inner`) derived from a distribution class, through its own."""
-    found: Set[str] = set()
+def local_distribution_classes(tree: ast.Module, table: ImportTable,
+                               extra: FrozenSet[str]) -> Tuple[DistributionBase, ...]:
+    """The classes of `tree` (nested ones as `Outer.Inner`) derived from a distribution class, through its own;
+    each named by its key in the file."""
+    found: Dict[str, DistributionBase] = {}
     grew = True
     while grew:  # a class derived from one found: found on the next round
         grew = False
-        for key in derived_classes(tree, table, extra, found):
-            if key not in found:
-                found.add(key)
+        for each in derived_classes(tree, table, extra, found, {}):
+            if each.name not in found:
+                found[each.name] = each
                 grew = True
-    return frozenset(found)
+    return tuple(found.values())
 
 
 def derived_classes(tree: ast.Module, table: ImportTable, known: FrozenSet[str],
-                    local: AbstractSet[str]) -> Iterator[str]:
+                    local: Mapping[str, DistributionBase],
+                    project: Mapping[str, DistributionBase]) -> Iterator[DistributionBase]:
     """The classes of `tree` whose bases the file's imports qualify as a distribution, or as a class in `known`
-    (qualified) or in `local` (this file's, found already)."""
+    (qualified: `project` holds those found in the project's files) or in `local` (this file's, found already),
+    each named by its key in the file."""
     for key, node in _classes(tree.body, ""):
         for base in node.bases:
             quals = ast_qualnames(base.value if isinstance(base, ast.Subscript) else base, table)  # `Generic[T]`
-            if distribution_name(quals, known) is not None or quals & local:
-                yield key
+            parent = _parent(quals, known, local, project)
+            if parent is not None:
+                defines = set(parent.defines) | _defined(node)
+                yield DistributionBase(key, parent.base, tuple(sorted(defines)))
                 break
+
+
+def _parent(quals: FrozenSet[str], known: FrozenSet[str], local: Mapping[str, DistributionBase],
+            project: Mapping[str, DistributionBase]) -> Optional[DistributionBase]:
+    """What a base spelled as `quals` stands for: a class found already, or a library (or configured) one."""
+    for name in sorted(quals):
+        if name in local:
+            return local[name]
+    name = distribution_name(quals, known)
+    if name is None:
+        return None
+    if name in project:
+        return project[name]
+    return DistributionBase(name, name if name.startswith(DISTRIBUTION_PACKAGES) else "")
+
+
+def _defined(node: ast.ClassDef) -> set:
+    return {each.name for each in node.body if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def _classes(body: List[ast.stmt], prefix: str) -> Iterator[Tuple[str, ast.ClassDef]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Protocol, Set, Tuple, Union
 
-from amplint.model import OnDevice, Precision, Probed, RegionInfo
+from amplint.model import DistributionBase, OnDevice, Precision, Probed, RegionInfo
 from amplint.policies import AutocastPolicy, policy_for
 from amplint.regions import AutocastFactory, RegionSpec
 
@@ -44,6 +44,7 @@ class AnalysisOptions:
     float32_reads: Tuple["Float32Reads", ...] = ()  # reads the project proved float32 (`entry.Float32Reads`)
     builds_distributions: bool = True  # the text may construct one (it says `distributions`): returns are read
     accelerators: Tuple["HeldAccelerator", ...] = ()  # receivers the project found bound to `Accelerator(...)`
+    distribution_bases: Tuple[DistributionBase, ...] = ()  # the project's distribution classes' library bases
 
 
 @dataclass
@@ -342,6 +343,7 @@ class FileFacts:
     requested: List["Requested"] = field(default_factory=list)  # at `AnalysisOptions.requests`: fix A casts them
     positions: Optional["Positions"] = None  # the collector's: an analysis of the same tree again reads them
     distributions: FrozenSet[str] = frozenset()  # the distribution classes read as configured: the fixer's too
+    distribution_bases: Tuple[DistributionBase, ...] = ()  # the project's (and this file's own) among them
 
     def sites(self) -> List[Site]:
         """Every probability site, scope by scope in source order of their functions."""

@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Set
+from typing import Dict, List, Optional, Sequence, Set
 
 import libcst as cst
 
 from amplint import dtypes
 from amplint.facts.model import DistRef, Site
 from amplint.facts.sites import DISTRIBUTION
-from amplint.model import ArgSpec, DistSpec, SiteSpec
+from amplint.model import ArgSpec, DistributionBase, DistSpec, SiteSpec
 from amplint.names import ImportTable
 
 
-def site_spec(site: Site, module: cst.Module, imports: ImportTable) -> SiteSpec:
-    """The plain-data description of a site that the verifier rebuilds."""
-    specs = _Specs(module, imports, site.wide_names)
+def site_spec(site: Site, module: cst.Module, imports: ImportTable,
+              bases: Sequence[DistributionBase] = ()) -> SiteSpec:
+    """The plain-data description of a site that the verifier rebuilds; `bases`: the project's distribution
+    classes (`FileFacts.distribution_bases`), whose library bases their specs name."""
+    specs = _Specs(module, imports, site.wide_names, {base.name: base for base in bases})
     values = []
     position = 0
     for arg in site.call.args if isinstance(site.call, cst.Call) else ():  # a site of another kind: no values
@@ -40,6 +42,7 @@ class _Specs:
     module: cst.Module
     imports: ImportTable
     wide_names: Set[str]
+    bases: Dict[str, DistributionBase]
 
     def arg_spec(self, arg: cst.Arg, position: Optional[int]) -> ArgSpec:
         name = arg.keyword.value if arg.keyword is not None else None
@@ -64,7 +67,7 @@ class _Specs:
                 components.append(self.dist_spec(component))
             else:
                 args.append(self.arg_spec(arg, index))
-        return DistSpec(ref.qualname, tuple(args), tuple(components))
+        return DistSpec(ref.qualname, tuple(args), tuple(components), derived=self.bases.get(ref.qualname))
 
 
 def _name_of(node: cst.BaseExpression) -> Optional[str]:

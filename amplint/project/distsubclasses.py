@@ -16,13 +16,14 @@ its module's dotted names, and the relative spellings of them.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, Set, Tuple
+from dataclasses import replace
+from typing import Dict, FrozenSet, Iterator, Tuple
 
 from amplint.cpython_trees import CPythonTrees
 from amplint.facts.distclasses import derived_classes
 from amplint.files import read_source
 from amplint.identifiers import analysis_text
-from amplint.model import FileError
+from amplint.model import DistributionBase, FileError
 from amplint.names import ImportTable
 from amplint.project.modules import ModuleIndex
 from amplint.project.spellings import ClassLine
@@ -41,11 +42,12 @@ RELATIVE_DOTS = 3  # `from ...dists import X`: the relative spellings kept, per 
 
 
 def project_distributions(classes: Dict[str, Tuple[ClassLine, ...]], index: ModuleIndex, parsed: CPythonTrees,
-                          extra: FrozenSet[str]) -> Tuple[str, ...]:
-    """Every name an importer may give a project class derived from a distribution (sorted)."""
+                          extra: FrozenSet[str]) -> Tuple[DistributionBase, ...]:
+    """Every name an importer may give a project class derived from a distribution, with its library base
+    (sorted by name)."""
     wanted = set(BASE_NAMES) | {name.rstrip(".").rsplit(".", 1)[-1] for name in extra}
-    found: Dict[Tuple[str, str], None] = {}  # (path, class key)
-    names: Set[str] = set()
+    found: Dict[str, Dict[str, DistributionBase]] = {}  # path -> class key -> what it derives
+    names: Dict[str, DistributionBase] = {}  # each spelling of each class found
     tables: Dict[str, object] = {}
     grew = True
     while grew:  # a class derived from one found in this round is found in the next
@@ -53,23 +55,24 @@ def project_distributions(classes: Dict[str, Tuple[ClassLine, ...]], index: Modu
         for path, lines in classes.items():
             if not any(base in wanted for line in lines for base in line.bases):
                 continue
-            for key in _derived(path, tables, parsed, extra | names, {k for p, k in found if p == path}):
-                if (path, key) not in found:
-                    found[(path, key)] = None
-                    names.update(_spellings(index, path, key))
-                    wanted.add(key.rsplit(".", 1)[-1])
+            local = found.setdefault(path, {})
+            for each in _derived(path, tables, parsed, extra | frozenset(names), local, names):
+                if each.name not in local:
+                    local[each.name] = each
+                    names.update((name, replace(each, name=name)) for name in _spellings(index, path, each.name))
+                    wanted.add(each.name.rsplit(".", 1)[-1])
                     grew = True
-    return tuple(sorted(names))
+    return tuple(names[name] for name in sorted(names))
 
 
 def _derived(path: str, tables: Dict[str, object], parsed: CPythonTrees, known: FrozenSet[str],
-             local: Set[str]) -> Iterator[str]:
+             local: Dict[str, DistributionBase], project: Dict[str, DistributionBase]) -> Iterator[DistributionBase]:
     """`facts.distclasses.derived_classes` of the file at `path`, parsed once per run."""
     if path not in tables:
         tables[path] = _parse(path, parsed)
     read = tables[path]
     if read is not None:
-        yield from derived_classes(*read, known, local)  # type: ignore[misc]
+        yield from derived_classes(*read, known, local, project)  # type: ignore[misc]
 
 
 def _parse(path: str, parsed: CPythonTrees) -> "Tuple[ast.Module, ImportTable] | None":

@@ -8,7 +8,7 @@ from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees
 from amplint.files import discover
-from amplint.model import FileError, FileResult
+from amplint.model import DistributionBase, FileError, FileResult
 from amplint.parallel import RunPool
 from amplint.project.cache import DiskCache, PassCache, code_fingerprint
 from amplint.project import configfiles
@@ -24,7 +24,7 @@ from amplint.project.resolve import Resolver
 from amplint.project.float32flow import float32_reads
 from amplint.project.returnflow import call_returns, dist_arguments
 from amplint.project.distsubclasses import project_distributions
-from amplint.project.spellings import DistributionSpelling, Spelling, project_spellings, with_spellings
+from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
 from amplint.project.textfindings import TextFindings, not_kept
 from amplint.project.walk import Walked, call_seeds, walk
@@ -36,7 +36,7 @@ class ProjectRun:
     entries: Dict[str, Tuple[EntryContext, ...]]
     stats: Stats = field(default_factory=Stats)
     # The project's own autocast spellings and distribution classes: `with_spellings(config, ...)`.
-    spellings: Tuple["Spelling | DistributionSpelling", ...] = ()
+    spellings: Tuple["Spelling | DistributionBase", ...] = ()
     texts: TextFindings = field(default_factory=not_kept)  # the run's cache, for texts a front end analyses itself
 
 
@@ -68,7 +68,7 @@ def run_project(
         names = project_spellings(files, config.jobs, parsed, pool, passes)
         modules = ModuleIndex.build(files, tops)
         classes = project_distributions(names.classes, modules, parsed, frozenset(config.extend_distributions))
-        spellings = names.spellings + tuple(DistributionSpelling(name) for name in classes)
+        spellings = names.spellings + classes
         config = with_spellings(config, spellings)
         root = display_root(paths)
         loader = Loader(files, config, cache, modules, fingerprint, parsed, pool, passes)

@@ -30,7 +30,7 @@ from amplint.cpython_trees import CPythonTrees, worker_trees
 from amplint.files import read_stamped, source_from
 from amplint.identifiers import analysis_text
 from amplint.project.cache import pass_work, recall, shares
-from amplint.model import FileError, RegionInfo
+from amplint.model import DistributionBase, FileError, RegionInfo
 from amplint.screen import mentions_probability
 from amplint.names import ImportTable, ast_qualnames
 from amplint.project.helperregions import helper_regions
@@ -255,27 +255,21 @@ def _text_spellings(text: str, parsed: CPythonTrees) -> Optional[Tuple[Spelling,
     return None if isinstance(tree, str) else file_spellings(*tree, text)
 
 
-@dataclass(frozen=True)
-class DistributionSpelling:
-    """A name of a project class derived from a distribution (`distsubclasses`): a configured distribution."""
-
-    name: str  # as an importer qualifies it: `pkg.dists.SquashedNormal`, `.dists.SquashedNormal`
-
-
-def with_spellings(config: Config, spellings: Sequence["Spelling | DistributionSpelling"]) -> Config:
+def with_spellings(config: Config, spellings: Sequence["Spelling | DistributionBase"]) -> Config:
     """`config` that treats the project's spellings as autocast (their names are region words of every
-    prefilter), and its own distribution classes as configured distributions."""
+    prefilter), and its own distribution classes (`distsubclasses`) as configured distributions."""
     if not spellings:
         return config
     regions = [s for s in spellings if isinstance(s, Spelling)]
     names = tuple(s.name for s in regions if s.name not in config.extend_autocast)
-    classes = tuple(s.name for s in spellings if isinstance(s, DistributionSpelling)
+    classes = tuple(s for s in spellings if isinstance(s, DistributionBase)
                     and s.name not in config.extend_distributions)
     return replace(
         config,
         extend_autocast=config.extend_autocast + names,
         autocast_aliases=config.autocast_aliases + tuple(_alias(s) for s in regions),
-        extend_distributions=config.extend_distributions + classes,
+        extend_distributions=config.extend_distributions + tuple(s.name for s in classes),
+        distribution_bases=config.distribution_bases + classes,
     )
 
 
