@@ -133,9 +133,10 @@ def assess(finding: Finding) -> Risk:
     name = site.dists[0].qualname.rsplit(".", 1)[-1]
     if len(classes) != 1:
         return _unknown(f"the value may be one of {', '.join(sorted(classes))} (one per branch)", device)
-    qualname, through = _measured_as(site.dists[0], site.method)
+    qualname, through = measured_as(site.dists[0], site.method)
     if not qualname.startswith("torch.distributions."):
-        return _unknown(through or f"{name}.{site.method} is not in the measured table", device)
+        return _unknown(f"{through}: not measured" if through else f"{name}.{site.method} is not in the measured table",
+                        device)
     measured = qualname.rsplit(".", 1)[-1]
     rows = [row for row in _index().get((measured, site.method), []) if "skipped" not in row]
     if not rows:
@@ -148,10 +149,10 @@ def assess(finding: Finding) -> Risk:
     return replace(risk, detail=f"{through}: {risk.detail}") if through else risk
 
 
-def _measured_as(spec: DistSpec, method: str) -> Tuple[str, str]:
+def measured_as(spec: DistSpec, method: str) -> Tuple[str, str]:
     """The class whose measurements stand for `spec`'s `method`: its own, or, for a project subclass that
     leaves the method and the constructor as its library base computes them, that base (with the words that
-    say so); for one that changes either, "" and why."""
+    say so); for one that redefines either, "" and which it redefines."""
     derived = spec.derived
     if derived is None or not derived.base:
         return spec.qualname, ""
@@ -159,7 +160,7 @@ def _measured_as(spec: DistSpec, method: str) -> Tuple[str, str]:
     changed = [m for m in ("__init__", method) if m in derived.defines]
     if changed:
         redefined = " and ".join(f"`{m}`" for m in changed)
-        return "", f"the project's classes from {name} to {base} redefine {redefined}: not measured"
+        return "", f"the project's classes from {name} to {base} redefine {redefined}"
     return derived.base, f"measured as {base}, whose `{method}` and `__init__` {name} keeps"
 
 

@@ -9,6 +9,7 @@ distribution: its constructor's tensor arguments are the inputs, and fix A casts
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -275,3 +276,22 @@ def test_the_kept_base_computes_what_was_measured() -> None:
         after = tight(loc.float(), scale.float()).log_prob(value.float())  # type: ignore[operator]  # noqa: AMP001
     assert int((~torch.isfinite(before)).sum()) > 0
     assert bool(torch.isfinite(after).all())
+
+
+@pytest.mark.torch
+def test_verify_rebuilds_a_kept_base_and_leaves_a_redefined_one(tmp_path: Path) -> None:
+    """`amplint verify` rebuilds `TightLaplace` as `Laplace` (it computes what the base does) and confirms the
+    -inf its risk claims; `Tighter` redefines `__init__`, so verify says so and runs nothing of it."""
+    step = KEEPS_STEP.replace("log_prob(y.float())", "log_prob(y)").replace(
+        "        c = Summed(loc, raw.exp()).log_prob(y).mean()\n", "").replace("a + b + c", "a + b")
+    (tmp_path / "one.py").write_text(KEEPS + step)
+    done = subprocess.run([sys.executable, "-m", "amplint", "verify", "--format", "json", "--timing-runs", "0",
+                           "--batch", "4096", "one.py"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    results = {r["line"]: r for r in json.loads(done.stdout)}
+    assert sorted(results) == [28, 29], done.stderr
+    kept, redefined = results[28], results[29]
+    assert (kept["verdict"], kept["computation"]) == ("confirmed", "Laplace.log_prob")
+    assert kept["original"]["neg_inf"] > 0 and kept["fix_cast"]["neg_inf"] == 0
+    assert kept["notes"] == ["TightLaplace rebuilt as Laplace, whose `log_prob` and `__init__` it keeps"]
+    assert redefined["verdict"] == "unverifiable"
+    assert redefined["reason"].startswith("the project's classes from Tighter to Normal redefine `__init__`")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple, Union
 
 from amplint import dtypes
 from amplint.model import ArgSpec, DistSpec, SiteSpec
-from amplint.risk import UNSEEN
+from amplint.risk import UNSEEN, measured_as
 from amplint.transforms import Chain, parse_chain
 
 ALLOWED_ROOTS = ("torch.distributions", "pyro.distributions")
@@ -122,9 +122,14 @@ def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:
         return Unverifiable(f"{UNSEEN}, as check says: verify rebuilds what check reads, so its class is unknown")
     dists = []
     for spec in site.dists:
-        plan = plan_dist(spec)
+        measured = _as_measured(spec, site.method)
+        plan = measured if isinstance(measured, Unverifiable) else plan_dist(measured)
         if isinstance(plan, Unverifiable):
             return plan
+        if measured is not spec:
+            name, base = (each.rsplit(".", 1)[-1] for each in (spec.qualname, measured.qualname))
+            plan = replace(plan, notes=plan.notes + (
+                f"{name} rebuilt as {base}, whose `{site.method}` and `__init__` it keeps",))
         dists.append(plan)
     value: Optional[TensorArg] = None
     if site.method in VALUE_METHODS:
@@ -135,6 +140,16 @@ def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:
             return Unverifiable(f"the value `{spec.code}` is a Python number, not a tensor")
         value = _tensor_arg("value", spec)
     return SitePlan(site.method, tuple(dists), value)
+
+
+def _as_measured(spec: DistSpec, method: str) -> Union[DistSpec, Unverifiable]:
+    """A project subclass that keeps its library base's `method` and `__init__` computes what the base does:
+    rebuilt as the base (`risk.measured_as`); one that redefines either is the user's code, not rebuilt."""
+    if spec.derived is None or not spec.derived.base:
+        return spec
+    qualname, why = measured_as(spec, method)
+    return replace(spec, qualname=qualname) if qualname else Unverifiable(
+        f"{why}: verify rebuilds library classes, and runs no code of yours unless asked (--run-user-code)")
 
 
 def resolve_class(qualname: str) -> Union[Tuple[type, Tuple[str, ...]], Unverifiable]:
