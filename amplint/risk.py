@@ -42,6 +42,9 @@ MEASURED_ORDER = ("low", "high")
 DEVICES = ("cuda", "cpu")
 TRANSFORM_KINDS = ("exp", "softplus", "sigmoid", "softmax", "log_softmax")
 UNSEEN = "the distribution is built where the analysis cannot see it"  # check's words, and verify's
+# A measured row's `value` when its value was cast to float32 (`log_prob(y.float())`); a row without one
+# measured a float16 value out of a head (`amplint.verify.hazard_script`).
+VALUE_CAST = "float32"
 
 
 @functools.lru_cache(maxsize=1)
@@ -138,7 +141,7 @@ def assess(finding: Finding) -> Risk:
         return _unknown(f"{through}: not measured" if through else f"{name}.{site.method} is not in the measured table",
                         device)
     measured = qualname.rsplit(".", 1)[-1]
-    rows = [row for row in _index().get((measured, site.method), []) if "skipped" not in row]
+    rows = _value_rows([row for row in _index().get((measured, site.method), []) if "skipped" not in row], site)
     if not rows:
         return _unknown(f"{measured}.{site.method} is not in the measured table", device)
     column = _column(device, region.enabled)
@@ -147,6 +150,14 @@ def assess(finding: Finding) -> Risk:
         return _unknown(f"the CUDA-policy emulation cannot run {measured}.{site.method} on a CPU build", device)
     risk = _judge(rows, column, device, not region.enabled)
     return replace(risk, detail=f"{through}: {risk.detail}") if through else risk
+
+
+def _value_rows(rows: List[dict], site: SiteSpec) -> List[dict]:
+    """The rows measured with the value as the site has it: cast to float32 where every value argument is,
+    else a float16 value out of a head (what an uncast one may be). A cast value can undo the hazard:
+    `Laplace.log_prob` divides `|value - loc|` by the scale in float32 then."""
+    cast = bool(site.values) and all(value.cast for value in site.values)
+    return [row for row in rows if (row.get("value") == VALUE_CAST) == cast]
 
 
 def measured_as(spec: DistSpec, method: str) -> Tuple[str, str]:
@@ -199,12 +210,17 @@ def _judge(rows: List[dict], column: str, device: str, disabled: bool) -> Risk:
         else:
             kinds = [k for k, key in (("-inf", "neg_inf"), ("+inf", "pos_inf"), ("NaN", "nan")) if cell[key]]
             what = f"{_nonfinite(cell):,} of {worst['rows']:,} {'/'.join(kinds)} measured"
-        return Risk("high", device, f"{what} ({worst['regime']})", nonfinite=_nonfinite(cell), rows=worst["rows"],
-                    measured_as=column, params=worst["params"], disabled=disabled)
+        return Risk("high", device, f"{what} ({worst['regime']}{_cast_words(worst)})", nonfinite=_nonfinite(cell),
+                    rows=worst["rows"], measured_as=column, params=worst["params"], disabled=disabled)
     error = _largest(rows, column, "max_abs_error")
     relative = _largest(rows, column, "max_rel_error")
-    return Risk("low", device, low_detail(len(rows), error, relative), nonfinite=0, rows=rows[0]["rows"],
-                measured_as=column, max_abs_error=error, disabled=disabled, max_rel_error=relative)
+    return Risk("low", device, low_detail(len(rows), error, relative) + _cast_words(rows[0]), nonfinite=0,
+                rows=rows[0]["rows"], measured_as=column, max_abs_error=error, disabled=disabled,
+                max_rel_error=relative)
+
+
+def _cast_words(row: dict) -> str:
+    return ", the value cast to float32" if row.get("value") == VALUE_CAST else ""
 
 
 def _largest(rows: List[dict], column: str, key: str) -> Optional[float]:

@@ -33,7 +33,7 @@ def _one(body: str) -> Finding:
 
 def _rows(dist: str, method: str, scale_code: str) -> List[dict]:
     return [row for row in load_table()["rows"] if row["dist"] == dist and row["method"] == method
-            and "skipped" not in row and f"scale={scale_code}" in row["params"]]
+            and "skipped" not in row and "value" not in row and f"scale={scale_code}" in row["params"]]
 
 
 LAPLACE_SIGMOID = """
@@ -168,7 +168,7 @@ def test_risk_needs_no_torch(project: Path) -> None:
 def test_probs_from_softmax_and_logits_are_told_apart() -> None:
     """On CPU, float16 softmax probabilities fail Categorical's simplex check; the same logits are fine."""
     probs = [r for r in load_table()["rows"] if r["dist"] == "Categorical" and r["method"] == "log_prob"
-             and "skipped" not in r and r["transforms"] == {"probs": "softmax"}]
+             and "skipped" not in r and "value" not in r and r["transforms"] == {"probs": "softmax"}]
     assert probs and probs[0]["cpu"]["error"].startswith("ValueError")
     body = """
         from torch.distributions import Categorical
@@ -181,3 +181,37 @@ def test_probs_from_softmax_and_logits_are_told_apart() -> None:
     low = _one(body.format(arg="logits=model(x)"))
     assert high.risk.level == "high" and high.risk.text().startswith("risk high on CPU: raises ValueError")
     assert low.risk.level == "low"
+
+
+def test_a_cast_value_reads_the_rows_measured_with_a_float32_value() -> None:
+    """`Laplace(...).log_prob(y.float())` divides |value - loc| by the scale in float32 and stays finite, where a
+    float16 value gives -inf: the risk reads the rows measured with the value cast, as `amplint verify` runs it.
+    `Normal` with small scales is -inf either way (its variance underflows in float16)."""
+    laplace = [row for row in load_table()["rows"] if row["dist"] == "Laplace" and row["method"] == "log_prob"
+               and row.get("value") == "float32" and "1e-3 * torch.sigmoid" in row["params"]]
+    assert [row["cpu"]["neg_inf"] for row in laplace] == [0]
+    cast = _one(LAPLACE_SIGMOID.format(device="cpu").replace("log_prob(y)", "log_prob(y.float())"))
+    assert cast.risk.level == "low" and cast.risk.detail.endswith(", the value cast to float32")
+    uncast = _one(LAPLACE_SIGMOID.format(device="cpu"))
+    assert uncast.risk.level == "high" and "value cast" not in uncast.risk.detail
+    normal = _one(NORMAL_EXP.format(device="cpu").replace("log_prob(y)", "log_prob(y.float())"))
+    assert normal.risk.level == "high" and normal.risk.detail.endswith(", the value cast to float32)")
+
+
+@pytest.mark.torch
+def test_check_and_verify_agree_on_the_value_as_written(tmp_path: Path) -> None:
+    """`check`'s risk and `verify`'s run read the same value: `high` and confirmed with the value as a float16
+    head gives it, `low` and not reproduced with the value cast."""
+    body = LAPLACE_SIGMOID.format(device="cpu")
+    (tmp_path / "case.py").write_text(HEAD + textwrap.dedent(body) + textwrap.dedent(
+        body.replace("def loss(", "def loss_cast(").replace("log_prob(y)", "log_prob(y.float())")))
+
+    def run(*args: str) -> list:
+        done = subprocess.run([sys.executable, "-m", "amplint", *args, "--format", "json", "case.py"],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        return json.loads(done.stdout)
+
+    risks = [(f["line"], f["risk"]["level"]) for f in run("check", "--no-project")]
+    verdicts = [(r["line"], r["verdict"]) for r in run("verify", "--timing-runs", "0", "--batch", "4096")]
+    assert risks == [(10, "high"), (15, "low")]
+    assert verdicts == [(10, "confirmed"), (15, "not-reproduced")]

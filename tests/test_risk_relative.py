@@ -23,7 +23,7 @@ def loss(model, x, y):
 
 def _rows(dist: str, method: str) -> list:
     return [row for row in load_table()["rows"] if row["dist"] == dist and row["method"] == method
-            and "skipped" not in row]
+            and "skipped" not in row and "value" not in row]
 
 
 def test_a_low_risk_gives_the_relative_error_first_then_the_absolute() -> None:
@@ -51,7 +51,7 @@ def test_every_measured_cell_has_a_relative_error_no_larger_than_its_absolute_on
     """|e| / max(|reference|, 1) <= |e|, over the same entries (finite in both): the two agree on None too."""
     cells = [row[column] for row in load_table()["rows"] if "skipped" not in row
              for column in ("cpu", "cuda-emulated")]
-    assert len(cells) == 572
+    assert len(cells) == 900  # 286 measured rows with a float16 value, 164 with the value cast to float32
     for cell in cells:
         absolute, relative = cell["max_abs_error"], cell["max_rel_error"]
         assert (absolute is None) == (relative is None), cell

@@ -40,6 +40,7 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from amplint.model import ArgSpec, DistSpec, SiteSpec  # noqa: E402
+from amplint.risk import VALUE_CAST  # noqa: E402
 from amplint.verify.devices import CPU, CUDA, CUDA_EMULATED, Device, emulation_limit, to_host  # noqa: E402
 from amplint.verify.inputs import Synthesis, synthesize  # noqa: E402
 from amplint.verify.recipes import GENERIC, Recipe, constraint_kind, generic_sampler, recipes_for  # noqa: E402
@@ -162,6 +163,7 @@ class Case:
     params: str  # how the parameters are made, e.g. "loc=loc_head, scale=torch.exp(scale_head)"
     spec: Optional[SiteSpec]
     skip: Optional[str] = None  # why there is no measurement
+    value_cast: bool = False  # the value is cast to float32 (`log_prob(y.float())`, float32 data): a row of its own
 
 
 def _variants(cls: type) -> List[Tuple[str, str]]:
@@ -200,9 +202,14 @@ def cases(only: Sequence[str] = ()) -> Iterator[Case]:
                             yield Case(name, method, params, None, "torch registers no KL for this pair")
                         continue
                     spec = SiteSpec(method, (dist, dist), ())
+                elif method != "entropy":  # the value as a head makes it, and cast to float32
+                    head = _arg(None, "value_head")  # type: ignore[arg-type]
+                    yield Case(name, method, params, SiteSpec(method, (dist,), (head,)))
+                    spec = SiteSpec(method, (dist,), (ArgSpec(None, None, "value_head.float()", True, False),))
+                    yield Case(name, method, params, spec, value_cast=True)
+                    continue
                 else:
-                    value = () if method == "entropy" else (_arg(None, "value_head"),)  # type: ignore[arg-type]
-                    spec = SiteSpec(method, (dist,), value)
+                    spec = SiteSpec(method, (dist,), ())
                 yield Case(name, method, params, spec)
 
 
@@ -273,6 +280,8 @@ def measure(case: Case, batch: int, seed: int) -> List[dict]:
             continue
         row = {"dist": case.dist, "method": case.method, "params": case.params, "regime": recipe.name, "rows": n,
                "transforms": _transforms(plan)}
+        if case.value_cast:
+            row["value"] = VALUE_CAST
         for device in devices():
             with device.session():
                 heads = make_heads(synthesis, device, low)
@@ -330,12 +339,14 @@ def build_table(batch: int = BATCH, seed: int = SEED, only: Sequence[str] = ()) 
         if case.spec is None:
             rows.append(_skip_row(case, case.skip or "not measured"))
         elif case.method in ("cdf", "icdf", "entropy") and not _implements(case):
-            rows.append(_skip_row(case, f"torch's {case.dist} does not implement {case.method}"))
+            if not case.value_cast:  # its twin with the value as a head says so
+                rows.append(_skip_row(case, f"torch's {case.dist} does not implement {case.method}"))
         else:
             try:
-                rows.extend(measure(case, batch, seed))
+                measured = measure(case, batch, seed)
             except Exception as exc:  # one class the machinery cannot build must not stop the table
-                rows.append(_skip_row(case, f"the run raised {type(exc).__name__}: {str(exc)[:120]}"))
+                measured = [_skip_row(case, f"the run raised {type(exc).__name__}: {str(exc)[:120]}")]
+            rows.extend(row for row in measured if not (case.value_cast and "skipped" in row))
     return {
         "torch": torch.__version__.split("+")[0],
         "batch": batch,
@@ -397,7 +408,8 @@ def markdown(table: dict) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     groups: dict = {}
     for row in table["rows"]:
-        groups.setdefault((row["dist"], row["method"]), []).append(row)
+        method = row["method"] + (f" (value {row['value']})" if "value" in row else "")
+        groups.setdefault((row["dist"], method), []).append(row)
     skipped = []
     for (dist, method), rows in groups.items():
         measured = [row for row in rows if "skipped" not in row]
