@@ -283,13 +283,14 @@ class Flow(CallSites):
 
     def _first_defining(self, cls: "ClassRef", name: str) -> Optional["ClassRef"]:
         """The class on `cls`'s MRO whose body defines the method `name` (None: none of the project's)."""
-        for ref in self.resolver.mro(cls):
-            tree = self.tree(ref.path)
-            node = tree.classes.get(ref.name) if tree is not None else None
-            if node is not None and any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                        and item.name == name for item in node.body):
-                return ref
-        return None
+        return next((ref for ref in self.resolver.mro(cls) if name in self._defs(ref)), None)
+
+    def _defs(self, ref: "ClassRef") -> List[str]:
+        """The methods the body of the project class `ref` defines, in order ([] when its tree is not read)."""
+        tree = self.tree(ref.path)
+        node = tree.classes.get(ref.name) if tree is not None else None
+        return [item.name for item in getattr(node, "body", ())
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
     def _super(self, path: str, scope: str, node: ast.Call) -> Values:
         """`super()` in a method of `C`: each class after `C` on its MRO that an earlier one does not lead to
@@ -367,13 +368,7 @@ class Flow(CallSites):
         """The methods an instance may have: its class's MRO, and for an inexact one its subclasses' too."""
         classes = self.resolver.mro(instance.cls) if instance.exact else \
             [ref for ref, _, _ in self.instance_classes(instance.cls)]
-        names: Dict[str, None] = {}
-        for ref in classes:
-            tree = self.tree(ref.path)
-            node = tree.classes.get(ref.name) if tree is not None else None
-            names.update((item.name, None) for item in getattr(node, "body", ())
-                         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        return list(names)
+        return list(dict.fromkeys(name for ref in classes for name in self._defs(ref)))
 
     def strings(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Patterns:
         """The attribute names an expression may give (`flowstrings`: names, or prefixes ending in `*`)."""

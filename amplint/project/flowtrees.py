@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amplint.astwalk import child_nodes
 from amplint.project.summary import MODULE_KEY
@@ -41,8 +41,8 @@ class FileTree:
     class_attrs: Dict[str, Dict[str, List[Tuple[str, ast.expr]]]] = field(default_factory=dict)
     calls_by_name: Optional[Dict[str, List[Tuple[str, ast.Call]]]] = None  # last dotted name -> (scope, call)
     calls_by_argument: Optional[Dict[str, List[Tuple[str, ast.Call]]]] = None  # a bare name passed -> (scope, call)
-    dynamic: Optional[List[Tuple[str, ast.Call]]] = None  # (scope, call) of each call of a `getattr(...)` result
-    held_calls: Optional[List[Tuple[str, ast.Call]]] = None  # (scope, call) of each call of a value, not a def
+    # (scope, call) of the calls a filter keeps (`_calls_of_getattr`, `_calls_of_values`), by the filter's name
+    picked_calls: Dict[str, List[Tuple[str, ast.Call]]] = field(default_factory=dict)
 
     def scope_facts(self, scope: str) -> _ScopeFacts:
         return self.facts[scope]
@@ -88,31 +88,23 @@ class FileTree:
 
     def getattr_calls(self) -> List[Tuple[str, ast.Call]]:
         """Calls of what `getattr` returns: `getattr(obj, name)(...)`, or a local bound to it and called."""
-        if self.dynamic is None:
-            self.dynamic = []
-            for scope in self.scopes:
-                facts = self.facts[scope]
-                held = {name for name, bindings in facts.bindings.items() for binding in bindings
-                        if isinstance(binding, ast.Assign) and _is_getattr(binding.value)}
-                self.dynamic.extend((scope, call) for call in facts.calls if _is_getattr(call.func) or (
-                    isinstance(call.func, ast.Name) and call.func.id in held))
-        return self.dynamic
+        return self._calls_kept(_calls_of_getattr)
 
     def value_calls(self) -> List[Tuple[str, ast.Call]]:
         """Calls that may call an instance (its `__call__` or `forward`): of a local name or parameter, of a
         `self.` attribute, of what a call or a subscript gives (`Loss()(m, x)`, `heads[k](h)`)."""
-        if self.held_calls is None:
-            self.held_calls = []
+        return self._calls_kept(_calls_of_values)
+
+    def _calls_kept(self, keeps: "CallFilter") -> List[Tuple[str, ast.Call]]:
+        """Every scope's calls that `keeps(scope, facts)` keeps, found once per file and filter."""
+        found = self.picked_calls.get(keeps.__name__)
+        if found is None:
+            found = self.picked_calls[keeps.__name__] = []
             for scope in self.scopes:
                 facts = self.facts[scope]
-                for call in facts.calls:
-                    func = call.func
-                    if isinstance(func, (ast.Call, ast.Subscript)) or (
-                            isinstance(func, ast.Name) and scope != MODULE_KEY and func.id in facts.bound) or (
-                            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                            and func.value.id == "self"):
-                        self.held_calls.append((scope, call))
-        return self.held_calls
+                keep = keeps(scope, facts)
+                found.extend((scope, call) for call in facts.calls if keep(call))
+        return found
 
     def _index_calls(self) -> None:
         """One pass over the file: each call under the scope that makes it (not each scope's facts)."""
@@ -190,6 +182,26 @@ def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tup
             len(value.elts) == len(target.elts):
         for sub_target, sub_value in zip(target.elts, value.elts):
             _note_self_attrs(sub_target, sub_value, found)
+
+
+CallFilter = Callable[[str, _ScopeFacts], Callable[[ast.Call], bool]]  # (scope, its facts) -> which calls to keep
+
+
+def _calls_of_getattr(scope: str, facts: _ScopeFacts) -> Callable[[ast.Call], bool]:
+    """`getattr(obj, name)(...)`, or a call of a local bound to `getattr(...)`."""
+    held = {name for name, bindings in facts.bindings.items() for binding in bindings
+            if isinstance(binding, ast.Assign) and _is_getattr(binding.value)}
+    return lambda call: _is_getattr(call.func) or (isinstance(call.func, ast.Name) and call.func.id in held)
+
+
+def _calls_of_values(scope: str, facts: _ScopeFacts) -> Callable[[ast.Call], bool]:
+    """A call of a local or parameter, of a `self.` attribute, or of what a call or subscript gives."""
+    def keep(call: ast.Call) -> bool:
+        func = call.func
+        return isinstance(func, (ast.Call, ast.Subscript)) or (
+            isinstance(func, ast.Name) and scope != MODULE_KEY and func.id in facts.bound) or (
+            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self")
+    return keep
 
 
 def _is_getattr(node: ast.AST) -> bool:
