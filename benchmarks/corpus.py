@@ -65,16 +65,22 @@ AUTOCAST_CODE = 'torch.autocast("cuda")'
 # --------------------------------------------------------------------------
 
 
-def _download_sdist(name: str, version: str) -> Path:
-    """Fetch one sdist into its own folder, so its file name needs no guessing."""
+def _download_sdist(name: str, version: str, timeout: Optional[float] = None) -> Path:
+    """Fetch one sdist into its own folder, so its file name needs no guessing.
+
+    pip reads an sdist's metadata by running its build backend. Only this
+    project is asked for as source (`--no-binary NAME`), so its build
+    requirements come as wheels; where its setup script imports what it
+    does not declare (torch), the backend runs in this environment instead."""
     dest = SDISTS / name
     existing = _archives_in(dest)
     if existing:
         return existing[0]
     dest.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:",
-           "--no-deps", f"{name}=={version}", "-d", str(dest)]
-    subprocess.run(cmd, check=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", name, "--no-deps",
+           f"{name}=={version}", "-d", str(dest)]
+    if subprocess.run(cmd, timeout=timeout).returncode != 0:
+        subprocess.run(cmd + ["--no-build-isolation"], check=True, timeout=timeout)
     found = _archives_in(dest)
     if not found:
         raise RuntimeError(f"pip downloaded no archive for {name}=={version}")
@@ -115,13 +121,13 @@ def _iter_py_members(archive: Path) -> Iterator[Tuple[str, bytes]]:
                     yield rel, handle.read()
 
 
-def extract_project(name: str, version: str) -> Path:
-    """Extract one project's .py files; a completed extraction is left alone."""
-    target = CORPUS / name
+def extract_project(name: str, version: str, into: Path = CORPUS, timeout: Optional[float] = None) -> Path:
+    """Extract one project's .py files into `into`; a completed extraction is left alone."""
+    target = into / name
     if (target / DONE_MARKER).exists():
         return target
-    archive = _download_sdist(name, version)
-    tmp = CORPUS / f".{name}.partial"
+    archive = _download_sdist(name, version, timeout)
+    tmp = into / f".{name}.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     for rel, data in _iter_py_members(archive):
         out = tmp / rel
