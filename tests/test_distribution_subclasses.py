@@ -219,9 +219,9 @@ def step(lin, h, y):
 
     with torch.autocast("cpu", dtype=torch.float16):
         loc, raw = lin(h).chunk(2, dim=-1)
-        a = TightLaplace(loc, 1e-3 * torch.sigmoid(raw)).log_prob(y.float()).mean()
-        b = Tighter(loc, raw.exp()).log_prob(y.float()).mean()
-        c = Summed(loc, raw.exp()).log_prob(y.float()).mean()
+        a = TightLaplace(loc, 1e-3 * torch.sigmoid(raw)).log_prob(y).mean()
+        b = Tighter(loc, raw.exp()).log_prob(y).mean()
+        c = Summed(loc, raw.exp()).log_prob(y).mean()
         return a + b + c
 '''
 RISKS = [
@@ -250,8 +250,8 @@ def test_the_base_is_found_through_another_files_class(tmp_path: Path) -> None:
     write_package(tmp_path, {"dists.py": KEEPS, "deeper.py": "from pkg.dists import TightLaplace\n\n\n"
                              "class Deeper(TightLaplace):\n    pass\n"})
     (tmp_path / "run.py").write_text("from pkg.deeper import Deeper\n" + KEEPS_STEP.replace(
-        "TightLaplace(", "Deeper(").replace("        b = Tighter(loc, raw.exp()).log_prob(y.float()).mean()\n", "")
-        .replace("        c = Summed(loc, raw.exp()).log_prob(y.float()).mean()\n", "").replace("a + b + c", "a"))
+        "TightLaplace(", "Deeper(").replace("        b = Tighter(loc, raw.exp()).log_prob(y).mean()\n", "")
+        .replace("        c = Summed(loc, raw.exp()).log_prob(y).mean()\n", "").replace("a + b + c", "a"))
     risks = _risks(check_json(tmp_path))
     assert [(line, level) for line, level, _ in risks] == [(9, "high")]
     assert risks[0][2].startswith("measured as Laplace, whose `log_prob` and `__init__` Deeper keeps: ")
@@ -282,8 +282,8 @@ def test_the_kept_base_computes_what_was_measured() -> None:
 def test_verify_rebuilds_a_kept_base_and_leaves_a_redefined_one(tmp_path: Path) -> None:
     """`amplint verify` rebuilds `TightLaplace` as `Laplace` (it computes what the base does) and confirms the
     -inf its risk claims; `Tighter` redefines `__init__`, so verify says so and runs nothing of it."""
-    step = KEEPS_STEP.replace("log_prob(y.float())", "log_prob(y)").replace(
-        "        c = Summed(loc, raw.exp()).log_prob(y).mean()\n", "").replace("a + b + c", "a + b")
+    step = KEEPS_STEP.replace("        c = Summed(loc, raw.exp()).log_prob(y).mean()\n", "").replace(
+        "a + b + c", "a + b")
     (tmp_path / "one.py").write_text(KEEPS + step)
     done = subprocess.run([sys.executable, "-m", "amplint", "verify", "--format", "json", "--timing-runs", "0",
                            "--batch", "4096", "one.py"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
