@@ -19,7 +19,7 @@ from amplint.facts.distclasses import local_distribution_classes
 from amplint.facts.entry import CoveredCall
 from amplint.facts.model import AnalysisOptions, CallRecord, FileFacts, Scope, Site
 from amplint.facts.sites import DISTRIBUTION, RECOGNIZERS, SiteRecognizer
-from amplint.names import ImportTable, collect_imports, dotted_name
+from amplint.names import ImportTable, dotted_name, import_table
 from amplint.screen import SITE_METHODS
 from amplint.positions import PositionSource, SourceTree
 from amplint.receivers import Receivers
@@ -38,9 +38,12 @@ def collect_facts(
     `recognizers` decide which nodes are probability sites (`amplint.facts.sites`).
     `source`: where the positions come from besides code generation (`amplint.positions.positions`).
     """
-    if imports is None:
-        imports = collect_imports(module)
-    own = local_distribution_classes(_cpython_tree(module, source), imports, options.extend_distributions)
+    if imports is None:  # one parse for the imports and the classes: CPython's error raises, as it did
+        tree = source.tree if isinstance(source, SourceTree) else ast.parse(module.code)
+        imports = import_table(tree)
+    else:
+        tree = _cpython_tree(module, source)
+    own = local_distribution_classes(tree, imports, options.extend_distributions)
     if own:  # this file's subclasses of a distribution are distributions here
         options = replace(options, extend_distributions=options.extend_distributions | {c.name for c in own},
                           distribution_bases=options.distribution_bases + own)

@@ -35,7 +35,7 @@ from amplint.project.symbols import ClassRef
 from amplint.torchnames import distribution_name
 
 _Key = Tuple[str, ...]
-Key = Optional[Union[int, str]]  # an element of a tuple or list, or an item of a dict, by its literal
+ItemKey = Optional[Union[int, str]]  # an element of a tuple or list, or an item of a dict, by its literal
 
 
 class Float32Flow:
@@ -83,29 +83,25 @@ class Float32Flow:
         return self._tables[path]
 
     # --- expressions ---------------------------------------------------------------------------------------
-    def expression(self, path: str, scope: str, node: ast.expr, hops: int, key: Key = None) -> bool:
+    def expression(self, path: str, scope: str, node: ast.expr, hops: int, key: ItemKey = None) -> bool:
         """Is `node`, read in `scope` of `path`, a float32 tensor (or distribution, or number) on every path?
         With `key`, only its element or item `key` is asked about (`out["dist"]`, `head(x)[0]`)."""
         if key is not None:
             chosen = _element(node, key)
             if chosen is not node:  # a literal tuple, list or dict: the element itself
                 return self.expression(path, scope, chosen, hops)
-            if isinstance(node, ast.Name):
-                return node.id not in ("self", "cls") and self._ask(
-                    ("name", path, scope, node.id, node.lineno, node.col_offset, repr(key)), hops,
-                    lambda: self._name(path, scope, node, hops, key))
-            if isinstance(node, ast.Call):
-                return self._call(path, scope, node, hops, key)
+            if not isinstance(node, (ast.Name, ast.Call)):
+                key = None  # what the item comes out of: float32 as a whole, or not proved
         if is_number(node):
             return True
         if isinstance(node, ast.Name):
             return node.id not in ("self", "cls") and self._ask(
-                ("name", path, scope, node.id, node.lineno, node.col_offset), hops,
-                lambda: self._name(path, scope, node, hops))
+                ("name", path, scope, node.id, node.lineno, node.col_offset, repr(key)), hops,
+                lambda: self._name(path, scope, node, hops, key))
         if isinstance(node, ast.Attribute):
             return self._attribute(path, scope, node, hops)
         if isinstance(node, ast.Call):
-            return self._call(path, scope, node, hops)
+            return self._call(path, scope, node, hops, key)
         if isinstance(node, ast.Subscript) and _key(node) is not None:
             if self.expression(path, scope, node.value, hops, _key(node)):  # `head(x)[0]`, `out["dist"]`
                 return True
@@ -122,7 +118,7 @@ class Float32Flow:
             return all(self.expression(path, scope, arm, hops) for arm in (node.body, node.orelse))
         return False
 
-    def _call(self, path: str, scope: str, node: ast.Call, hops: int, index: Key = None) -> bool:
+    def _call(self, path: str, scope: str, node: ast.Call, hops: int, index: ItemKey = None) -> bool:
         """`index`: element or item `index` of what the call returns (`head(x)[0]`, `d, loc = head(x)`,
         `head(x)["dist"]`)."""
         table = self._table(path)
@@ -142,16 +138,16 @@ class Float32Flow:
         return bool(runs) and all(runs) and all(  # each callee runs known functions (a class: no tensor)
             self._returns(at, key, hops + 1, index) for each in runs for at, key in each)  # type: ignore[union-attr]
 
-    def _returns(self, path: str, scope: str, hops: int, index: Key = None) -> bool:
+    def _returns(self, path: str, scope: str, hops: int, index: ItemKey = None) -> bool:
         def compute() -> bool:
             tree = self.flow.tree(path)
             node = tree.scopes.get(scope) if tree is not None else None
             returned = tree.scope_facts(scope).returns if node is not None else []  # type: ignore[union-attr]
             return bool(returned) and all(self.expression(path, scope, r, hops, index) for r in returned)
-        return self._ask(("returns", path, scope, str(index)), hops, compute)
+        return self._ask(("returns", path, scope, repr(index)), hops, compute)  # `0` and `"0"` apart
 
     # --- names ---------------------------------------------------------------------------------------------
-    def _name(self, path: str, scope: str, read: ast.Name, hops: int, key: Key = None) -> bool:
+    def _name(self, path: str, scope: str, read: ast.Name, hops: int, key: ItemKey = None) -> bool:
         """Every binding that may reach `read` (`reaching`: in its own function; any, in the ones around it);
         with `key`, its element or item `key` (`out["dist"]` of `out = head(x)`)."""
         name = read.id
@@ -290,7 +286,7 @@ def _updates_self(cls: ast.ClassDef) -> bool:
     return False
 
 
-def _key(node: ast.Subscript) -> Key:
+def _key(node: ast.Subscript) -> ItemKey:
     """The literal non-negative index of `x[0]`, or the string key of `x["dist"]`; else None."""
     index = node.slice
     if isinstance(index, ast.Constant) and (type(index.value) is int and index.value >= 0 or
@@ -299,15 +295,15 @@ def _key(node: ast.Subscript) -> Key:
     return None
 
 
-def _element(value: ast.expr, key: Key) -> ast.expr:
+def _element(value: ast.expr, key: ItemKey) -> ast.expr:
     """Element `key` of a tuple or list literal (`return d, loc`), or item `key` of a dict literal with literal
     keys (`return {"dist": d, "loc": loc}`); the whole value when it is neither."""
     if (isinstance(key, int) and isinstance(value, (ast.Tuple, ast.List)) and key < len(value.elts)
             and not any(isinstance(e, ast.Starred) for e in value.elts[:key + 1])):
         return value.elts[key]
-    if isinstance(key, str) and isinstance(value, ast.Dict) and None not in value.keys:
-        found = [v for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant) and k.value == key]
-        if len(found) == 1 and all(isinstance(k, ast.Constant) for k in value.keys):
+    if isinstance(key, str) and isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) for k in value.keys):
+        found = [v for k, v in zip(value.keys, value.values) if k.value == key]  # type: ignore[union-attr]
+        if len(found) == 1:
             return found[0]
     return value
 

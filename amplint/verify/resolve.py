@@ -123,14 +123,12 @@ def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:
     dists = []
     for spec in site.dists:
         measured = _as_measured(spec, site.method)
-        plan = measured if isinstance(measured, Unverifiable) else plan_dist(measured)
+        if isinstance(measured, Unverifiable):
+            return measured
+        plan = plan_dist(measured[0])
         if isinstance(plan, Unverifiable):
             return plan
-        if measured is not spec:
-            name, base = (each.rsplit(".", 1)[-1] for each in (spec.qualname, measured.qualname))
-            plan = replace(plan, notes=plan.notes + (
-                f"{name} rebuilt as {base}, whose `{site.method}` and `__init__` it keeps",))
-        dists.append(plan)
+        dists.append(replace(plan, notes=plan.notes + measured[1]))
     value: Optional[TensorArg] = None
     if site.method in VALUE_METHODS:
         if len(site.values) != 1 or site.values[0].name not in (None, "value"):
@@ -142,14 +140,18 @@ def plan_site(site: Optional[SiteSpec]) -> Union[SitePlan, Unverifiable]:
     return SitePlan(site.method, tuple(dists), value)
 
 
-def _as_measured(spec: DistSpec, method: str) -> Union[DistSpec, Unverifiable]:
-    """A project subclass that keeps its library base's `method` and `__init__` computes what the base does:
-    rebuilt as the base (`risk.measured_as`); one that redefines either is the user's code, not rebuilt."""
-    if spec.derived is None or not spec.derived.base:
-        return spec
+def _as_measured(spec: DistSpec, method: str) -> Union[Tuple[DistSpec, Tuple[str, ...]], Unverifiable]:
+    """The spec to rebuild, and the note that says what stands for it: a project subclass that keeps its
+    library base's `method` and `__init__` computes what the base does, so it is rebuilt as the base
+    (`risk.measured_as`); one that redefines either is the user's code, not rebuilt."""
     qualname, why = measured_as(spec, method)
-    return replace(spec, qualname=qualname) if qualname else Unverifiable(
-        f"{why}: verify rebuilds library classes, and runs no code of yours unless asked (--run-user-code)")
+    if not qualname:
+        return Unverifiable(
+            f"{why}: verify rebuilds library classes, and runs no code of yours unless asked (--run-user-code)")
+    if qualname == spec.qualname:
+        return spec, ()
+    name, base = (each.rsplit(".", 1)[-1] for each in (spec.qualname, qualname))
+    return replace(spec, qualname=qualname), (f"{name} rebuilt as {base}, whose `{method}` and `__init__` it keeps",)
 
 
 def resolve_class(qualname: str) -> Union[Tuple[type, Tuple[str, ...]], Unverifiable]:
