@@ -102,6 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="follow calls only among the paths given: do not index the project (src, or the nearest "
         "pyproject.toml/setup.cfg/setup.py/.git) of each named file (project-root = false in the config)",
     )
+    gitignore = check.add_mutually_exclusive_group()
+    gitignore.add_argument(
+        "--respect-gitignore", dest="respect_gitignore", action="store_true", default=None,
+        help="skip files and folders git ignores (.gitignore, .git/info/exclude) under the directories walked; "
+        "a file named explicitly is checked anyway (the default; respect-gitignore = true in the config)",
+    )
+    gitignore.add_argument(
+        "--no-respect-gitignore", dest="respect_gitignore", action="store_false",
+        help="walk the folders git ignores too (respect-gitignore = false in the config)",
+    )
     check.add_argument(
         "-j", "--jobs", type=_jobs, metavar="N",
         help="processes that parse files: 1 for none, 0 or 'auto' (the default) for one per CPU when there are "
@@ -158,6 +168,8 @@ def config_from_args(args: argparse.Namespace, base: "Optional[Config]" = None) 
         changes["project"] = False
     if getattr(args, "no_project_root", False):
         changes["project_root"] = False
+    if getattr(args, "respect_gitignore", None) is not None:
+        changes["respect_gitignore"] = args.respect_gitignore
     if getattr(args, "jobs", None) is not None:
         changes["jobs"] = args.jobs
     return replace(base, **changes)

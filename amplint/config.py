@@ -35,6 +35,9 @@ class Config:
     # Index a named file's project (`src` or its marker root); False: the paths given are the project.
     # Left out of repr(): it decides which files are walked, never a file's findings for given entries.
     project_root: bool = field(default=True, repr=False)
+    # Skip what git ignores under the directories walked (`.gitignore`, `.git/info/exclude`), as ruff does; a file
+    # named explicitly is checked anyway. Left out of repr(), as `project_root`: it decides which files are walked.
+    respect_gitignore: bool = field(default=True, repr=False)
     # Calls followed from a region, at most (None: every function the walk can reach, each entered once).
     max_depth: Optional[int] = None
     # Files larger than this many bytes are skipped with one line (a 5 MB file took 72 s and 3.5 GB); 0: no limit.

@@ -177,6 +177,7 @@ KEYS: Dict[str, Tuple[str, Callable[[Any], Parsed]]] = {
     "project": ("project", _bool),
     "src": ("src", _directories),
     "project-root": ("project_root", _bool),
+    "respect-gitignore": ("respect_gitignore", _bool),
     "max-depth": ("max_depth", _depth),
     "max-file-size": ("max_file_size", _depth),
     "jobs": ("jobs", _jobs),

@@ -92,7 +92,8 @@ def check_paths(paths: Sequence[str], config: Config = Config(), *, in_project: 
         return check_project(paths, config)
     from amplint import parallel
 
-    files, errors = discover(paths, config.exclude, config.max_file_size)
+    files, errors = discover(paths, config.exclude, config.max_file_size,
+                             respect_gitignore=config.respect_gitignore)
     results: List[Optional[FileResult]] = [FileResult(error.path, error=error) for error in errors]
     parse: List[Tuple[str, str, Config]] = []  # files the prefilters keep: parsed below, in a pool if it pays
     slots: List[int] = []

@@ -10,6 +10,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from amplint.gitignore import GitIgnore
 from amplint.model import FileError
 from amplint.selection import path_matches
 
@@ -33,12 +34,25 @@ class SourceFile:
     digest: str = ""  # SHA-256 of the bytes read: `--fix` replaces the file only if it still holds them
 
 
-def _skip_dir(name: str, full: str, exclude: Sequence[str]) -> bool:
+def _skip_dir(name: str, full: str, exclude: Sequence[str], ignore: Optional[GitIgnore]) -> bool:
+    """Is the folder `full` (named `name`) left out of a walk? `_walk` and `walks_into` both ask here."""
     if name in SKIP_DIRS or name.endswith(".egg-info"):
         return True
     if os.path.exists(os.path.join(full, "pyvenv.cfg")):
         return True
-    return any(path_matches(full, pattern) for pattern in exclude)
+    if any(path_matches(full, pattern) for pattern in exclude):
+        return True
+    return ignore is not None and ignore.ignored(full, is_dir=True)
+
+
+def _walks_file(name: str, full: str, ignore: Optional[GitIgnore]) -> bool:
+    """Is the file `full` (named `name`), in a folder the walk entered, listed? `_walk` and `walks_into` ask."""
+    return name.endswith(SOURCE_SUFFIXES) and not (ignore is not None and ignore.ignored(full, is_dir=False))
+
+
+def _ignore(respect_gitignore: bool) -> Optional[GitIgnore]:
+    """The git ignore rules of one walk (each `.gitignore` read once), None when they are not respected."""
+    return GitIgnore() if respect_gitignore else None
 
 
 DEFAULT_MAX_BYTES = 2_000_000
@@ -52,9 +66,13 @@ def too_large(path: str, size: int, limit: int) -> FileError:
 
 def discover(
     paths: Sequence[str], exclude: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_BYTES,
-    prefer: Sequence[str] = (),
+    prefer: Sequence[str] = (), respect_gitignore: bool = True,
 ) -> Tuple[List[str], List[FileError]]:
-    """Source files under `paths`, sorted; a named file is always checked, even if excluded by suffix.
+    """Source files under `paths`, sorted; a named file is always checked, even if excluded by suffix or
+    ignored by git.
+
+    Under a named directory, what git ignores is skipped (`respect_gitignore`, as ruff's `respect-gitignore`:
+    `amplint.gitignore`), though the named directory itself is walked even if git ignores it.
 
     Folders that cannot be listed and files over `max_bytes` (0: no limit) come back as errors, one each,
     and the rest is still checked: a run never stops at them, nor skips them silently. One file under two
@@ -63,12 +81,13 @@ def discover(
     """
     found: List[str] = []
     errors: List[FileError] = []
+    ignore = _ignore(respect_gitignore)
     for root in paths:
         if os.path.isfile(root):
             found.append(os.path.normpath(root))
         elif os.path.isdir(root):
             before, failed = len(found), len(errors)
-            found.extend(_walk(root, exclude, errors))
+            found.extend(_walk(root, exclude, errors, ignore))
             if len(found) == before and len(errors) == failed:
                 errors.append(FileError(root, NO_FILES))
         elif os.path.islink(root) and not os.path.exists(root):
@@ -115,37 +134,38 @@ def _size(path: str) -> int:
         return 0  # read_source reports it
 
 
-def _walk(root: str, exclude: Sequence[str], errors: List[FileError]) -> Iterator[str]:
+def _walk(root: str, exclude: Sequence[str], errors: List[FileError], ignore: Optional[GitIgnore]) -> Iterator[str]:
     def unreadable(exc: OSError) -> None:
         errors.append(FileError(exc.filename or root, f"cannot read directory: {exc.strerror or exc}"))
 
     # followlinks=False: a symlink loop cannot make us walk forever.
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, os.path.join(dirpath, d), exclude))
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, os.path.join(dirpath, d), exclude, ignore))
         for name in sorted(filenames):
-            if name.endswith(SOURCE_SUFFIXES):
+            if _walks_file(name, os.path.join(dirpath, name), ignore):
                 yield os.path.normpath(os.path.join(dirpath, name))
 
 
-def walks_into(root: str, path: str, exclude: Sequence[str] = ()) -> bool:
-    """Would `discover([root], exclude)` list `path`, a file under `root` (both spelled alike)?
+def walks_into(root: str, path: str, exclude: Sequence[str] = (), respect_gitignore: bool = True) -> bool:
+    """Would `discover([root], exclude, respect_gitignore=...)` list `path`, a file under `root` (both spelled
+    alike)?
 
-    The same tests as `_walk`, on `path`'s directories below `root` only: no directory listing, so
-    asking costs nothing on a large tree. Exclusion of the file itself is `discover`'s, either way.
+    The same tests as `_walk` (`_skip_dir`, `_walks_file`), on `path`'s directories below `root` and on `path`:
+    no directory listing (only the `.gitignore` files on the way are read), so asking costs nothing on a large
+    tree. Exclusion of the file itself is `discover`'s, either way.
     """
     if not path.endswith(SOURCE_SUFFIXES):
         return False
     relative = os.path.relpath(os.path.dirname(path) or os.curdir, root)
-    if relative == os.curdir:
-        return True
     if relative.startswith(os.pardir):
         return False
+    ignore = _ignore(respect_gitignore)
     current = root
-    for name in relative.split(os.sep):
+    for name in ([] if relative == os.curdir else relative.split(os.sep)):
         current = os.path.join(current, name)
-        if os.path.islink(current) or _skip_dir(name, current, exclude):
+        if os.path.islink(current) or _skip_dir(name, current, exclude, ignore):
             return False  # os.walk(followlinks=False) does not enter a linked directory
-    return True
+    return _walks_file(os.path.basename(path), path, ignore)
 
 
 def source_lines(text: str) -> List[str]:

@@ -137,8 +137,8 @@ def _project_scope(dirs: Tuple[str, ...], files: Sequence[str], config: Config) 
         inside = {d: _within(full, d) for d in dirs}
         home = max((d for d in dirs if inside[d] is not None), key=len)
         spelled = os.path.normpath(os.path.join(index[dirs.index(home)], inside[home]))
-        if not walks_into(index[dirs.index(home)], spelled, config.exclude):
-            spelled = os.path.normpath(path)  # a named file the walk skips (`build/`, no suffix): named too
+        if not walks_into(index[dirs.index(home)], spelled, config.exclude, config.respect_gitignore):
+            spelled = os.path.normpath(path)  # a named file the walk skips (`build/`, no suffix, git-ignored)
             index.append(spelled)
         report.add(spelled)
         if spelled != os.path.normpath(path):

@@ -295,7 +295,8 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
         return _fix_project(paths, config, write, in_project)
     from amplint.engine import read_and_screen
 
-    files, errors = discover(paths, config.exclude, config.max_file_size)
+    files, errors = discover(paths, config.exclude, config.max_file_size,
+                             respect_gitignore=config.respect_gitignore)
     run = FixRun([FileFix(error.path, error=error) for error in errors])
     slots: List[int] = []
     sources: List[SourceFile] = []

@@ -53,7 +53,8 @@ def run_project(
     else `.amplint_cache/` in the project top); `use_cache=False`, or
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
-    files, errors = discover(paths, config.exclude, config.max_file_size, prefer=tuple(report or ()))
+    files, errors = discover(paths, config.exclude, config.max_file_size, prefer=tuple(report or ()),
+                             respect_gitignore=config.respect_gitignore)
     parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
     # The run's workers, if a pass pays for them: every later pass uses them too.
     pool = RunPool(config.jobs, SUMMARY_READERS)

@@ -105,7 +105,8 @@ def _bfloat16_sites(paths: Sequence[str], config: Config) -> List[Target]:
     from amplint.engine import analyze_source
     from amplint.files import discover, read_source
 
-    files, _ = discover(paths, config.exclude, config.max_file_size)
+    files, _ = discover(paths, config.exclude, config.max_file_size,
+                        respect_gitignore=config.respect_gitignore)
     targets: List[Target] = []
     for path in files:
         source = read_source(path)
