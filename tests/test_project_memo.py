@@ -18,6 +18,7 @@ from amplint.project.loader import Loader
 from amplint.project.memo import Doubts, Memo
 from amplint.project.modules import ModuleIndex
 from amplint.project.resolve import ClassRef, Resolver
+from amplint.project.symbols import _Instance
 from amplint.project.run import run_project
 
 
@@ -105,7 +106,7 @@ def _project(root: Path) -> Path:
         "    with torch.autocast(\"cuda\"):\n        return net(x)\n")
     (root / "models.py").write_text(
         "from torch import nn\nfrom heads import Head\n\n\nclass Net(Head, nn.Module):\n"
-        "    def forward(self, x):\n        return self.head(x)\n")
+        "    def forward(self, x):\n        return self.head(x)\n\n\nnet = Net()\n")
     (root / "heads.py").write_text(  # a base cycle with models.py: broken code, resolved as -j 1 resolves it
         "from torch import distributions as D\nfrom models import Net\n\n\nclass Head(Net):\n"
         "    def head(self, x):\n        return D.Normal(x, 1.0).log_prob(x)\n")
@@ -128,15 +129,17 @@ def test_the_resolver_keeps_sure_answers_and_redoes_the_rest(forced: None, tmp_p
     loader.speculate(True)
     resolver.new_pass()
     assert resolver.lookup(main, ["train"]) != []
-    assert resolver.class_of(main, "Net") == []  # models.py is not known yet
+    assert resolver.class_of(main, "Net") == [ClassRef(models, "Net")]  # models.py's shape: sure at once
+    assert resolver.lookup(models, ["net"]) == []  # a name bound by an assignment needs the summary: not yet
     assert loader.speculate(False) == [models]
     assert loader.parse_ahead([models])
 
     asked.clear()
     loader.speculate(True)
     resolver.new_pass()
-    assert resolver.lookup(main, ["train"]) != [] and asked == []  # sure: kept, nothing asked
-    assert resolver.class_of(main, "Net") == [ClassRef(models, "Net")] and models in asked  # redone
+    assert resolver.lookup(main, ["train"]) != [] and resolver.class_of(main, "Net") == [ClassRef(models, "Net")]
+    assert asked == []  # sure: kept, nothing asked
+    assert resolver.lookup(models, ["net"]) == [_Instance(ClassRef(models, "Net"), True)] and models in asked
     loader.speculate(False)
     loader.end_ahead()
 
