@@ -227,6 +227,28 @@ def run_named(kind, model, h, y):
     "step.py": _step(
         'objective', 'run_named', 'run_named(kind, model, h, y)', params='model, h, y, kind="nll"'),
 }
+# The name comes from the environment: every method of the owner may be called (one value per owner, expanded
+# where it is called: `flowvalues.MethodOf`).
+GETATTR_UNKNOWN = {
+    "objective.py": '''\
+import os
+
+
+class Objectives:
+    def loss_nll(self, model, h, y):
+        d = model(h)
+        return d.log_prob(y).mean()
+
+    def loss_mse(self, model, h, y):
+        return (y - y.mean()).pow(2).mean()
+
+
+def run_named(model, h, y):
+    method = getattr(Objectives(), os.environ.get("AMPLINT_OBJECTIVE", "loss_nll"))
+    return method(model, h, y)
+''',
+    "step.py": _step('objective', 'run_named', 'run_named(model, h, y)'),
+}
 CLASSMETHOD = {
     "objective.py": OBJECTIVE + '''
 
@@ -315,6 +337,7 @@ CASES = {
     "registry": (REGISTRY, ("pkg/objective.py", 3, 12)),
     "setattr": (SETATTR, ("pkg/objective.py", 3, 12)),
     "getattr_by_name": (GETATTR, ("pkg/objective.py", 4, 16)),
+    "getattr_unknown_name": (GETATTR_UNKNOWN, ("pkg/objective.py", 7, 16)),
     "classmethod": (CLASSMETHOD, ("pkg/objective.py", 3, 12)),
     "call_object": (CALL_OBJECT, ("pkg/objective.py", 3, 12)),
     "global": (GLOBAL, ("pkg/objective.py", 3, 12)),
@@ -360,3 +383,28 @@ def test_the_log_prob_runs_on_float16_parameters(tmp_path: Path, case: str,
     files, _ = CASES[case]
     seen, _ = run_recording_normals(_project(tmp_path, files), monkeypatch, torch.randn(8, 4), torch.randn(8, 1))
     assert seen == [torch.float16]
+
+
+def test_a_method_picked_by_an_unknown_name_is_one_value_per_owner(tmp_path: Path) -> None:
+    """`getattr(a, name)` with `name` unknown is one value for `a`, not one per method (transformers'
+    `get_input_embeddings` gave 70,880 of them); calling it runs each method, dunders left out."""
+    from amplint.config import Config
+    from amplint.files import discover
+    from amplint.project.cache import DiskCache
+    from amplint.project.flowvalues import Instance, MethodOf
+    from amplint.project.loader import Loader
+    from amplint.project.modules import ModuleIndex
+    from amplint.project.resolve import ClassRef, Resolver
+
+    (tmp_path / "m.py").write_text(
+        "import os\n\n\nclass A:\n    def __init__(self):\n        self.n = 1\n\n    def f(self):\n        return 1\n\n"
+        "    def g(self):\n        return 2\n\n\ndef pick(a):\n    return getattr(a, os.environ['N'])\n\n\n"
+        "picked = pick(A())\n")
+    files, _ = discover([str(tmp_path)])
+    loader = Loader(files, Config(jobs=1), DiskCache(None), ModuleIndex.build(files, [str(tmp_path)]), "t")
+    loader.scan()
+    resolver = Resolver(loader)
+    path = str(tmp_path / "m.py")
+    picked = resolver.flow.returns(path, "pick")
+    assert picked == frozenset({MethodOf(Instance(ClassRef(path, "A"), True), ("*",))})
+    assert [t.key for t in resolver.flow.method_targets(next(iter(picked)))] == ["A.f", "A.g"]

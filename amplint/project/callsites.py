@@ -19,7 +19,7 @@ from amplint.project.flowcalls import (
 )
 from amplint.project.flowtrees import FileTree, param_names
 from amplint.project.flowvalues import (
-    ELEMENT_READS, BoundMethod, ClassValue, Container, Function, Instance, Value, Values,
+    ELEMENT_READS, BoundMethod, ClassValue, Container, Function, Instance, MethodOf, Value, Values,
 )
 from amplint.project.flowvalues import NONE as _NONE
 from amplint.project.summary import MODULE_KEY
@@ -174,13 +174,14 @@ class CallSites:
         caller_tree, node = self.tree(caller), self.tree(path).scopes.get(scope)  # type: ignore[union-attr]
         calls = [found for found in caller_tree.value_calls() if fits(found[1], node, 1)] if caller_tree else []
         yield from self._calls_running(caller, calls, path, scope, hops, lambda v: not isinstance(
-            v, (Function, BoundMethod)))
+            v, (Function, BoundMethod, MethodOf)))
 
     def _getattr_calls(self, caller: str, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
         """Calls of a method `getattr` picks by a name no call spells (`getattr(obj, name)(model, x)`)."""
         caller_tree = self.tree(caller)
         calls = caller_tree.getattr_calls() if caller_tree is not None else []
-        yield from self._calls_running(caller, calls, path, scope, hops, lambda v: isinstance(v, BoundMethod))
+        yield from self._calls_running(caller, calls, path, scope, hops, lambda v: isinstance(
+            v, (BoundMethod, MethodOf)))
 
     def _calls_running(self, caller: str, calls: List[Tuple[str, ast.Call]], path: str, scope: str, hops: int,
                        kind: Callable[[Value], bool]) -> Iterator["CallSite"]:

@@ -54,8 +54,8 @@ from amplint.project.flowstrings import (
 )
 from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
-    ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, Module, Value,
-    Values, elements,
+    ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
+    Value, Values, elements,
     modules_of as _modules, unprepared,
 )
 from amplint.project.memo import Doubts
@@ -130,6 +130,7 @@ class Flow(CallSites):
         if key in self._busy:
             self.resolver.doubts.read_unsure()
             return _NONE
+        self.loader.stats.flow_questions += 1
         self._busy.add(key)
         try:
             return compute()
@@ -349,12 +350,13 @@ class Flow(CallSites):
         if self._builds_accelerator(path, func, name):
             return frozenset({accelerated(path, node)})
         found: Set[Value] = set()
+        targets: Dict[Tuple[str, str], None] = {}  # each function once: 539 receivers may run one method
         for callee in self.value(path, scope, func, hops):
             if isinstance(callee, ClassValue):
                 found.add(Instance(callee.cls, True))
             else:
-                found.update(v for at, key in self.runs(callee) or () for v in self.returns(at, key, hops + 1))
-        return frozenset(found)
+                targets.update(dict.fromkeys(self.runs(callee) or ()))
+        return frozenset(found).union(*(self.returns(at, key, hops + 1) for at, key in targets))
 
     def _getattr(self, path: str, scope: str, owner: ast.expr, name: ast.expr, hops: int) -> Values:
         """`getattr(owner, name)`: the attribute of each name `name` may hold; where only a prefix (or nothing)
@@ -364,12 +366,19 @@ class Flow(CallSites):
         for attr in sorted(p for p in patterns if not p.endswith(ANY)):
             read = ast.Attribute(value=owner, attr=attr, ctx=ast.Load())
             found.update(self._attribute_value(path, scope, read, hops))
-        wild = frozenset(p for p in patterns if p.endswith(ANY))
+        wild = tuple(sorted(p for p in patterns if p.endswith(ANY)))
         for held in unprepared(self.value(path, scope, owner, hops)) if wild else ():
             if isinstance(held, Instance):
-                found.update(BoundMethod(held, method) for method in self._method_names(held)
-                             if matches(wild, method) and not method.startswith("__"))
+                found.add(MethodOf(held, wild))
         return frozenset(found)
+
+    def method_targets(self, value: MethodOf) -> "List[Target]":
+        """The methods a call of `value` may run: each of its owner's whose name fits (no dunder), in order."""
+        found: Dict[Target, None] = {}
+        for method in self._method_names(value.owner):
+            if matches(frozenset(value.patterns), method) and not method.startswith("__"):
+                found.update(dict.fromkeys(self.resolver.method(value.owner.cls, method, value.owner.exact, True)))
+        return list(found)
 
     def _method_names(self, instance: Instance) -> List[str]:
         """The methods an instance may have: its class's MRO, and for an inexact one its subclasses' too."""
@@ -443,6 +452,8 @@ class Flow(CallSites):
             targets = self.resolver.instance_call(callee.cls, callee.exact, True)
         elif isinstance(callee, BoundMethod):
             targets = self.resolver.method(callee.owner.cls, callee.name, callee.owner.exact, True)
+        elif isinstance(callee, MethodOf):
+            targets = self.method_targets(callee)
         else:
             return None
         return [(t.path, t.key) for t in targets]

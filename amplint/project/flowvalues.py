@@ -6,7 +6,7 @@ answers (the call sites, the prepared models, the dtypes across calls) can name 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import FrozenSet, Union
+from typing import FrozenSet, Tuple, Union
 
 from amplint.project.accelvalues import Accelerated, Prepared
 from amplint.project.symbols import ClassRef, _Func, _Instance, _Module
@@ -46,7 +46,18 @@ class BoundMethod:
     name: str
 
 
-Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, Accelerated, Prepared]
+@dataclass(frozen=True)
+class MethodOf:
+    """`getattr(obj, name)` with `name` not fully known: a method of `owner` whose name fits `patterns` (sorted
+    prefixes ending in `*`). One value per owner, expanded to the methods only where it is called
+    (`Flow.method_targets`): a `BoundMethod` per method made transformers' `get_input_embeddings` return 70,880
+    values, which every caller joined and sorted again."""
+
+    owner: Instance
+    patterns: Tuple[str, ...]
+
+
+Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, MethodOf, Accelerated, Prepared]
 Values = FrozenSet[Value]
 NONE: Values = frozenset()
 

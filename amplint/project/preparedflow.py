@@ -35,7 +35,7 @@ from amplint.model import Hop, RegionInfo
 from amplint.project.accelflow import RANK, built_label
 from amplint.project.accelvalues import Prepared
 from amplint.project.flow import (SAME_MODULE_METHODS, WRAPPING_CALLS, BoundMethod, ClassValue, Flow, Function,
-                                  Instance)
+                                  Instance, MethodOf)
 from amplint.project.flowcalls import dataclass_fields
 from amplint.project.flowtrees import dotted, own_nodes, param_names
 from amplint.project.loader import Loader
@@ -300,6 +300,8 @@ class PreparedCalls:
                 continue
             if isinstance(value, BoundMethod):
                 targets = resolver.method(value.owner.cls, value.name, value.owner.exact, True)
+            elif isinstance(value, MethodOf):
+                targets = self.flow.method_targets(value)
             elif isinstance(value, ClassValue):
                 targets = resolver.method(value.cls, "__init__", True, True)
             elif isinstance(value, (Instance, Prepared)):
@@ -331,11 +333,12 @@ def prepared_seeds(loader: Loader, resolver: Resolver, root: str) -> List[Seed]:
     seeds: List[Seed] = []
     for found in PreparedCalls(resolver.flow).search(paths):
         best = min((p.accelerator for p in found.held), key=lambda a: (RANK.get(a.precision, 3), a.path, a.line))
-        targets: List[Target] = []
+        kept: Dict[Target, None] = {}  # in order, each once
         for module in sorted({p.module for p in found.held}, key=repr):
             called = resolver.method(module.cls, "forward", module.exact, True) if found.forward else \
                 resolver.instance_call(module.cls, module.exact, True)
-            targets.extend(t for t in (replace(t, flowed=True) for t in called) if t not in targets)
+            kept.update(dict.fromkeys(replace(t, flowed=True) for t in called))
+        targets = list(kept)
         if not targets:
             continue
         where = shown(found.path, root)

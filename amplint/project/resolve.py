@@ -75,6 +75,7 @@ class Resolver:
         self._mro: Memo[ClassRef, List[ClassRef]] = memo()
         self._external: Memo[ClassRef, FrozenSet[str]] = memo()
         self._subclasses: Memo[ClassRef, List[ClassRef]] = memo()
+        self._overriding: Memo[ClassRef, Dict[str, List[ClassRef]]] = memo()
         # Class expressions and method owners, resolved once per run: the subclass search asks for the
         # same (file, base) pairs once per class it expands, which was quadratic on large projects.
         self._class_of: Memo[Tuple[str, str], Tuple[ClassRef, ...]] = memo()
@@ -349,11 +350,23 @@ class Resolver:
         if defining is not None:
             targets.append(Target(defining.path, f"{defining.name}.{name}", cls, exact))
         if not exact:
-            overrides = [s for s in self.subclasses(cls) if name in self._methods(s)]
+            overrides = self.overriding(cls).get(name, [])
             if len(overrides) > MAX_OVERRIDES:
                 overrides = self.constructed.classes(overrides)
             targets.extend(Target(s.path, f"{s.name}.{name}", s, False) for s in overrides)
         return targets
+
+    def overriding(self, cls: ClassRef) -> Dict[str, List[ClassRef]]:
+        """Per method name, the subclasses of `cls` that define it, in `subclasses` order: read once per class
+        (asked per name, transformers' 3,910 subclasses of `PreTrainedModel` were read again for each)."""
+        return self._overriding.get(cls, lambda: self._index_overriding(cls))
+
+    def _index_overriding(self, cls: ClassRef) -> Dict[str, List[ClassRef]]:
+        found: Dict[str, List[ClassRef]] = {}
+        for sub in self.subclasses(cls):
+            for name in dict.fromkeys(self._methods(sub)):
+                found.setdefault(name, []).append(sub)
+        return found
 
     def constructor(self, cls: ClassRef) -> List[Target]:
         """The `__init__` a constructor call runs, in a file that may lead to a probability computation."""
@@ -479,7 +492,7 @@ class Resolver:
         for attr in rest[:-1]:
             values = frozenset(v for owner in flow.unprepared(values) if isinstance(owner, flow.Instance)
                                for v in self.flow.attr_values(owner.cls, attr))
-        targets: List[Target] = []
+        targets: Dict[Target, None] = {}  # in order, each once (a list's `in` made thousands of values quadratic)
         for value in sorted(flow.unprepared(values), key=repr):
             if isinstance(value, flow.Instance):
                 found = self.instance_call(value.cls, value.exact, True) if not rest else \
@@ -490,6 +503,8 @@ class Resolver:
             elif isinstance(value, flow.BoundMethod) and not rest:
                 found = [replace(t, flowed=True) for t in self.method(
                     value.owner.cls, value.name, value.owner.exact, True)]
+            elif isinstance(value, flow.MethodOf) and not rest:  # `getattr(obj, name)(x)`, `name` not known
+                found = [replace(t, flowed=True) for t in self.flow.method_targets(value)]
             elif isinstance(value, flow.Module) and rest:
                 found = self._targets(self.lookup(value.path, [rest[-1]], for_call=True))
             elif isinstance(value, flow.ClassValue):  # `cls(d_in, k)` runs its `__init__`; `cls.make(...)`
@@ -499,8 +514,8 @@ class Resolver:
                 found = self.flowed_targets(value.elements, rest)
             else:
                 found = []
-            targets.extend(t for t in found if t not in targets)
-        return targets
+            targets.update(dict.fromkeys(found))
+        return list(targets)
 
     def targets_of_call(self, path: str, scope: str, line: int, column: int,
                         name: Optional[str] = None) -> List[Target]:

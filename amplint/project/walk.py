@@ -115,6 +115,9 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optio
     """Each function reached, once, with its shortest chain (its places shown relative to `root`)."""
     queue: Deque[Tuple[Seed, int]] = deque((seed, 1) for seed in sorted(seeds, key=lambda s: len(s.chain)))
     entered: Set[Target] = set()
+    # A target is queued once: the first copy in the queue is the one entered (it has the shortest chain), and
+    # a copy per call that reaches it (thousands on transformers, each with its chain) filled gigabytes.
+    queued: Set[Target] = {seed.target for seed in seeds}
     reported: Set[Tuple[str, str]] = set()
     entries: Dict[str, List[EntryContext]] = {}
     stored: Dict[Tuple[str, str], bool] = {}  # (path, class): `stores_probabilities` of its methods
@@ -147,12 +150,14 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optio
         if max_depth is not None and depth >= max_depth:
             continue
         where = shown(target.path, root) if root else target.path
-        nexts = [(call_hop("", call, target.path, where), nxt) for call, found in targets
-                 for nxt in followed(call, found)]
-        for at, nxt in nexts:
-            if nxt not in entered:
-                chain = seed.chain + (replace(at, name=resolver.display(nxt)),)
-                queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
+        for call, found in targets:
+            fresh = [nxt for nxt in followed(call, found) if nxt not in queued]
+            at = call_hop("", call, target.path, where) if fresh else None  # once per call, not per target
+            for nxt in fresh:
+                if nxt not in queued:
+                    queued.add(nxt)
+                    chain = seed.chain + (replace(at, name=resolver.display(nxt)),)  # type: ignore[arg-type]
+                    queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
     return Walked(entries, givers)
 
 
