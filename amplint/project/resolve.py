@@ -31,6 +31,7 @@ from amplint.project.constructed import Constructed
 from amplint.project.memo import Doubts, Memo
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Method, _Module
 from amplint.project.shape import FileShape, Shape
+from amplint.project.subclassing import Subclassing
 from amplint.project.summary import MODULE_KEY, CallSummary, FileSummary, FunctionSummary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,7 +57,7 @@ LIBRARY_METHODS = frozenset({
 MAX_IMPORT_HOPS = 8
 
 
-class Resolver:
+class Resolver(Subclassing):
     """Memoized resolution over the loader's summaries (one per run: no global state).
 
     One resolver serves every pass of the walk: call `new_pass` before each, and
@@ -281,47 +282,6 @@ class Resolver:
     def is_module(self, cls: ClassRef) -> bool:
         return bool(self.external_bases(cls) & frameworks.MODULE_BASES)
 
-    def subclasses(self, cls: ClassRef) -> List[ClassRef]:
-        """Project subclasses of `cls`, transitively, found through the text index then checked."""
-        return self._subclasses.get(cls, lambda: self._search_subclasses(cls))
-
-    def _search_subclasses(self, cls: ClassRef) -> List[ClassRef]:
-        found: List[ClassRef] = []
-        members: Set[ClassRef] = {cls}  # found, and the class itself
-        frontier = [cls]
-        mark = self._doubts.mark()
-        while frontier and not self._deferred(mark):  # each class once: bounded by the project's classes
-            current = frontier.pop(0)
-            short = current.name.rsplit(".", 1)[-1]
-            for ref in self._subclass_lines(short).get(current, ()):
-                if ref not in members:
-                    found.append(ref)
-                    members.add(ref)
-                    frontier.append(ref)
-        return sorted(found)
-
-    def _subclass_lines(self, short: str) -> Dict[ClassRef, Tuple[ClassRef, ...]]:
-        """Per project class, the classes whose class line names it as a base by `short` (file, then name order).
-
-        Built once per short name and run: the files with such a line come from the
-        text index, and each base is resolved once (`class_of`).
-        """
-        return self._children.get(short, lambda: self._index_subclass_lines(short))
-
-    def _index_subclass_lines(self, short: str) -> Dict[ClassRef, Tuple[ClassRef, ...]]:
-        building: Dict[ClassRef, List[ClassRef]] = {}
-        for path in self.loader.subclass_files(short):
-            summary = self._shape(path)
-            for name in sorted(summary.classes) if summary is not None else ():
-                ref = ClassRef(path, name)
-                parents: List[ClassRef] = []
-                for base in summary.classes[name].bases:  # type: ignore[union-attr]
-                    if base.rsplit(".", 1)[-1] == short:
-                        parents.extend(p for p in self.class_of(path, base) if p not in parents)
-                for parent in parents:
-                    building.setdefault(parent, []).append(ref)
-        return {parent: tuple(refs) for parent, refs in building.items()}
-
     def classes_deriving(self, external: FrozenSet[str], short_names: Sequence[str]) -> List[ClassRef]:
         """Project classes with one of `external` on their MRO (e.g. every LightningModule), sorted."""
         direct: Set[ClassRef] = set()
@@ -355,18 +315,6 @@ class Resolver:
                 overrides = self.constructed.classes(overrides)
             targets.extend(Target(s.path, f"{s.name}.{name}", s, False) for s in overrides)
         return targets
-
-    def overriding(self, cls: ClassRef) -> Dict[str, List[ClassRef]]:
-        """Per method name, the subclasses of `cls` that define it, in `subclasses` order: read once per class
-        (asked per name, transformers' 3,910 subclasses of `PreTrainedModel` were read again for each)."""
-        return self._overriding.get(cls, lambda: self._index_overriding(cls))
-
-    def _index_overriding(self, cls: ClassRef) -> Dict[str, List[ClassRef]]:
-        found: Dict[str, List[ClassRef]] = {}
-        for sub in self.subclasses(cls):
-            for name in dict.fromkeys(self._methods(sub)):
-                found.setdefault(name, []).append(sub)
-        return found
 
     def constructor(self, cls: ClassRef) -> List[Target]:
         """The `__init__` a constructor call runs, in a file that may lead to a probability computation."""
