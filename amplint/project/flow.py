@@ -106,6 +106,7 @@ class Flow(CallSites):
         self._sites = resolver.doubts.memo()  # (path, scope) -> call sites
         self._busy: Set[Tuple[object, ...]] = set()
         self._imports: Dict[str, ImportTable] = {}
+        self._method_targets = resolver.doubts.memo()  # MethodOf -> its targets: many calls run one such value
 
     # --- trees -----------------------------------------------------------------------------------------
     def tree(self, path: str) -> Optional[FileTree]:
@@ -374,6 +375,9 @@ class Flow(CallSites):
 
     def method_targets(self, value: MethodOf) -> "List[Target]":
         """The methods a call of `value` may run: each of its owner's whose name fits (no dunder), in order."""
+        return self._method_targets.get(value, lambda: self._expand(value))
+
+    def _expand(self, value: MethodOf) -> "List[Target]":
         found: Dict[Target, None] = {}
         for method in self._method_names(value.owner):
             if matches(frozenset(value.patterns), method) and not method.startswith("__"):
