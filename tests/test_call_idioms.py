@@ -230,17 +230,7 @@ def run_named(kind, model, h, y):
 # The name comes from the environment: every method of the owner may be called (one value per owner, expanded
 # where it is called: `flowvalues.MethodOf`).
 GETATTR_UNKNOWN = {
-    "objective.py": '''\
-import os
-
-
-class Objectives:
-    def loss_nll(self, model, h, y):
-        d = model(h)
-        return d.log_prob(y).mean()
-
-    def loss_mse(self, model, h, y):
-        return (y - y.mean()).pow(2).mean()
+    "objective.py": "import os\n\n\n" + GETATTR["objective.py"].split("\n\n    def loss_nll_unused")[0] + '''
 
 
 def run_named(model, h, y):
