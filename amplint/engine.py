@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
-from amplint.files import discover, read_source
+from amplint.files import discover_checked, read_source
 from amplint.model import FileError, FileResult, Finding
 from amplint import pipeline
 from amplint.pipeline import (  # noqa: F401 - the front ends' names
@@ -92,8 +92,7 @@ def check_paths(paths: Sequence[str], config: Config = Config(), *, in_project: 
         return check_project(paths, config)
     from amplint import parallel
 
-    files, errors = discover(paths, config.exclude, config.max_file_size,
-                             respect_gitignore=config.respect_gitignore)
+    files, errors = discover_checked(paths, config)
     results: List[Optional[FileResult]] = [FileResult(error.path, error=error) for error in errors]
     parse: List[Tuple[str, str, Config]] = []  # files the prefilters keep: parsed below, in a pool if it pays
     slots: List[int] = []

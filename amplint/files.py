@@ -10,6 +10,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from amplint.config import Config
 from amplint.gitignore import GitIgnore
 from amplint.model import FileError
 from amplint.selection import path_matches
@@ -107,6 +108,14 @@ def discover(
         else:
             kept.append(path)
     return kept, errors
+
+
+def discover_checked(
+    paths: Sequence[str], config: Config, prefer: Sequence[str] = (),
+) -> Tuple[List[str], List[FileError]]:
+    """`discover` with the walk the configuration asks for (`exclude`, `max-file-size`, `respect-gitignore`):
+    what every command that checks paths walks, so that an option reaches all of them."""
+    return discover(paths, config.exclude, config.max_file_size, prefer, config.respect_gitignore)
 
 
 def one_name_each(paths: Sequence[str], prefer: Sequence[str] = ()) -> List[str]:

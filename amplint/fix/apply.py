@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping,
 
 from amplint.config import Config
 from amplint.engine import SourceAnalysis, analyze_source
-from amplint.files import SourceFile, discover, read_source
+from amplint.files import SourceFile, discover_checked, read_source
 from amplint.model import FileError, Finding
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -295,8 +295,7 @@ def fix_paths(paths: Sequence[str], config: Config = Config(), write: bool = Tru
         return _fix_project(paths, config, write, in_project)
     from amplint.engine import read_and_screen
 
-    files, errors = discover(paths, config.exclude, config.max_file_size,
-                             respect_gitignore=config.respect_gitignore)
+    files, errors = discover_checked(paths, config)
     run = FixRun([FileFix(error.path, error=error) for error in errors])
     slots: List[int] = []
     sources: List[SourceFile] = []

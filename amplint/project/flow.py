@@ -373,14 +373,19 @@ class Flow(CallSites):
                 found.add(MethodOf(held, wild))
         return frozenset(found)
 
-    def method_targets(self, value: MethodOf) -> "List[Target]":
-        """The methods a call of `value` may run: each of its owner's whose name fits (no dunder), in order."""
-        return self._method_targets.get(value, lambda: self._expand(value))
+    def method_targets(self, value: "BoundMethod | MethodOf") -> "List[Target]":
+        """The methods a call of `value` may run: a bound method's, or each of its owner's whose name fits (no
+        dunder), in order."""
+        owner = value.owner
+        if isinstance(value, BoundMethod):
+            return self.resolver.method(owner.cls, value.name, owner.exact, True)
+        return self._method_targets.get(value, lambda: self._expand(value))  # type: ignore[arg-type]
 
     def _expand(self, value: MethodOf) -> "List[Target]":
         found: Dict[Target, None] = {}
+        patterns = frozenset(value.patterns)
         for method in self._method_names(value.owner):
-            if matches(frozenset(value.patterns), method) and not method.startswith("__"):
+            if matches(patterns, method) and not method.startswith("__"):
                 found.update(dict.fromkeys(self.resolver.method(value.owner.cls, method, value.owner.exact, True)))
         return list(found)
 
@@ -454,9 +459,7 @@ class Flow(CallSites):
         callee = callee.module if isinstance(callee, Prepared) else callee
         if isinstance(callee, Instance):
             targets = self.resolver.instance_call(callee.cls, callee.exact, True)
-        elif isinstance(callee, BoundMethod):
-            targets = self.resolver.method(callee.owner.cls, callee.name, callee.owner.exact, True)
-        elif isinstance(callee, MethodOf):
+        elif isinstance(callee, (BoundMethod, MethodOf)):
             targets = self.method_targets(callee)
         else:
             return None

@@ -298,9 +298,7 @@ class PreparedCalls:
                     value.key.rpartition(".")[0] in tree.classes
                 yield value.path, value.key, int(bound)
                 continue
-            if isinstance(value, BoundMethod):
-                targets = resolver.method(value.owner.cls, value.name, value.owner.exact, True)
-            elif isinstance(value, MethodOf):
+            if isinstance(value, (BoundMethod, MethodOf)):
                 targets = self.flow.method_targets(value)
             elif isinstance(value, ClassValue):
                 targets = resolver.method(value.cls, "__init__", True, True)

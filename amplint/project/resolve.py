@@ -448,10 +448,7 @@ class Resolver(Subclassing):
                 found = [replace(t, flowed=True) for t in found]
             elif isinstance(value, flow.Function):
                 found = [] if rest else [Target(value.path, value.key, flowed=True)]
-            elif isinstance(value, flow.BoundMethod) and not rest:
-                found = [replace(t, flowed=True) for t in self.method(
-                    value.owner.cls, value.name, value.owner.exact, True)]
-            elif isinstance(value, flow.MethodOf) and not rest:  # `getattr(obj, name)(x)`, `name` not known
+            elif isinstance(value, (flow.BoundMethod, flow.MethodOf)) and not rest:  # `fn(x)`, `getattr(m, n)(x)`
                 found = [replace(t, flowed=True) for t in self.flow.method_targets(value)]
             elif isinstance(value, flow.Module) and rest:
                 found = self._targets(self.lookup(value.path, [rest[-1]], for_call=True))

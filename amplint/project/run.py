@@ -7,7 +7,7 @@ from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees
-from amplint.files import discover
+from amplint.files import discover_checked
 from amplint.model import DistributionBase, FileError, FileResult
 from amplint.parallel import RunPool
 from amplint.project.cache import DiskCache, PassCache, code_fingerprint
@@ -53,8 +53,7 @@ def run_project(
     else `.amplint_cache/` in the project top); `use_cache=False`, or
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
-    files, errors = discover(paths, config.exclude, config.max_file_size, prefer=tuple(report or ()),
-                             respect_gitignore=config.respect_gitignore)
+    files, errors = discover_checked(paths, config, prefer=tuple(report or ()))
     parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
     # The run's workers, if a pass pays for them: every later pass uses them too.
     pool = RunPool(config.jobs, SUMMARY_READERS)

@@ -151,13 +151,15 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optio
             continue
         where = shown(target.path, root) if root else target.path
         for call, found in targets:
-            fresh = [nxt for nxt in followed(call, found) if nxt not in queued]
-            at = call_hop("", call, target.path, where) if fresh else None  # once per call, not per target
-            for nxt in fresh:
-                if nxt not in queued:
-                    queued.add(nxt)
-                    chain = seed.chain + (replace(at, name=resolver.display(nxt)),)  # type: ignore[arg-type]
-                    queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
+            at: Optional[Hop] = None  # the call's hop, built once for its targets
+            for nxt in followed(call, found):
+                if nxt in queued:
+                    continue
+                queued.add(nxt)
+                if at is None:
+                    at = call_hop("", call, target.path, where)
+                chain = seed.chain + (replace(at, name=resolver.display(nxt)),)
+                queue.append((Seed(nxt, seed.region, seed.region_path, chain, seed.region_file), depth + 1))
     return Walked(entries, givers)
 
 

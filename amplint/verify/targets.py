@@ -103,10 +103,9 @@ def _bfloat16_sites(paths: Sequence[str], config: Config) -> List[Target]:
     """Sites in enabled bfloat16 regions of each file (errors were reported by the check pass)."""
     from amplint.analysis import site_spec
     from amplint.engine import analyze_source
-    from amplint.files import discover, read_source
+    from amplint.files import discover_checked, read_source
 
-    files, _ = discover(paths, config.exclude, config.max_file_size,
-                        respect_gitignore=config.respect_gitignore)
+    files, _ = discover_checked(paths, config)
     targets: List[Target] = []
     for path in files:
         source = read_source(path)
