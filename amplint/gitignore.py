@@ -3,11 +3,14 @@
 A checkout's ignored folders (`benchmarks/.work/`, a dataset, a vendored tree) can hold tens of thousands of
 Python files that are not the project's code: walking and indexing them cost minutes and gigabytes. Git's own
 rules say what they are, so they are read from the same places git reads them: `.gitignore` in every directory
-from the repository root (the folder holding `.git`, a directory or a worktree's file) down to the path, and
-`.git/info/exclude`. Outside a repository nothing is ignored (ruff's `ignore` crate with `require_git`).
+from the repository root (the folder holding `.git`, a directory or a worktree's file) down to the path,
+`.git/info/exclude`, and the user's global excludes file (`core.excludesFile` in git's configuration, by default
+`$XDG_CONFIG_HOME/git/ignore`). Outside a repository nothing is ignored (ruff's `ignore` crate with
+`require_git`).
 
 The patterns are compiled by `pathspec` (`GitIgnoreSpec`); precedence is git's, done here: the last matching
-line of a file wins, a deeper `.gitignore` wins over a shallower one, `info/exclude` comes last, and a pattern
+line of a file wins, a deeper `.gitignore` wins over a shallower one, then `info/exclude`, then the global
+file, and a pattern
 counts only when it matches the path itself. pathspec also lets a pattern match through a parent folder
 (`sub/` matches `sub/x.py`); that is dropped, because the caller asks about each folder before the paths in
 it and never enters an ignored one, which is how git keeps a file under an excluded folder excluded.
@@ -20,6 +23,8 @@ from typing import Dict, Optional, Tuple
 from pathspec import GitIgnoreSpec
 from pathspec.pattern import RegexPattern
 
+from amplint import gitconfig
+
 _DIR_MARK = "ps_d"  # the group pathspec's gitignore regexes give the `/` that ends a folder's name
 
 Rules = Tuple[RegexPattern, ...]
@@ -31,7 +36,7 @@ class GitIgnore:
     def __init__(self) -> None:
         self._roots: Dict[str, Optional[str]] = {}  # directory -> its repository root (None: not in one)
         self._rules: Dict[str, Rules] = {}  # ignore file -> its patterns
-        self._excludes: Dict[str, str] = {}  # repository root -> its `info/exclude`
+        self._excludes: Dict[str, Tuple[str, ...]] = {}  # repository root -> `info/exclude`, the global file
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Does git ignore `path` itself? Its folders are the caller's to ask about first (see the module)."""
@@ -48,8 +53,12 @@ class GitIgnore:
                 break
             directory = os.path.dirname(directory)
         if root not in self._excludes:
-            self._excludes[root] = _exclude_file(root)
-        return bool(_verdict(self._read(self._excludes[root]), full, root, is_dir))
+            self._excludes[root] = (_exclude_file(root), *gitconfig.excludes_files(_git_dir(root), root))
+        for excludes in self._excludes[root]:
+            verdict = _verdict(self._read(excludes), full, root, is_dir)
+            if verdict is not None:
+                return verdict
+        return False
 
     def _root(self, directory: str) -> Optional[str]:
         """The nearest folder at or above `directory` holding `.git` (a nested repository starts its own rules)."""
@@ -117,7 +126,12 @@ def _names(pattern: RegexPattern, query: str, is_dir: bool) -> bool:
 
 
 def _exclude_file(root: str) -> str:
-    """`info/exclude` of the repository at `root`, also when `.git` is a file (`gitdir: ...`: a worktree, whose
+    """`info/exclude` of the repository at `root`."""
+    return os.path.join(_git_dir(root), "info", "exclude")
+
+
+def _git_dir(root: str) -> str:
+    """The git folder of the repository at `root`, also when `.git` is a file (`gitdir: ...`: a worktree, whose
     `commondir` leads to the shared folder, or a submodule)."""
     git = os.path.join(root, ".git")
     if os.path.isfile(git):
@@ -133,4 +147,4 @@ def _exclude_file(root: str) -> str:
                     git = os.path.join(git, handle.readline().strip())
             except OSError:
                 pass
-    return os.path.join(git, "info", "exclude")
+    return git

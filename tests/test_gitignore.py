@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 import pytest
 
-from amplint import configfile
+from amplint import configfile, gitconfig
 from amplint.configfile import ConfigError, parse_table
 from amplint.files import SOURCE_SUFFIXES, discover, walks_into
 from amplint.gitignore import GitIgnore
@@ -20,6 +20,17 @@ from conftest import run_amplint
 from test_flake8 import BAD, _plugin_rows
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of its own, with no git configuration: the user's global excludes file must not decide a test."""
+    path = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(path))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"):
+        monkeypatch.delenv(name, raising=False)
+    return path
 
 
 def git_repo(path: Path, files: Dict[str, str]) -> Path:
@@ -108,6 +119,56 @@ def test_git_info_exclude_is_read(tmp_path: Path) -> None:
     (root / ".git" / "info").mkdir(exist_ok=True)
     (root / ".git" / "info" / "exclude").write_text("local/\n", encoding="utf-8")
     assert found(root) == git_kept(root) == {"b.py"}
+
+
+def test_the_global_excludes_file_is_read_where_git_finds_it(
+        tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = git_repo(tmp_path / "r", {"scratch_a.py": "", "keep/scratch_b.py": "", "c.py": "", "notes/d.py": ""})
+    write(home, {".config/git/ignore": "scratch_*.py\n"})  # git's default place, with no setting
+    assert found(root) == git_kept(root) == {"c.py", "notes/d.py"}
+    write(home, {"xdg/git/ignore": "notes/\n"})  # $XDG_CONFIG_HOME moves the default
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+    assert found(root) == git_kept(root) == {"scratch_a.py", "keep/scratch_b.py", "c.py"}
+    # `core.excludesFile` in ~/.gitconfig: quoted, `~/` expanded, a comment after it
+    write(home, {".gitconfig": '[user]\n\tname = x\n[Core]\n\texcludesFile = "~/my ignore" ; mine\n',
+                 "my ignore": "c.py\n"})
+    assert found(root) == git_kept(root) == {"scratch_a.py", "keep/scratch_b.py", "notes/d.py"}
+    # the repository's own configuration wins over the global one; an empty value turns the file off
+    write(root, {".git/config": (root / ".git" / "config").read_text() + "[core]\n\texcludesfile =\n"})
+    assert found(root) == git_kept(root) == {"scratch_a.py", "keep/scratch_b.py", "c.py", "notes/d.py"}
+
+
+def test_the_global_excludes_file_comes_after_gitignore_and_info_exclude(tmp_path: Path, home: Path) -> None:
+    root = git_repo(tmp_path / "r", {".gitignore": "!a.py\n", "a.py": "", "b.py": "", "c.py": "",
+                                     "sub/.gitignore": "!c.py\n", "sub/c.py": ""})
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("!b.py\n", encoding="utf-8")
+    write(home, {".config/git/ignore": "*.py\n"})
+    assert found(root) == git_kept(root) == {"a.py", "b.py", "sub/c.py"}
+
+
+def test_git_config_environment_names_the_global_file(
+        tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = git_repo(tmp_path / "r", {"a.py": "", "b.py": ""})
+    write(home, {"elsewhere.cfg": "[core]\nexcludesFile = ../ignore-b\n", "ignore-b": "b.py\n",
+                 ".gitconfig": "[core]\nexcludesFile = ~/ignore-a\n", "ignore-a": "a.py\n"})
+    assert found(root) == git_kept(root) == {"b.py"}
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "elsewhere.cfg"))  # replaces ~/.gitconfig
+    (tmp_path / "ignore-b").write_text("b.py\n", encoding="utf-8")  # a relative path: from the repository
+    assert found(root) == git_kept(root) == {"a.py"}
+
+
+@pytest.mark.parametrize("raw, value", [
+    ("plain", "plain"), ("  spaced out  ", "spaced out"), ('"~/a b" # note', "~/a b"), ("x ; y", "x"),
+    ('"a\\"b"', 'a"b'), ('"tab\\there"', "tab\there"), ('"keep  " ', "keep  "), ('"#not" a comment', "#not a comment"),
+])
+def test_git_config_values_read_as_git_reads_them(tmp_path: Path, raw: str, value: str) -> None:
+    config = tmp_path / "config"
+    config.write_text(f"[core]\n\texcludesFile = {raw}\n", encoding="utf-8")
+    assert gitconfig.setting_in(str(config), "core", "excludesfile") == value
+    git = subprocess.run(["git", "config", "--file", str(config), "core.excludesFile"], capture_output=True,
+                         text=True, check=True).stdout[:-1]
+    assert git == value
 
 
 def test_outside_a_repository_no_gitignore_applies(tmp_path: Path) -> None:
