@@ -20,7 +20,7 @@ from amplint import __version__
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.config import Config
     from amplint.configfile import LoadedConfig
-    from amplint.model import FileError, FileResult, Finding
+    from amplint.model import FileError, FileResult, Finding, Notice
 # Imported where used, as the rest of amplint is: inside `main`, whose dataclasses are compiled once.
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -42,6 +42,16 @@ def _jobs(value: str) -> int:
         number = -1
     if number < 0:
         raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {value!r}")
+    return number
+
+
+def _units(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of work units, got {value!r}")
     return number
 
 
@@ -113,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="walk the folders git ignores too (respect-gitignore = false in the config)",
     )
     check.add_argument(
+        "--flow-budget", type=_units, metavar="UNITS",
+        help="value-flow work the walk from float16 regions may spend per file checked (flow-budget in the "
+        "config; 0: no bound). When it is reached the run says so on stderr and stops entering functions",
+    )
+    check.add_argument(
         "-j", "--jobs", type=_jobs, metavar="N",
         help="processes that parse files: 1 for none, 0 or 'auto' (the default) for one per CPU when there are "
         "enough files to parse to pay for starting them",
@@ -170,6 +185,8 @@ def config_from_args(args: argparse.Namespace, base: "Optional[Config]" = None) 
         changes["project_root"] = False
     if getattr(args, "respect_gitignore", None) is not None:
         changes["respect_gitignore"] = args.respect_gitignore
+    if getattr(args, "flow_budget", None) is not None:
+        changes["flow_budget"] = args.flow_budget
     if getattr(args, "jobs", None) is not None:
         changes["jobs"] = args.jobs
     return replace(base, **changes)
@@ -197,7 +214,7 @@ def _exit_code(findings: Sequence[Finding], errors: Sequence[FileError], checked
 
 def run_check(args: argparse.Namespace) -> int:
     from amplint import output, progress
-    from amplint.engine import check_paths
+    from amplint.engine import check
     from amplint.model import Finding
 
     if not args.paths:
@@ -218,7 +235,8 @@ def run_check(args: argparse.Namespace) -> int:
 
         return run_fix(args, config)
     with progress.attached(progress.wanted(args.format)):  # erased before anything below prints
-        results = check_paths(args.paths, config, in_project=True)
+        checked = check(args.paths, config, in_project=True)
+    results, notices = checked.results, checked.notices
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     if args.min_risk or args.hide_unknown:
         from amplint.risk import at_least
@@ -231,6 +249,8 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_CLEAN  # only empty directories: the warning says it all
     for error in errors:
         print(output.error_line(error), file=sys.stderr)
+    for notice in notices:
+        print(output.error_line(notice), file=sys.stderr)
     if args.add_noqa:
         return _add_noqa(findings, errors)
     if args.compare:
@@ -240,13 +260,13 @@ def run_check(args: argparse.Namespace) -> int:
     # Notebook findings: from the lines of the notebook's Python text to (cell, line in the cell).
     wanted = args.format in ("text", "sarif", "gitlab") and not args.statistics
     findings, sources = locate(findings, _source_lines(results, notebooks_only=not wanted))
-    _print_report(args, config, findings, errors, sources)
+    _print_report(args, config, findings, errors, sources, notices)
     return _exit_code(findings, errors, checked, args.exit_zero)
 
 
 def _print_report(
     args: argparse.Namespace, config: Config, findings: List[Finding], errors: List[FileError],
-    sources: Dict[str, List[str]],
+    sources: Dict[str, List[str]], notices: Sequence[Notice] = (),
 ) -> None:
     from amplint import output, reports
 
@@ -262,7 +282,7 @@ def _print_report(
     elif args.format == "sarif":
         from amplint.sarif import codemod_fixes, sarif_report
 
-        print(sarif_report(findings, errors, codemod_fixes(config), sources=sources))
+        print(sarif_report(findings, errors, codemod_fixes(config), sources=sources, notices=notices))
     elif args.format == "gitlab":
         from amplint.sarif import fingerprints
 
@@ -270,7 +290,7 @@ def _print_report(
     elif args.format == "github":
         from amplint.github import github_report
 
-        report = github_report(findings, errors)
+        report = github_report(findings, errors, notices)
         if report:
             print(report)
     else:

@@ -40,6 +40,8 @@ class Config:
     respect_gitignore: bool = field(default=True, repr=False)
     # Calls followed from a region, at most (None: every function the walk can reach, each entered once).
     max_depth: Optional[int] = None
+    # Units of value-flow work one pass of the walk may spend per file checked (`project.budget`); 0: no bound.
+    flow_budget: int = 200
     # Files larger than this many bytes are skipped with one line (a 5 MB file took 72 s and 3.5 GB); 0: no limit.
     max_file_size: int = 2_000_000
     # Worker processes for parsing: 0 one per usable CPU when it pays, 1 never a pool (`amplint.parallel`).

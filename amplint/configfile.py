@@ -180,6 +180,7 @@ KEYS: Dict[str, Tuple[str, Callable[[Any], Parsed]]] = {
     "respect-gitignore": ("respect_gitignore", _bool),
     "max-depth": ("max_depth", _depth),
     "max-file-size": ("max_file_size", _depth),
+    "flow-budget": ("flow_budget", _depth),
     "jobs": ("jobs", _jobs),
 }
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, Uni
 
 from amplint.config import Config
 from amplint.files import discover_checked, read_source
-from amplint.model import FileError, FileResult, Finding
+from amplint.model import Checked, FileError, FileResult, Finding
 from amplint import pipeline
 from amplint.pipeline import (  # noqa: F401 - the front ends' names
     SourceAnalysis, _parse_and_analyze, finish, fix_strategies, may_have_findings, to_finding, will_parse,
@@ -75,7 +75,12 @@ def check_file(path: str, config: Config = Config()) -> FileResult:
 
 
 def check_paths(paths: Sequence[str], config: Config = Config(), *, in_project: bool = False) -> List[FileResult]:
-    """Every file under `paths`, in sorted order; missing paths become error results.
+    """Every file under `paths`, in sorted order; missing paths become error results (`check`'s results)."""
+    return check(paths, config, in_project=in_project).results
+
+
+def check(paths: Sequence[str], config: Config = Config(), *, in_project: bool = False) -> Checked:
+    """Every file under `paths`, in sorted order, and what the run says of itself (its work bound reached).
 
     With `config.project` (the default) calls are followed across the files
     checked (`amplint.project`); `project=False` checks each file on its own.
@@ -87,9 +92,10 @@ def check_paths(paths: Sequence[str], config: Config = Config(), *, in_project: 
 
         return check_in_projects(paths, config)
     if config.project:
-        from amplint.project import check_project
+        from amplint.project.run import run_project
 
-        return check_project(paths, config)
+        run = run_project(paths, config)
+        return Checked(run.results, run.notices)
     from amplint import parallel
 
     files, errors = discover_checked(paths, config)
@@ -108,7 +114,7 @@ def check_paths(paths: Sequence[str], config: Config = Config(), *, in_project: 
     weights = [len(text) for text, _, _ in parse]
     for slot, result in zip(slots, parallel.run_map(_check_job, parse, jobs=config.jobs, weights=weights)):
         results[slot] = result
-    return [result for result in results if result is not None]
+    return Checked([result for result in results if result is not None])
 
 
 def read_and_screen(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence, Tuple, Type, Union
 
 from amplint import __version__
@@ -49,6 +50,8 @@ class AmpLintChecker:
     config_file: ClassVar[Optional[str]] = None
     _said: ClassVar[set] = set()  # the configuration errors this process has reported (each once)
     _shared_said: ClassVar[Any] = None  # a flag flake8's forked workers share: the run's config error was reported
+    _told: ClassVar[set] = set()  # the project runs' notices this process has printed (each once)
+    _shared_told: ClassVar[Any] = None  # likewise shared: the run's first notice was printed
     filenames: ClassVar[Tuple[str, ...]] = ()  # flake8's positional paths, for project mode
     _context: ClassVar[Optional["Context"]] = None  # the project walks, per process, computed on first use
 
@@ -70,8 +73,9 @@ class AmpLintChecker:
         cls.config_file = getattr(options, "amplint_config", None)
         cls.filenames = tuple(getattr(options, "filenames", None) or ())
         cls._context = None
-        cls._said = set()
+        cls._said, cls._told = set(), set()
         cls._shared_said = _shared_flag()  # made before flake8 forks its workers, so that they share it
+        cls._shared_told = _shared_flag()
 
     def _config(self) -> Config:
         from amplint import configfile
@@ -109,6 +113,9 @@ class AmpLintChecker:
 
             with own_classes_compiled_once():  # as `amplint check` has them: compiled once per machine
                 cls._context = Context.build(list(cls.filenames), loaded.config) if loaded.config.project else Context()
+            for notice in cls._context.notices:  # a work bound reached: flake8 has no row for it, so stderr
+                if _first_time(str(notice), cls._told, cls._shared_told):
+                    print(f"amplint: {notice}", file=sys.stderr)
         return cls._context.of(self.filename)
 
     def run(self) -> Iterator[Report]:
@@ -121,7 +128,7 @@ class AmpLintChecker:
                 findings = self._findings()
         except AmpLintConfigError as exc:
             # One row, once per process, on the first file it governs: flake8 exits 1 and the other plugins run.
-            if self._first_time(str(exc)):
+            if _first_time(str(exc), type(self)._said, type(self)._shared_said):
                 yield 1, 0, f"{CONFIG_ERROR_CODE} {exc}; amplint's checks are off", type(self)
             return
         if isinstance(findings, FileError):
@@ -130,20 +137,6 @@ class AmpLintChecker:
         for finding in findings:
             # flake8 adds 1 to the column we yield; amplint's columns are already 1-based.
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
-
-    @classmethod
-    def _first_time(cls, message: str) -> bool:
-        """Is this configuration error new to the run? Each is said once per process; the first one also once
-        across flake8's forked workers, which share `_shared_said` (so `flake8 .` prints one AMP000 line)."""
-        if message in cls._said:
-            return False
-        cls._said.add(message)
-        flag = cls._shared_said
-        if flag is None or len(cls._said) > 1:
-            return True
-        with flag.get_lock():
-            first, flag.value = not flag.value, 1
-        return first
 
     def _findings(self) -> Union[Sequence[Finding], FileError]:
         from amplint.engine import analyze_in_project, analyze_source
@@ -161,6 +154,19 @@ class AmpLintChecker:
         if not given.entries and not _may_report_alone(text, config):
             return ()  # no finding of its own can be here, and no region elsewhere calls in
         return analyze_in_project(text, self.filename, config, given.entries, noqa=False, texts=given.texts)
+
+
+def _first_time(message: str, said: set, flag: Any) -> bool:
+    """Is this message new to the run? Each is said once per process (`said`); the first one also once
+    across flake8's forked workers, which share `flag` (so `flake8 .` prints one AMP000 line)."""
+    if message in said:
+        return False
+    said.add(message)
+    if flag is None or len(said) > 1:
+        return True
+    with flag.get_lock():
+        first, flag.value = not flag.value, 1
+    return first
 
 
 def _shared_flag() -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Sequence
 
-from amplint.model import FileError, Finding
+from amplint.model import FileError, Finding, Notice
 
 
 def _escape_data(text: str) -> str:
@@ -44,8 +44,10 @@ def error_annotation(error: FileError) -> str:
     return _command("error", (("file", error.path), ("title", "amplint")), error.message)
 
 
-def github_report(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
-    """One line per file error, then one per finding, in the order given."""
+def github_report(findings: Sequence[Finding], errors: Sequence[FileError] = (), notices: Sequence[Notice] = ()) -> str:
+    """One line per file error, one per notice of the run, then one per finding, in the order given."""
     lines: List[str] = [error_annotation(error) for error in errors]
+    lines.extend(_command("warning", (("title", "amplint"),), f"{notice.path}: {notice.message}")
+                 for notice in notices)
     lines.extend(annotation(finding) for finding in findings)
     return "\n".join(lines)

@@ -256,6 +256,17 @@ class FileError:
         return f"{self.path}: error: {self.message}"
 
 
+@dataclass(frozen=True)
+class Notice:
+    """What a run says of itself, not of a file's code: that a bound stopped part of its analysis."""
+
+    path: str  # the folder the run was about, as messages show it
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: warning: {self.message}"
+
+
 @dataclass
 class FileResult:
     """Everything one file produced: findings, or the error that stopped it."""
@@ -263,3 +274,11 @@ class FileResult:
     path: str
     findings: list = field(default_factory=list)
     error: Optional[FileError] = None
+
+
+@dataclass
+class Checked:
+    """A check's results, file by file, and what the run says of itself (`Notice`)."""
+
+    results: List[FileResult]
+    notices: Tuple[Notice, ...] = ()

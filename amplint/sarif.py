@@ -13,12 +13,12 @@ import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
 from amplint import __version__
 from amplint.config import Config
-from amplint.model import FileError, Finding, Hop, chain_text
+from amplint.model import FileError, Finding, Hop, Notice, chain_text
 from amplint.rulebase import Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -294,11 +294,12 @@ def code_flow(finding: Finding, root: str) -> Dict[str, Any]:
     return {"message": {"text": f"reached via {chain_text(finding.chain)}"}, "threadFlows": [{"locations": flow}]}
 
 
-def _notification(error: FileError, root: str) -> Dict[str, Any]:
+def _notification(said: Union[FileError, Notice], root: str) -> Dict[str, Any]:
+    """A file that could not be checked (an error), or what the run says of itself (a warning)."""
     return {
-        "level": "error",
-        "message": {"text": error.message},
-        "locations": [{"physicalLocation": {"artifactLocation": artifact_location(error.path, root)}}],
+        "level": "error" if isinstance(said, FileError) else "warning",
+        "message": {"text": said.message},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact_location(said.path, root)}}],
     }
 
 
@@ -309,11 +310,12 @@ def sarif_log(
     fix_for: Optional[FixProvider] = None,
     root: Optional[str] = None,
     sources: Optional[Dict[str, List[str]]] = None,
+    notices: Sequence[Notice] = (),
 ) -> Dict[str, Any]:
     """The whole log: one run, every rule in the catalogue, one result per finding.
 
     `sources`: each file's lines (notebook cells under "path:cell N"), for the fingerprints;
-    files missing from it are read.
+    files missing from it are read. `notices`: what the run says of itself (a warning each).
     """
     root = os.path.abspath(root or os.curdir)
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
@@ -331,7 +333,7 @@ def sarif_log(
         "invocations": [
             {
                 "executionSuccessful": not errors,
-                "toolExecutionNotifications": [_notification(error, root) for error in errors],
+                "toolExecutionNotifications": [_notification(said, root) for said in [*errors, *notices]],
             }
         ],
         "results": [_result(finding, rule_index, root, fix_for) for finding in findings],
@@ -347,12 +349,13 @@ def sarif_report(
     fix_for: Optional[FixProvider] = None,
     root: Optional[str] = None,
     sources: Optional[Dict[str, List[str]]] = None,
+    notices: Sequence[Notice] = (),
 ) -> str:
     import json
 
     from amplint.rules import ALL_RULES
 
-    log = sarif_log(findings, errors, ALL_RULES, fix_for, root, sources)
+    log = sarif_log(findings, errors, ALL_RULES, fix_for, root, sources, notices)
     text = json.dumps(log, indent=2, ensure_ascii=False)
     # A lone surrogate (a file name that is not UTF-8, in a message) becomes its JSON escape: valid UTF-8 out.
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

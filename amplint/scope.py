@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, NamedTuple, Optional, S
 
 from amplint.config import Config
 from amplint.files import walks_into
-from amplint.model import FileError, FileResult, Finding
+from amplint.model import Checked, FileError, FileResult, Finding, Notice
 from amplint.project.modules import marked_directory
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,10 +158,12 @@ def run_scopes(paths: Sequence[str], config: Config, findings: bool = True) -> "
     return runs
 
 
-def check_in_projects(paths: Sequence[str], config: Config) -> List[FileResult]:
-    """`engine.check_paths` with every named file checked in its project (sorted by path, as given)."""
-    results = [scope.renamed(result) for scope, run in run_scopes(paths, config) for result in run.results]
-    return sorted(results, key=lambda result: result.path)
+def check_in_projects(paths: Sequence[str], config: Config) -> Checked:
+    """`engine.check` with every named file checked in its project (sorted by path, as given), and what each
+    project's run said of itself."""
+    runs = run_scopes(paths, config)
+    results = [scope.renamed(result) for scope, run in runs for result in run.results]
+    return Checked(sorted(results, key=lambda result: result.path), tuple(n for _, run in runs for n in run.notices))
 
 
 class Given(NamedTuple):
@@ -179,14 +181,16 @@ class Context:
     walk's cache."""
 
     runs: Tuple[Tuple[Scope, Dict[str, Tuple["EntryContext", ...]], Given], ...] = ()
+    notices: Tuple[Notice, ...] = ()  # what the walks said of themselves (a work bound reached)
 
     @classmethod
     def build(cls, paths: Sequence[str], config: Config) -> "Context":
-        runs = []
+        runs, notices = [], []
         for scope, run in run_scopes(paths, config, findings=False):
             entries = {os.path.abspath(path): found for path, found in run.entries.items()}
             runs.append((scope, entries, Given((), run.spellings, run.texts)))
-        return cls(tuple(runs))
+            notices.extend(run.notices)
+        return cls(tuple(runs), tuple(notices))
 
     def of(self, path: str) -> Given:
         """What `path` is given: from the walk that reports it, else from the plain walk."""

@@ -11,7 +11,7 @@ import asyncio
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -45,6 +45,7 @@ class AmplintServer(LanguageServer):
         # kept `codeAction` (and so `shutdown`) unanswered for minutes. One thread: a stale job is dropped
         # when its turn comes (`_analyze`), instead of competing with the current one.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="amplint-analysis")
+        self.told: Set[str] = set()  # the notices of project walks already shown (each once per session)
 
     def analysis(self) -> Workspace:
         if self.amp is None:
@@ -154,6 +155,17 @@ async def publish(server: AmplintServer, uri: str, delay: float = 0.0) -> None:
     server.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics(document, report), version=version)
     )
+    tell(server, report)
+
+
+def tell(server: AmplintServer, report: Report) -> None:
+    """Show what the buffer's project walk said of itself (its work bound reached) once in the session: it
+    concerns the project, not a line, so it is a message rather than a diagnostic."""
+    for notice in report.notices:
+        if str(notice) not in server.told:
+            server.told.add(str(notice))
+            server.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=f"amplint: {notice}"))
 
 
 def schedule(server: AmplintServer, uri: str, delay: float) -> None:

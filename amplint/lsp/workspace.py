@@ -15,10 +15,10 @@ import hashlib
 import os
 import threading
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Tuple, Union
 
 from amplint.config import Config
-from amplint.model import FileError, Finding
+from amplint.model import FileError, Finding, Notice
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.fix.apply import FixRun, TextFix
@@ -42,6 +42,7 @@ class Report:
 
     findings: Tuple[Finding, ...] = ()
     error: Optional[FileError] = None
+    notices: Tuple[Notice, ...] = ()  # what the buffer's project walk said of itself (a work bound reached)
 
 
 @dataclass
@@ -50,8 +51,23 @@ class _Project:
 
     entries: Dict[str, Tuple["EntryContext", ...]] = field(default_factory=dict)
     spellings: Tuple["Spelling", ...] = ()
+    notices: Tuple[Notice, ...] = ()
     generation: int = 0
     stale: bool = True
+
+    def given(self, path: str, config: Config) -> "_Given":
+        from amplint.project.spellings import with_spellings
+
+        return _Given(self.entries.get(path, ()), with_spellings(config, self.spellings), self.generation, self.notices)
+
+
+class _Given(NamedTuple):
+    """What a buffer is analysed with from its project's last walk."""
+
+    entries: Tuple["EntryContext", ...]
+    config: Config
+    generation: int
+    notices: Tuple[Notice, ...]
 
 
 def _under(path: str, directory: str) -> bool:
@@ -111,20 +127,19 @@ class Workspace:
                 if path is None or any(_under(path, directory) for directory in top):
                     project.stale = True
 
-    def _context(self, path: str, config: Config) -> Tuple[Tuple["EntryContext", ...], Config, int]:
-        """The file's entries, `config` with its project's own autocast spellings, and the walk's generation.
+    def _context(self, path: str, config: Config) -> "_Given":
+        """The file's entries, `config` with its project's own autocast spellings, the walk's generation and
+        what the walk said of itself.
 
         The walk computes no findings (`run_project(report=...)` empty): the open buffer is analysed here.
         """
         if not config.project:
-            return (), config, 0
-        from amplint.project.spellings import with_spellings
-
+            return _Given((), config, 0, ())
         top = self.top(path, config)
         with self._lock:
             project = self._projects.setdefault(top, _Project())
             if not project.stale:
-                return project.entries.get(path, ()), with_spellings(config, project.spellings), project.generation
+                return project.given(path, config)
         from amplint.project.run import run_project
 
         run = run_project(list(top), config, report=frozenset())
@@ -132,9 +147,10 @@ class Workspace:
             self.counters.project_runs += 1
             project.entries = {os.path.abspath(p): e for p, e in run.entries.items()}
             project.spellings = run.spellings
+            project.notices = run.notices
             project.generation += 1
             project.stale = False
-            return project.entries.get(path, ()), with_spellings(config, project.spellings), project.generation
+            return project.given(path, config)
 
     # --- analysis ------------------------------------------------------------
     def check(self, path: str, text: str) -> Report:
@@ -143,7 +159,7 @@ class Workspace:
         config = self.config(path)
         if isinstance(config, FileError):
             return Report(error=config)
-        entries, config, generation = self._context(path, config)
+        entries, config, generation, notices = self._context(path, config)
         key = (path, _key(text), generation)
         with self._lock:
             if key in self._reports:
@@ -151,7 +167,8 @@ class Workspace:
         from amplint.engine import analyze_source
 
         outcome = analyze_source(text, path, config, entries=entries, project=config.project)
-        report = Report(error=outcome) if isinstance(outcome, FileError) else Report(tuple(outcome.findings))
+        report = Report(error=outcome) if isinstance(outcome, FileError) else \
+            Report(tuple(outcome.findings), notices=notices)
         with self._lock:
             self.counters.analyses += 1
             if len(self._reports) >= self._cache_limit:
@@ -173,7 +190,7 @@ class Workspace:
         config = self.config(path)
         if isinstance(config, FileError):
             return None
-        entries, config, _ = self._context(path, config)
+        entries, config, _, _ = self._context(path, config)
 
         def same(other: Finding) -> bool:
             return finding is None or _same(other, finding)
@@ -203,7 +220,7 @@ class Workspace:
         disk = read_source(path)
         if isinstance(config, FileError) or not config.project or isinstance(disk, FileError) or disk.text != text:
             return own, {}
-        _, _, generation = self._context(path, config)
+        generation = self._context(path, config).generation
         key = (path, _key(text), strategy, generation)  # code actions are asked for often: one run per state
         with self._lock:
             run = self._runs.get(key)

@@ -45,6 +45,7 @@ class CallSites:
 
         resolver: Any
         loader: Any
+        budget: Any
         _sites: Any
 
         def tree(self, path: str) -> Optional[FileTree]: ...
@@ -86,6 +87,9 @@ class CallSites:
             return ()
 
         def compute() -> Tuple["CallSite", ...]:
+            if self.budget.exhausted:
+                self.resolver.doubts.read_unsure()
+                return ()
             self._sites.guard(key, ())  # a forwarder that reaches itself
             return tuple(self._forwarded(self._call_sites(path, scope, hops), hops))
         return self._sites.get(key, compute)
@@ -126,6 +130,7 @@ class CallSites:
             homes = dict.fromkeys([path, *(c.path for c in heirs)])
             files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
         for caller in files:
+            self.budget.charge()
             if owner in tree.classes and not constructor and self.loader.mentions(caller, "getattr"):
                 yield from self._getattr_calls(caller, path, scope, hops)
             if owner in tree.classes and short in INSTANCE_CALLS:
@@ -188,6 +193,7 @@ class CallSites:
         """Each call whose callee may hold a value of `kind` that runs function `scope` of `path`: a call site
         on an instance or a class (its first parameter bound)."""
         for caller_scope, call in calls:
+            self.budget.charge()
             if any((path, scope) in (self.runs(v) or ()) for v in self.value(caller, caller_scope, call.func, hops + 1)
                    if kind(v)):
                 yield CallSite(caller, caller_scope, call, True)

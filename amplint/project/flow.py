@@ -95,6 +95,13 @@ FANOUT_CALLS = frozenset({"MetricCollection"})
 PROPERTIES = frozenset({"property", "cached_property"})  # a method read as an attribute gives what it returns
 
 
+def _array_index(index: ast.expr) -> bool:
+    """Is `index` a multi-dimensional array index (`x[:, -1]`, `x[..., 0]`)? A tuple holding a slice or an
+    ellipsis is no key of a dict and no position in a list: what it reads is a tensor's (or array's) part."""
+    return isinstance(index, ast.Tuple) and any(
+        isinstance(item, ast.Slice) or isinstance(item, ast.Constant) and item.value is Ellipsis for item in index.elts)
+
+
 class Flow(CallSites):
     """Answers "what may this name hold?" over the project's trees, for the resolver."""
 
@@ -107,6 +114,7 @@ class Flow(CallSites):
         self._busy: Set[Tuple[object, ...]] = set()
         self._imports: Dict[str, ImportTable] = {}
         self._method_targets = resolver.doubts.memo()  # MethodOf -> its targets: many calls run one such value
+        self.budget = resolver.doubts.budget
 
     # --- trees -----------------------------------------------------------------------------------------
     def tree(self, path: str) -> Optional[FileTree]:
@@ -116,7 +124,8 @@ class Flow(CallSites):
 
     def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values:
         """One question, memoized. Past `MAX_HOPS`, or inside its own answer (a cycle), it answers nothing, and
-        unsure: a cut answer serves this pass only, and is never kept for the run."""
+        unsure: a cut answer serves this pass only, and is never kept for the run. So does a question the
+        walk's work bound stops (`budget`)."""
         if hops > MAX_HOPS:
             self.resolver.doubts.read_unsure()
             return _NONE
@@ -128,7 +137,7 @@ class Flow(CallSites):
         steps only, and a chain of names, calls and attributes in real code can outgrow the stack first (a
         run on 25,000 files of real code ended in a RecursionError). The question nearest the limit answers
         nothing, unsure, and the ones around it go on."""
-        if key in self._busy:
+        if key in self._busy or self.budget.exhausted:
             self.resolver.doubts.read_unsure()
             return _NONE
         self.loader.stats.flow_questions += 1
@@ -254,6 +263,8 @@ class Flow(CallSites):
         if isinstance(node, ast.Attribute):
             return self._attribute_value(path, scope, node, hops)
         if isinstance(node, ast.Subscript):
+            if _array_index(node.slice):
+                return _NONE  # `logits[:, -1, :]`: an array's elements, never a module or a distribution
             return elements(self.value(path, scope, node.value, hops))
         if isinstance(node, (ast.Dict,)):
             return frozenset({Container(frozenset(v for item in node.values if item is not None
@@ -537,6 +548,7 @@ class Flow(CallSites):
         """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class bodies
         (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses."""
         for ref, tree, node in self.instance_classes(cls):
+            self.budget.charge()
             if node is None:
                 continue
             for item in node.body:

@@ -16,7 +16,10 @@ dropped when the next pass starts (`Doubts.new_pass`).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Generic, Hashable, List, TypeVar
+from typing import TYPE_CHECKING, Callable, Dict, Generic, Hashable, List, Optional, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from amplint.project.budget import FlowBudget
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -26,8 +29,9 @@ _MISSING = object()
 class Doubts:
     """Counts what makes an answer unsure; one per resolver, shared by its memos."""
 
-    def __init__(self, misses: Callable[[], int]) -> None:
+    def __init__(self, misses: Callable[[], int], budget: Optional["FlowBudget"] = None) -> None:
         self._misses = misses  # the loader's count of summaries answered None for speculation
+        self.budget = budget  # what each answer costs, charged once per pass however it is found (`budget`)
         self._misses_before_pass = misses()
         self._read = 0  # unsure answers read
         self._memos: List["Memo"] = []
@@ -44,7 +48,7 @@ class Doubts:
         self._read += 1
 
     def memo(self) -> "Memo":
-        made: Memo = Memo(self)
+        made: Memo = Memo(self, len(self._memos))
         self._memos.append(made)
         return made
 
@@ -58,22 +62,35 @@ class Doubts:
 class Memo(Generic[K, V]):
     """One kind of answer, by key: `sure` ones for the run, `unsure` ones for the current pass."""
 
-    def __init__(self, doubts: Doubts) -> None:
+    def __init__(self, doubts: Doubts, number: int = 0) -> None:
         self._doubts = doubts
+        self._number = number  # which memo of its `Doubts`: an answer's name for the budget is (number, key)
         self.sure: Dict[K, V] = {}
         self.unsure: Dict[K, V] = {}
 
     def get(self, key: K, compute: Callable[[], V]) -> V:
         """The answer for `key`, computed once (per run when sure, per pass when not)."""
+        budget = self._doubts.budget
         found = self.sure.get(key, _MISSING)
         if found is not _MISSING:
+            if budget is not None:
+                budget.read((self._number, key))
             return found  # type: ignore[return-value]
         found = self.unsure.get(key, _MISSING)
         if found is not _MISSING:
             self._doubts.read_unsure()
+            if budget is not None:
+                budget.read((self._number, key))
             return found  # type: ignore[return-value]
         mark = self._doubts.mark()
-        value = compute()
+        if budget is None:
+            value = compute()
+        else:
+            budget.begin((self._number, key))
+            try:
+                value = compute()
+            finally:
+                budget.end()
         if self._doubts.mark() == mark:
             self.unsure.pop(key, None)  # a guard `compute` set, never read
             self.sure[key] = value

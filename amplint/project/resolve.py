@@ -28,6 +28,7 @@ from amplint.facts.modulecalls import EXPRESSION
 from amplint.project import flow
 from amplint.project.flowtrees import writer_of
 from amplint.project.constructed import Constructed
+from amplint.project.budget import FlowBudget
 from amplint.project.memo import Doubts, Memo
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Method, _Module
 from amplint.project.shape import FileShape, Shape
@@ -70,7 +71,7 @@ class Resolver(Subclassing):
         self._built_names: Optional[FrozenSet[str]] = None
         self.constructed = Constructed(loader, self._built_classes)
         self.modules = loader.modules
-        self._doubts = Doubts(lambda: loader.misses)
+        self._doubts = Doubts(lambda: loader.misses, FlowBudget(loader.config.flow_budget, len(loader.files)))
         memo = self._doubts.memo
         self._typed: Memo[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Target, ...]] = memo()
         self._mro: Memo[ClassRef, List[ClassRef]] = memo()

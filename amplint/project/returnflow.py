@@ -11,7 +11,7 @@ the other file (`amplint.fix.remote`).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from amplint.facts.entry import CallReturn, DistArgument, ReturnedDist
 from amplint.project.loader import Loader
@@ -23,9 +23,9 @@ from amplint.project.walk import call_hop, shown
 MAX_RETURN_HOPS = 8  # calls whose value a function returns, followed from one call: bounds the work
 
 
-def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
-                 entries: Sequence[EntryContext]) -> Tuple[CallReturn, ...]:
-    """The `CallReturn`s of one file, in line order."""
+def call_returns(loader: Loader, resolver: Resolver, path: str, root: str, entries: Sequence[EntryContext],
+                 memo: Optional["Returns"] = None) -> Tuple[CallReturn, ...]:
+    """The `CallReturn`s of one file, in line order (`memo`: what each function returns, for every file)."""
     summary = loader.summary(path)
     if summary is None:
         return ()
@@ -34,33 +34,41 @@ def call_returns(loader: Loader, resolver: Resolver, path: str, root: str,
         for target in resolver.call_targets(path, function, call, None, False):
             if target.path == path:
                 continue  # the file's own returns: `facts.returns` follows them
-            for dist, where in returned(loader, resolver, target):  # one cast where built too: no inputs here
+            for dist, where in returned(loader, resolver, target, memo=memo):  # one cast where built: no inputs
                 found.append(CallReturn(call.line, call.column, dist, shown(where, root), where))
     return tuple(sorted(dict.fromkeys(found), key=lambda r: (r.line, r.column, r.dist.index, r.dist.key)))
 
 
+Returns = Dict[Tuple[Target, int], Tuple[Tuple[ReturnedDist, str], ...]]
+
+
 def returned(loader: Loader, resolver: Resolver, target: Target, depth: int = MAX_RETURN_HOPS,
-             seen: FrozenSet[Target] = frozenset()) -> Iterator[Tuple[ReturnedDist, str]]:
+             memo: Optional[Returns] = None) -> Tuple[Tuple[ReturnedDist, str], ...]:
     """The distributions `target` returns, each with the file that builds it: its own, and through a call whose
     value it returns (`return self.inner(h)`: a wrapper's `forward`; `return make(x)[0]`), what that call's
-    targets return, up to `depth` such hops. A cycle returns nothing more."""
+    targets return, up to `depth` such hops.
+
+    Answered once per (function, hops left) in `memo`: followed path by path, a wrapper whose call runs any of
+    thousands of modules (transformers' `self.lm_head(h)`) was read once per path, thousands to the eighth.
+    A cycle needs no guard: each hop has one fewer left, and what a path through a cycle reaches, a shorter
+    one without it reaches too."""
+    memo = {} if memo is None else memo
+    key = (target, depth)
+    if key in memo:
+        return memo[key]
     summary = loader.summary(target.path)
     built = summary.functions.get(target.key) if summary is not None else None
-    if built is None or target in seen:
-        return
-    yield from ((dist, target.path) for dist in built.returns)
-    if built.returns or depth <= 0:
-        return
-    for line, callee, index in built.returned_calls:
+    found: List[Tuple[ReturnedDist, str]] = [(dist, target.path) for dist in built.returns] if built else []
+    for line, callee, index in built.returned_calls if built and not built.returns and depth > 0 else ():
         call = next((c for c in built.calls if c.line == line and c.callee == callee and c.region is None), None)
-        if call is None:
-            continue
-        for inner in resolver.call_targets(target.path, built, call, None, False):
-            for dist, where in returned(loader, resolver, inner, depth - 1, seen | {target}):
+        for inner in resolver.call_targets(target.path, built, call, None, False) if call is not None else ():
+            for dist, where in returned(loader, resolver, inner, depth - 1, memo):
                 if index < 0:
-                    yield dist, where
+                    found.append((dist, where))
                 elif dist.index == index:
-                    yield replace(dist, index=-1), where
+                    found.append((replace(dist, index=-1), where))
+    memo[key] = tuple(dict.fromkeys(found))
+    return memo[key]
 
 
 def dist_arguments(loader: Loader, resolver: Resolver, files: Sequence[str], entries: Dict[str, List[EntryContext]],

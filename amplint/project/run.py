@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees
 from amplint.files import discover_checked
-from amplint.model import DistributionBase, FileError, FileResult
+from amplint.model import DistributionBase, FileError, FileResult, Notice
 from amplint.parallel import RunPool
 from amplint.project.cache import DiskCache, PassCache, code_fingerprint
 from amplint.project import configfiles
@@ -22,12 +22,13 @@ from amplint.project.preparedflow import prepared_seeds
 from amplint.project.reading import SUMMARY_READERS
 from amplint.project.resolve import Resolver
 from amplint.project.float32flow import float32_reads
-from amplint.project.returnflow import call_returns, dist_arguments
+from amplint.project.returnflow import Returns, call_returns, dist_arguments
 from amplint.project.distsubclasses import project_distributions
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
 from amplint.project.summary import EntryContext
 from amplint.project.textfindings import TextFindings, not_kept
-from amplint.project.walk import Walked, call_seeds, walk
+from amplint.project.budget import Cut
+from amplint.project.walk import Seed, Walked, call_seeds, shown, walk
 
 
 @dataclass
@@ -38,6 +39,7 @@ class ProjectRun:
     # The project's own autocast spellings and distribution classes: `with_spellings(config, ...)`.
     spellings: Tuple["Spelling | DistributionBase", ...] = ()
     texts: TextFindings = field(default_factory=not_kept)  # the run's cache, for texts a front end analyses itself
+    notices: Tuple[Notice, ...] = ()  # what the run says of itself: its work bound reached (`project.budget`)
 
 
 def run_project(
@@ -72,17 +74,19 @@ def run_project(
         config = with_spellings(config, spellings)
         root = display_root(paths)
         loader = Loader(files, config, cache, modules, fingerprint, parsed, pool, passes)
-        results, contexts = _walk_and_report(loader, files, errors, config, tops, root, report)
+        results, contexts, cut = _walk_and_report(loader, files, errors, config, tops, root, report)
     finally:
         pool.close()
-    return ProjectRun(results, contexts, loader.stats, spellings, TextFindings(cache, fingerprint))
+    notices = (Notice(shown(root, os.getcwd()), cut.message()),) if cut is not None else ()
+    return ProjectRun(results, contexts, loader.stats, spellings, TextFindings(cache, fingerprint), notices)
 
 
 def _walk_and_report(
     loader: Loader, files: Sequence[str], errors: Sequence[FileError], config: Config, tops: Sequence[str],
     root: str, report: Optional[AbstractSet[str]],
-) -> Tuple[List[FileResult], Dict[str, Tuple[EntryContext, ...]]]:
-    """The text pass, the region files, the walk in waves, then each wanted file's results and contexts."""
+) -> Tuple[List[FileResult], Dict[str, Tuple[EntryContext, ...]], Optional[Cut]]:
+    """The text pass, the region files, the walk in waves, then each wanted file's results and contexts, and
+    where the flow's work bound cut the walk, if it did."""
     loader.scan()
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
@@ -93,15 +97,29 @@ def _walk_and_report(
         return configfiles.built_classes(tops)
 
     resolver = Resolver(loader, built)  # one for every pass: it keeps only the answers that stay true
+    passes = 0
 
     def walk_pass() -> Walked:
+        nonlocal passes
+        passes += 1
         resolver.new_pass()
-        seeds = call_seeds(loader, resolver, root) + accel_seeds(loader, resolver, root) + lightning_seeds(
-            loader, resolver, root, settings) + hf_seeds(loader, resolver, root) + \
-            prepared_seeds(loader, resolver, root)
-        return walk(seeds, loader, resolver, config.max_depth, root)
+        budget = resolver.flow.budget
+        budget.start()
+        try:
+            walked = walk(_seeds(loader, resolver, root, settings), loader, resolver, config.max_depth, root)
+        finally:
+            budget.stop()
+            loader.stats.walk_work = budget.spent
+        if walked.cut is not None:
+            resolver.new_pass()  # the answers the bound cut are unsure: the contexts after the walk ask again
+        return walked
 
     walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
+    if walked.cut is not None and passes > 1:
+        # Where the bound falls depends on what the pass had to compute: a pass that found answers kept by the
+        # passes before it went further than a serial run. One more pass, remembering nothing, is a serial run's.
+        resolver = Resolver(loader, built)
+        walked = walk_pass()
     entries = walked.entries
     eager = set(loader.region_files())
     reached = {p: entries.get(p, []) + walked.givers.get(p, []) for p in set(entries) | set(walked.givers)}
@@ -118,7 +136,8 @@ def _walk_and_report(
     # What each file is analysed with; a walk for a front end that analyses files itself (`report` empty)
     # gives it for every file.
     contextual = parsed if report else [p for p in files if p in eager or p in entries]
-    contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()))
+    returns: Returns = {}  # what each function returns, once for every file that calls it
+    contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()), returns)
                 + tuple(arguments.get(p, ())) + covered_density_calls(loader, resolver, p)
                 + resolved_density_calls(loader, resolver, p, root, entries.get(p, ()))
                 + probability_callees(loader, resolver, p) + _float32_reads(loader, resolver, p, entries.get(p, ()))
@@ -139,7 +158,28 @@ def _walk_and_report(
             results.append(FileResult(path, error=outcome))
         else:
             results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
-    return results, {path: tuple(found) for path, found in contexts.items()}
+    return results, {path: tuple(found) for path, found in contexts.items()}, walked.cut
+
+
+def _seeds(loader: Loader, resolver: Resolver, root: str, settings: tuple) -> List[Seed]:
+    """Every seed source's seeds, in turn, until the work bound is reached: the source during which it is
+    reached is dropped whole, with those after it (`budget.cut`), and the walk then enters nothing."""
+    sources: List[Tuple[str, Callable[[], List[Seed]]]] = [
+        ("calls made in float16 regions", lambda: call_seeds(loader, resolver, root)),
+        ("calls made in Accelerate's regions", lambda: accel_seeds(loader, resolver, root)),
+        ("Lightning's entry points", lambda: lightning_seeds(loader, resolver, root, settings)),
+        ("Hugging Face Trainer's entry points", lambda: hf_seeds(loader, resolver, root)),
+        ("the calls of models prepared by Accelerate", lambda: prepared_seeds(loader, resolver, root)),
+    ]
+    budget = resolver.flow.budget
+    seeds: List[Seed] = []
+    for number, (name, source) in enumerate(sources):
+        found = source()
+        if budget.reached:
+            budget.cut_at(name, 0, len(sources) - number - 1)
+            break
+        seeds.extend(found)
+    return seeds
 
 
 def _float32_reads(loader: Loader, resolver: Resolver, path: str, entered: Sequence[EntryContext]) -> tuple:

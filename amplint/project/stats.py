@@ -21,6 +21,7 @@ class Stats:
     from_ast: List[str] = field(default_factory=list)  # summaries read from CPython's tree, with no LibCST parse
     flowed: List[str] = field(default_factory=list)  # files whose text or tree the value flow read, each once
     flow_questions: int = 0  # questions the value flow answered (`Flow._guarded`), every pass counted
+    walk_work: int = 0  # units of work the last pass of the walk spent (`project.budget`)
     _flowed: Set[str] = field(default_factory=set, repr=False)
 
     def flow_read(self, path: str) -> None:

@@ -24,6 +24,7 @@ from typing import Deque, Dict, List, Optional, Set, Tuple
 
 from amplint.facts.modulecalls import EXPRESSION
 from amplint.model import Hop
+from amplint.project.budget import Cut
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver, Target
 from amplint.project.summary import CallSummary, EntryContext, FunctionSummary, RegionRef
@@ -109,10 +110,12 @@ class Walked:
 
     entries: Dict[str, List[EntryContext]]
     givers: Dict[str, List[EntryContext]]
+    cut: Optional[Cut] = None  # where the flow's work bound stopped the pass (`project.budget`)
 
 
 def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optional[int], root: str = "") -> Walked:
-    """Each function reached, once, with its shortest chain (its places shown relative to `root`)."""
+    """Each function reached, once, with its shortest chain (its places shown relative to `root`), until the
+    flow's work bound is reached (`project.budget`: the function during which it is reached is left)."""
     queue: Deque[Tuple[Seed, int]] = deque((seed, 1) for seed in sorted(seeds, key=lambda s: len(s.chain)))
     entered: Set[Target] = set()
     # A target is queued once: the first copy in the queue is the one entered (it has the shortest chain), and
@@ -122,6 +125,10 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optio
     entries: Dict[str, List[EntryContext]] = {}
     stored: Dict[Tuple[str, str], bool] = {}  # (path, class): `stores_probabilities` of its methods
     givers: Dict[str, List[EntryContext]] = {}
+    budget = resolver.flow.budget
+    done = 0  # functions entered and followed
+    if budget.reached:  # the seeds spent the bound
+        return Walked(entries, givers, budget.cut)
     while queue:
         seed, depth = queue.popleft()
         target = seed.target
@@ -140,6 +147,10 @@ def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optio
         # A call of a project function that returns probabilities may feed a site the summary could not see.
         probable = any(returns_prob(loader, t) for _, found in targets for t in found) or (
             not function.exposed and _class_stores(stored, loader, resolver, target.path, function))
+        if budget.reached:  # its answers were cut: it is left, with all that is queued
+            budget.cut_at("walk", done, 1 + len(queue))
+            return Walked(entries, givers, budget.cut)
+        done += 1
         if (function.exposed or gives or probable) and (target.path, target.key) not in reported:
             reported.add((target.path, target.key))
             found = entries if function.exposed or probable else givers
