@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from amplint.project.flowcalls import fits, tensor_annotated
+from amplint.project.flowcalls import array_index, fits, tensor_annotated
 
 FORWARD = ast.parse("def forward(self, x, mask=None, *, scale=1.0): pass").body[0]
 
@@ -24,3 +24,11 @@ def test_tensor_annotations() -> None:
     node = ast.parse("def f(model, h: torch.Tensor, y: Tensor, z: Optional[Tensor], *, w: int): pass").body[0]
     assert [tensor_annotated(node, n) for n in ("model", "h", "y", "z", "w", "missing")] == [
         False, True, True, False, False, False]
+
+
+@pytest.mark.parametrize("read, expected", [
+    ("x[:, -1, :]", True), ("x[..., 0]", True), ("x[0, ...]", True), ("x[:, None]", True),
+    ("heads[0]", False), ("models[1:]", False), ("table[a, b]", False), ("d['pi']", False), ("x[None]", False),
+])
+def test_an_array_index_is_told_from_a_container_read(read: str, expected: bool) -> None:
+    assert array_index(ast.parse(read, mode="eval").body.slice) is expected  # type: ignore[attr-defined]

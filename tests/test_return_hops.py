@@ -59,7 +59,8 @@ def wrappers(tmp_path: Path) -> Path:
         HEAD.format(j=j) for j in range(WIDTH)) + registry("Head")
     for level in range(LEVELS):
         inner = "INNER[kind]()" if level + 1 == LEVELS else "INNER[kind](kind)"
-        files[f"pkg/wrap{level}.py"] = f"from torch import nn\n\nfrom .wrap{level + 1} import WRAPS as INNER\n" + "".join(
+        header = f"from torch import nn\n\nfrom .wrap{level + 1} import WRAPS as INNER\n"
+        files[f"pkg/wrap{level}.py"] = header + "".join(
             WRAP.format(level=level, j=j, inner=inner) for j in range(WIDTH)) + registry(f"Wrap{level}_")
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

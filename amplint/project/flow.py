@@ -47,7 +47,7 @@ from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
 from amplint.project.flowcalls import (
-    dataclass_fields, is_classmethod, is_partial, last_name, star_params, super_owner,
+    array_index, dataclass_fields, is_classmethod, is_partial, last_name, star_params, super_owner,
 )
 from amplint.project.flowstrings import (
     ANY, Patterns, assigned, default_of, formatted, is_parameter, join, literal, matches,
@@ -93,13 +93,6 @@ CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list"
 # `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.
 FANOUT_CALLS = frozenset({"MetricCollection"})
 PROPERTIES = frozenset({"property", "cached_property"})  # a method read as an attribute gives what it returns
-
-
-def _array_index(index: ast.expr) -> bool:
-    """Is `index` a multi-dimensional array index (`x[:, -1]`, `x[..., 0]`)? A tuple holding a slice or an
-    ellipsis is no key of a dict and no position in a list: what it reads is a tensor's (or array's) part."""
-    return isinstance(index, ast.Tuple) and any(
-        isinstance(item, ast.Slice) or isinstance(item, ast.Constant) and item.value is Ellipsis for item in index.elts)
 
 
 class Flow(CallSites):
@@ -263,7 +256,7 @@ class Flow(CallSites):
         if isinstance(node, ast.Attribute):
             return self._attribute_value(path, scope, node, hops)
         if isinstance(node, ast.Subscript):
-            if _array_index(node.slice):
+            if array_index(node.slice):
                 return _NONE  # `logits[:, -1, :]`: an array's elements, never a module or a distribution
             return elements(self.value(path, scope, node.value, hops))
         if isinstance(node, (ast.Dict,)):

@@ -151,3 +151,12 @@ def last_name(node: ast.expr) -> str:
 def _outer(annotation: ast.expr) -> str:
     """`ClassVar` of `ClassVar[int]`: an annotation's outer type, by its last name."""
     return last_name(annotation.value if isinstance(annotation, ast.Subscript) else annotation)
+
+
+def array_index(index: ast.expr) -> bool:
+    """Is `index` a multi-dimensional array index (`x[:, -1]`, `x[..., 0]`)? A tuple holding a slice or an
+    ellipsis is no key of a dict and no position in a list: what it reads is part of a tensor (or an array),
+    never a module or a distribution, so the flow does not look (transformers' `logits[:, -1, :].to(...)`
+    once joined the returns of every module `logits` might come from)."""
+    return isinstance(index, ast.Tuple) and any(
+        isinstance(item, ast.Slice) or isinstance(item, ast.Constant) and item.value is Ellipsis for item in index.elts)
