@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Dict, List, Sequence, TextIO
+from typing import Dict, List, Sequence, TextIO, Union
 
-from amplint.model import FileError, Finding
+from amplint.model import FileError, Finding, Notice
 
 
 def text_report(findings: Sequence[Finding], sources: Dict[str, List[str]]) -> str:
@@ -31,7 +31,8 @@ def json_report(findings: Sequence[Finding]) -> str:
     return json.dumps([finding.to_json() for finding in findings], indent=2)
 
 
-def error_line(error: FileError) -> str:
+def error_line(error: Union[FileError, Notice]) -> str:
+    """`PATH: error: ...` for a file that could not be checked, `PATH: warning: ...` for what a run says."""
     return str(error)
 
 

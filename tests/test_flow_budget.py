@@ -120,6 +120,15 @@ def test_a_pass_after_another_is_cut_as_a_serial_run_cuts_it(chain: Path, monkey
     assert serial.stats.walk_work == twice.stats.walk_work
 
 
+def test_fix_says_it_too_and_fixes_what_the_cut_run_found(chain: Path) -> None:
+    fixed = amplint(chain, "--flow-budget", "1", "--fix")
+    assert fixed.stderr.splitlines()[0] == f".: {CUT}"
+    assert (chain / f"step{STEPS}.py").read_text() == LAST.format(number=STEPS)  # nothing found: unchanged
+    fixed = amplint(chain, "--fix")
+    assert fixed.stderr == "" and "Normal(mu.float(), sigma.float()).log_prob(x.float())" in (
+        chain / f"step{STEPS}.py").read_text()
+
+
 def test_sarif_and_github_carry_the_notice(chain: Path) -> None:
     sarif = json.loads(amplint(chain, "--flow-budget", "1", "--format", "sarif").stdout)
     (invocation,) = sarif["runs"][0]["invocations"]

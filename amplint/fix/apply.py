@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping,
 from amplint.config import Config
 from amplint.engine import SourceAnalysis, analyze_source
 from amplint.files import SourceFile, discover_checked, read_source
-from amplint.model import FileError, Finding
+from amplint.model import FileError, Finding, Notice
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
@@ -66,6 +66,7 @@ class FileFix:
 @dataclass
 class FixRun:
     files: List[FileFix] = field(default_factory=list)
+    notices: List[Notice] = field(default_factory=list)  # what the project walks said of themselves
 
     @property
     def fixes(self) -> List[TextFix]:
@@ -354,6 +355,7 @@ def _fix_project(paths: Sequence[str], config: Config, write: bool, in_project: 
     run = FixRun()
     for scope, project in runs:
         start = len(run.files)
+        run.notices.extend(project.notices)
         _fix_results(run, project, config, write, paths, scope.index)
         run.files[start:] = [_renamed(fix, scope.shown(fix.path)) for fix in run.files[start:]]
     if len(runs) > 1:

@@ -63,6 +63,8 @@ def report(run: FixRun, args: argparse.Namespace) -> None:
     preview = bool(args.diff)
     for error in run.errors:
         print(output.error_line(error), file=sys.stderr)
+    for notice in run.notices:
+        print(output.error_line(notice), file=sys.stderr)
     if preview:
         for fix in run.changed:
             sys.stdout.write(unified_diff(fix))
