@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 from amplint import __version__
 
@@ -33,26 +33,21 @@ def _codes(value: str) -> List[str]:
     return [part.strip().upper() for part in value.split(",") if part.strip()]
 
 
-def _jobs(value: str) -> int:
-    if value == "auto":
-        return 0
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {value!r}")
-    return number
+def _count(what: str, auto: bool = False) -> Callable[[str], int]:
+    """An argparse type for a count of `what` (0 or more; `auto` also takes "auto", as 0)."""
+    def parse(value: str) -> int:
+        try:
+            number = 0 if auto and value == "auto" else int(value)
+        except ValueError:
+            number = -1
+        if number < 0:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value!r}")
+        return number
+    return parse
 
 
-def _units(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number of work units, got {value!r}")
-    return number
+_jobs = _count("a number of processes or 'auto'", auto=True)
+_units = _count("a non-negative number of work units")
 
 
 def build_parser() -> argparse.ArgumentParser:
