@@ -105,8 +105,9 @@ def test_a_cut_run_gives_the_same_output_whatever_the_hash_seed(chain: Path) -> 
 
 def test_a_pass_after_another_is_cut_as_a_serial_run_cuts_it(chain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a pool, the walk runs in speculative passes (`project.ahead`), each keeping the sure answers of the
-    one before: the last pass would spend less than a serial run and go further. The run redoes a cut pass
-    with nothing remembered. Two passes are forced here, as a pool gives them on a larger project."""
+    one before: charged only for what it computed, the last pass would spend less than a serial run and go
+    further. An answer read from memory is charged what computing it cost, with the answers it read, once per
+    pass. Two passes are forced here, as a pool gives them on a larger project."""
     from amplint.project import run as project_run
 
     monkeypatch.chdir(chain)

@@ -17,7 +17,7 @@ fixed: the seed sources in turn, then the functions of the walk. The step during
 after it, and the questions begun under it answer nothing, unsure, so that none is kept. Which step that
 is depends only on the order of the steps and on how much the complete steps before it cost, never on the
 order in which a question iterates a set, so a run cut by the bound gives the same findings every time and
-with any `--jobs` (`run.py` redoes a cut pass with nothing remembered, as a serial run has it).
+with any `--jobs`.
 """
 from __future__ import annotations
 

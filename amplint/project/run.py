@@ -97,11 +97,8 @@ def _walk_and_report(
         return configfiles.built_classes(tops)
 
     resolver = Resolver(loader, built)  # one for every pass: it keeps only the answers that stay true
-    passes = 0
 
     def walk_pass() -> Walked:
-        nonlocal passes
-        passes += 1
         resolver.new_pass()
         budget = resolver.flow.budget
         budget.start()
@@ -115,11 +112,6 @@ def _walk_and_report(
         return walked
 
     walked = walk_in_waves(loader, walk_pass)  # the walk's summaries parsed in a pool, wave by wave
-    if walked.cut is not None and passes > 1:
-        # Where the bound falls depends on what the pass had to compute: a pass that found answers kept by the
-        # passes before it went further than a serial run. One more pass, remembering nothing, is a serial run's.
-        resolver = Resolver(loader, built)
-        walked = walk_pass()
     entries = walked.entries
     eager = set(loader.region_files())
     reached = {p: entries.get(p, []) + walked.givers.get(p, []) for p in set(entries) | set(walked.givers)}
