@@ -153,6 +153,16 @@ def test_the_bound_is_read_from_the_configuration(chain: Path) -> None:
     assert bad.returncode == 2 and "expected a non-negative number of work units, got 'x'" in bad.stderr
 
 
+def test_verify_says_it_too(chain: Path) -> None:
+    pytest.importorskip("torch")
+    (chain / "amplint.toml").write_text("flow-budget = 1\n")
+    env = dict(os.environ, AMPLINT_NO_CACHE="1")
+    out = subprocess.run([sys.executable, "-m", "amplint", "verify", "."], cwd=chain, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.stderr.splitlines()[0] == f".: {CUT}"
+    assert "verified 0 computation(s)" in out.stdout + out.stderr
+
+
 def test_flake8_prints_the_notice_once_whatever_its_workers(chain: Path) -> None:
     (chain / "amplint.toml").write_text("flow-budget = 1\n")
     env = dict(os.environ, AMPLINT_NO_CACHE="1")

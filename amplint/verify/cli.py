@@ -122,8 +122,8 @@ def run_verify(args: argparse.Namespace) -> int:
     if choice.device is None and args.device != "auto":
         print(f"amplint: error: {choice.error}", file=sys.stderr)
         return EXIT_ERROR
-    for error in collected.errors:
-        print(str(error), file=sys.stderr)
+    for said in [*collected.errors, *collected.notices]:
+        print(str(said), file=sys.stderr)
     if collected.checked == 0 and collected.errors:
         return EXIT_ERROR
     user = _user_code(args)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
-from amplint.model import DistSpec, FileError, Finding, Precision, RegionInfo, SiteSpec
+from amplint.model import DistSpec, FileError, Finding, Notice, Precision, RegionInfo, SiteSpec
 
 
 @dataclass(frozen=True)
@@ -52,16 +52,21 @@ class Collected:
     targets: List[Target] = field(default_factory=list)
     errors: List[FileError] = field(default_factory=list)
     checked: int = 0
+    notices: Tuple[Notice, ...] = ()  # what check's walk said of itself (its work bound reached)
 
 
 def collect(paths: Sequence[str], config: Config = Config()) -> Collected:
     """Check's findings and the bfloat16 sites under `paths`, in path/line order; unreadable files become errors."""
-    from amplint.engine import check_paths
+    from amplint.engine import check
     from amplint.project.run import run_project
 
     # check's list; in project mode without the disk cache, so verify writes nothing into the user's tree
-    results = run_project(paths, config, use_cache=False).results if config.project else check_paths(paths, config)
-    out = Collected()
+    if config.project:
+        run = run_project(paths, config, use_cache=False)
+        results, notices = run.results, run.notices
+    else:
+        results, notices = check(paths, config).results, ()
+    out = Collected(notices=notices)
     for result in results:
         if result.error is not None:
             out.errors.append(result.error)
