@@ -195,7 +195,7 @@ def test_cli_reports_an_interrupt_with_exit_130(monkeypatch: pytest.MonkeyPatch,
     def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("amplint.engine.check_paths", interrupted)
+    monkeypatch.setattr("amplint.engine.check", interrupted)  # what `amplint check` runs
     assert cli.main(["check", str(FIXTURES / "check")]) == 130
     assert capsys.readouterr().err == "amplint: interrupted\n"
 

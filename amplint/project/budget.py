@@ -58,10 +58,11 @@ def _count(number: int, noun: str) -> str:
 
 @dataclass
 class _Cost:
-    """What computing one answer cost: its own units, and the answers it read (charged once per pass each)."""
+    """What computing one answer cost: its own units, and the answers it read, each once (a dict kept as an
+    ordered set: a join reads the same answer over and over, and a list of every read filled gigabytes)."""
 
     own: int = 1
-    read: List[Hashable] = field(default_factory=list)
+    read: Dict[Hashable, None] = field(default_factory=dict)
 
 
 class FlowBudget:
@@ -113,7 +114,7 @@ class FlowBudget:
 
     def _note(self, name: Hashable) -> None:
         if self._computing:
-            self._computing[-1].read.append(name)
+            self._computing[-1].read[name] = None
 
     def stop(self) -> None:
         """The pass is over: later questions run to their answers."""
