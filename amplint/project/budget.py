@@ -10,14 +10,15 @@ A unit of work is one answer computed (of the flow or of the resolver: every `me
 a question examines (a class of a hierarchy whose `self.` assignments are joined, a file or a call searched
 for call sites). An answer kept from an earlier pass costs, at its first read in a pass, what computing it
 cost, with the answers it read, each once per pass: so a pass is charged what a serial run's only pass is,
-whatever the passes before it left (`project.ahead`). A pass (its seeds, then its walk)
-may spend `flow-budget` units per file checked, a project of fewer than `MIN_FILES` files counting as that
-many, so that a small project with deep flows is not cut. The cut falls between two steps whose order is
-fixed: the seed sources in turn, then the functions of the walk. The step during which the count passed the bound is dropped whole, with every step
-after it, and the questions begun under it answer nothing, unsure, so that none is kept. Which step that
-is depends only on the order of the steps and on how much the complete steps before it cost, never on the
-order in which a question iterates a set, so a run cut by the bound gives the same findings every time and
-with any `--jobs`.
+whatever the passes before it left (`project.ahead`).
+
+A pass (its seeds, then its walk) may spend `flow-budget` units per file checked, a project of fewer than
+`MIN_FILES` files counting as that many, so that a small project with deep flows is not cut. The cut falls
+between two steps whose order is fixed: the seed sources in turn, then the functions of the walk. The step
+during which the count passed the bound is dropped whole, with every step after it, and the questions begun
+under it answer nothing, unsure, so that none is kept. Which step that is depends only on the order of the
+steps and on how much the complete steps before it cost, never on the order in which a question iterates a
+set, so a run cut by the bound gives the same findings every time and with any `--jobs`.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ MIN_FILES = 500
 
 @dataclass(frozen=True)
 class Cut:
-    """Where the bound stopped a pass: in which step, what it spent, and what it did not do."""
+    """Where the bound stopped a pass: its limit, in which step, and what it did and did not do."""
 
     limit: int
     per_file: int
