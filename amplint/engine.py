@@ -92,10 +92,9 @@ def check(paths: Sequence[str], config: Config = Config(), *, in_project: bool =
 
         return check_in_projects(paths, config)
     if config.project:
-        from amplint.project.run import run_project
+        from amplint.project import check_project
 
-        run = run_project(paths, config)
-        return Checked(run.results, run.notices)
+        return check_project(paths, config)
     from amplint import parallel
 
     files, errors = discover_checked(paths, config)

@@ -8,20 +8,23 @@ per-file pipeline (`amplint.pipeline`) and never imports the engine above it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Sequence, Tuple
 
 from amplint.config import Config
 
 if TYPE_CHECKING:  # pragma: no cover
-    from amplint.model import FileResult
+    from amplint.model import Checked
     from amplint.project.summary import EntryContext
 
 
-def check_project(paths: Sequence[str], config: Config = Config()) -> "List[FileResult]":
-    """Every file under `paths`, sorted, with project-mode findings (errors as results, like check_paths)."""
+def check_project(paths: Sequence[str], config: Config = Config()) -> "Checked":
+    """Every file under `paths`, sorted, with project-mode findings (errors as results, like `engine.check`),
+    and what the run says of itself (its work bound reached)."""
+    from amplint.model import Checked
     from amplint.project.run import run_project
 
-    return run_project(paths, config).results
+    run = run_project(paths, config)
+    return Checked(run.results, run.notices)
 
 
 def project_entries(paths: Sequence[str], config: Config = Config()) -> "Dict[str, Tuple[EntryContext, ...]]":
