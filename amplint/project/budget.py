@@ -6,9 +6,10 @@ On a very large class hierarchy it does not end in useful time: transformers' Tr
 every call of every subclass's instance in 2,935 files. So a pass's work is bounded, not its answers: no
 count of classes or overrides is cut, and when the bound is reached the run says so (`Cut`, a `Notice`).
 
-A unit of work is one answer computed (of the flow or of the resolver: every `memo.Memo`), or one candidate
-a question examines (a class of a hierarchy whose `self.` assignments are joined, a file or a call searched
-for call sites). An answer kept from an earlier pass costs, at its first read in a pass, what computing it
+A unit of work is one answer computed (of the flow or of the resolver: every `memo.Memo`), one element of
+an answer (answers are held for the run, so a wide one is memory as well as work: `memo.width`), or one
+candidate a question examines (a class of a hierarchy whose `self.` assignments are joined, a file or a call
+searched for call sites). An answer kept from an earlier pass costs, at its first read in a pass, what computing it
 cost, with the answers it read, each once per pass: so a pass is charged what a serial run's only pass is,
 whatever the passes before it left (`project.ahead`).
 
@@ -25,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Hashable, List, Optional, Set
 
-# A project of fewer files is budgeted as this many: at the default, 100,000 units, fourteen times what the
-# most costly labelled repository spends (stable-audio-tools, 6,847 units for 58 files).
+# A project of fewer files is budgeted as this many: at the default, 100,000 units, nine times what the
+# most costly labelled repository spends (stable-audio-tools, 10,672 units for 58 files).
 MIN_FILES = 500
 
 
@@ -75,28 +76,35 @@ class FlowBudget:
         self.spent = 0
         self.open = False  # the bound applies inside a pass only: the contexts after it finish their questions
         self.reached = False
+        self.recording = True  # are bills kept for a later pass (`start`)?
         self.cut: Optional[Cut] = None
         self._costs: Dict[Hashable, _Cost] = {}  # every answer computed in the run, by its memo and key
         self._computing: List[_Cost] = []  # the answers being computed, innermost last
         self._charged: Set[Hashable] = set()  # the answers this pass has paid for
 
-    def start(self) -> None:
-        """A pass begins: nothing spent, nothing cut, no answer paid for."""
+    def start(self, recording: bool = True) -> None:
+        """A pass begins: nothing spent, nothing cut, no answer paid for.
+
+        `recording`: another pass may follow and read this one's answers (a speculative pass), so what each
+        costs is kept for it. The last pass (any pass of a serial run) keeps no bills: nothing reads them."""
         self.spent, self.open, self.reached, self.cut = 0, True, False, None
+        self.recording = recording
         self._charged = set()
 
     # --- answers: called by `memo.Memo.get` -------------------------------------------------------------
     def begin(self, name: Hashable) -> None:
         """The answer `name` is computed now: one unit, and what it examines and reads goes on its bill."""
-        self._note(name)
         self._charged.add(name)
-        cost = _Cost()
-        self._costs[name] = cost
-        self._computing.append(cost)
         self._add(1)
+        if self.recording:
+            self._note(name)
+            cost = _Cost()
+            self._costs[name] = cost
+            self._computing.append(cost)
 
     def end(self) -> None:
-        self._computing.pop()
+        if self.recording:
+            self._computing.pop()
 
     def read(self, name: Hashable) -> None:
         """The answer `name` is read from memory: free if this pass paid for it, else what it cost when it was

@@ -52,7 +52,7 @@ from amplint.project.flowcalls import (
 from amplint.project.flowstrings import (
     ANY, Patterns, assigned, default_of, formatted, is_parameter, join, literal, matches,
 )
-from amplint.project.flowtrees import FileTree, dotted, lambda_key, param_names
+from amplint.project.flowtrees import FileTree, TreeShelf, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
     Value, Values, elements,
@@ -101,7 +101,7 @@ class Flow(CallSites):
     def __init__(self, resolver: "Resolver", loader: "Loader") -> None:
         self.resolver = resolver
         self.loader = loader
-        self._trees: Dict[str, Optional[FileTree]] = {}
+        self._trees = TreeShelf(loader.file_tree)
         self._answers = resolver.doubts.memo()  # (what is asked, its subject...) -> Values
         self._sites = resolver.doubts.memo()  # (path, scope) -> call sites
         self._busy: Set[Tuple[object, ...]] = set()
@@ -111,9 +111,7 @@ class Flow(CallSites):
 
     # --- trees -----------------------------------------------------------------------------------------
     def tree(self, path: str) -> Optional[FileTree]:
-        if path not in self._trees:
-            self._trees[path] = self.loader.file_tree(path)
-        return self._trees[path]
+        return self._trees.get(path)
 
     def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values:
         """One question, memoized. Past `MAX_HOPS`, or inside its own answer (a cycle), it answers nothing, and

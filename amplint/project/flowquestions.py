@@ -71,4 +71,6 @@ class FlowQuestions:
         if parsed is None or isinstance(parsed, str):
             return None
         tree = parsed[0]
-        return self._parsed.derived(text, INDEX, lambda: index_tree(tree))
+        found = self._parsed.derived(text, INDEX, lambda: index_tree(tree))
+        found.size = len(text)
+        return found

@@ -290,6 +290,11 @@ class Loader(FlowQuestions, LeadQuestions):
 
         return parallel.pool_size(parallel.MIN_ITEMS, self.config.jobs) >= 1
 
+    @property
+    def speculating(self) -> bool:
+        """Is a speculative pass running (another pass may follow it)?"""
+        return self._speculating
+
     def speculate(self, on: bool) -> List[str]:
         """Start or end a speculative pass; returns the summaries it wanted (ending one), in request order.
 

@@ -37,7 +37,7 @@ from amplint.project.accelvalues import Prepared
 from amplint.project.flow import (SAME_MODULE_METHODS, WRAPPING_CALLS, BoundMethod, ClassValue, Flow, Function,
                                   Instance, MethodOf)
 from amplint.project.flowcalls import dataclass_fields
-from amplint.project.flowtrees import dotted, own_nodes, param_names
+from amplint.project.flowtrees import FileTree, dotted, own_nodes, param_names
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
 from amplint.project.summary import FLOAT16_LIKE, MODULE_KEY, RegionRef
@@ -84,19 +84,27 @@ class PreparedCalls:
     def __init__(self, flow: Flow) -> None:
         self.flow = flow
         self._indexes: Dict[Tuple[str, str], _Index] = {}
+        self._trees: Dict[str, Optional[FileTree]] = {}  # this search's trees: its indexes name their nodes
         self._seen: Set[Tuple[object, ...]] = set()
         self._found: Dict[Tuple[str, int, int, bool], PreparedCall] = {}
 
     def search(self, paths: List[str]) -> List[PreparedCall]:
         for path in paths:
-            tree = self.flow.tree(path)
+            tree = self._tree(path)
             for scope, call in tree.calls_named("prepare") if tree is not None else ():
                 self._origin(path, scope, call)
         return [self._found[key] for key in sorted(self._found)]
 
+    def _tree(self, path: str) -> Optional[FileTree]:
+        """The flow's tree of `path`, the same one throughout the search: a node's parent is looked up by the
+        node's identity, and the flow may read a file it let go again as a new tree."""
+        if path not in self._trees:
+            self._trees[path] = self.flow.tree(path)
+        return self._trees[path]
+
     def _index(self, path: str, scope: str) -> Optional[_Index]:
         if (path, scope) not in self._indexes:
-            tree = self.flow.tree(path)
+            tree = self._tree(path)
             node = tree.scopes.get(scope) if tree is not None else None
             self._indexes[(path, scope)] = _Index(node) if node is not None else None  # type: ignore[assignment]
         return self._indexes[(path, scope)]
@@ -170,7 +178,7 @@ class PreparedCalls:
         if isinstance(target, ast.Name):
             self._name(path, scope, target.id, held, packed, statement)
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-            tree = self.flow.tree(path)
+            tree = self._tree(path)
             owner = scope.rpartition(".")[0]
             if tree is not None and owner in tree.classes:
                 self._attribute(ClassRef(path, owner), target.attr, held, packed)
@@ -190,7 +198,7 @@ class PreparedCalls:
         functions nested in it that do not bind it (all of the file's, for a module-level name)."""
         if not self._first(("name", path, scope, name, held, packed, id(statement))):
             return
-        tree = self.flow.tree(path)
+        tree = self._tree(path)
         for inner in self._seeing(path, scope, name) if tree is not None else ():
             index = self._index(path, inner)
             for read in index.names.get(name, ()) if index is not None else ():
@@ -204,7 +212,7 @@ class PreparedCalls:
         """(file, local name) of each `from <path's module> import <name> [as local]` of the project."""
         resolver = self.flow.resolver
         for importer in self.flow.loader.importers(path):
-            tree = self.flow.tree(importer)
+            tree = self._tree(importer)
             for node in tree.tree.body if tree is not None else ():
                 if isinstance(node, ast.ImportFrom):
                     for alias in node.names:
@@ -214,7 +222,7 @@ class PreparedCalls:
 
     def _seeing(self, path: str, scope: str, name: str) -> Iterator[str]:
         """`scope` and the scopes nested in it where `name` is `scope`'s."""
-        tree = self.flow.tree(path)
+        tree = self._tree(path)
         for inner in tree.scopes if tree is not None else ():
             current = inner
             while current != scope and current in tree.parents and name not in tree.scope_facts(current).bound:
@@ -237,7 +245,7 @@ class PreparedCalls:
                 for read in index.attrs.get(attr, ()) if index is not None else ():
                     self._expression(ref.path, scope, read, held, packed)
         for path in [p for p in sorted(self.flow.loader.info) if self.flow.loader.mentions(p, attr)]:
-            tree = self.flow.tree(path)
+            tree = self._tree(path)
             for scope in tree.scopes if tree is not None else ():
                 index = self._index(path, scope)
                 for read in index.others.get(attr, ()) if index is not None else ():
@@ -269,7 +277,7 @@ class PreparedCalls:
             if field is not None:
                 self._attribute(cls, field, held, packed)
         for callee_path, key, offset in self._callees(path, scope, call):
-            tree = self.flow.tree(callee_path)
+            tree = self._tree(callee_path)
             params = param_names(tree.scopes[key]) if tree is not None and key in tree.scopes else []
             name = keyword if keyword is not None else \
                 params[position + offset] if position is not None and position + offset < len(params) else None
@@ -282,7 +290,7 @@ class PreparedCalls:
         for value in self._values(path, scope, call.func):
             if not isinstance(value, ClassValue):
                 continue
-            tree = self.flow.tree(value.cls.path)
+            tree = self._tree(value.cls.path)
             node = tree.classes.get(value.cls.name) if tree is not None else None
             fields = dataclass_fields(node) if node is not None else None
             if fields is not None:
@@ -293,7 +301,7 @@ class PreparedCalls:
         resolver = self.flow.resolver
         for value in self._values(path, scope, call.func):
             if isinstance(value, Function):
-                tree = self.flow.tree(value.path)
+                tree = self._tree(value.path)
                 bound = isinstance(call.func, ast.Attribute) and tree is not None and \
                     value.key.rpartition(".")[0] in tree.classes
                 yield value.path, value.key, int(bound)

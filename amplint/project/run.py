@@ -101,7 +101,7 @@ def _walk_and_report(
     def walk_pass() -> Walked:
         resolver.new_pass()
         budget = resolver.flow.budget
-        budget.start()
+        budget.start(recording=loader.speculating)
         try:
             walked = walk(_seeds(loader, resolver, root, settings), loader, resolver, config.max_depth, root)
         finally:
