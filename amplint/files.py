@@ -8,7 +8,7 @@ import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from amplint.config import Config
 from amplint.gitignore import GitIgnore
@@ -46,9 +46,9 @@ def _skip_dir(name: str, full: str, exclude: Sequence[str], ignore: Optional[Git
     return ignore is not None and ignore.ignored(full, is_dir=True)
 
 
-def _walks_file(name: str, full: str, ignore: Optional[GitIgnore]) -> bool:
+def _walks_file(name: str, full: str, ignore: Optional[GitIgnore], suffixes: Tuple[str, ...] = SOURCE_SUFFIXES) -> bool:
     """Is the file `full` (named `name`), in a folder the walk entered, listed? `_walk` and `walks_into` ask."""
-    return name.endswith(SOURCE_SUFFIXES) and not (ignore is not None and ignore.ignored(full, is_dir=False))
+    return name.endswith(suffixes) and not (ignore is not None and ignore.ignored(full, is_dir=False))
 
 
 def _ignore(respect_gitignore: bool) -> Optional[GitIgnore]:
@@ -143,16 +143,32 @@ def _size(path: str) -> int:
         return 0  # read_source reports it
 
 
-def _walk(root: str, exclude: Sequence[str], errors: List[FileError], ignore: Optional[GitIgnore]) -> Iterator[str]:
+def _walk(root: str, exclude: Sequence[str], errors: List[FileError], ignore: Optional[GitIgnore],
+          suffixes: Tuple[str, ...] = SOURCE_SUFFIXES, skip: Callable[[str], bool] = lambda name: False,
+          ) -> Iterator[str]:
     def unreadable(exc: OSError) -> None:
         errors.append(FileError(exc.filename or root, f"cannot read directory: {exc.strerror or exc}"))
 
     # followlinks=False: a symlink loop cannot make us walk forever.
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, os.path.join(dirpath, d), exclude, ignore))
+        dirnames[:] = sorted(d for d in dirnames
+                             if not skip(d) and not _skip_dir(d, os.path.join(dirpath, d), exclude, ignore))
         for name in sorted(filenames):
-            if _walks_file(name, os.path.join(dirpath, name), ignore):
+            if _walks_file(name, os.path.join(dirpath, name), ignore, suffixes):
                 yield os.path.normpath(os.path.join(dirpath, name))
+
+
+def walk_other(roots: Sequence[str], suffixes: Tuple[str, ...], config: Config,
+               skip: Callable[[str], bool] = lambda name: False) -> Iterator[str]:
+    """Files of other kinds (`suffixes`: the project's config files) under `roots`, sorted, walked as sources
+    are: the configured `exclude`, and git's ignore rules when `respect-gitignore` is on, leave them out too;
+    `skip` names more folders to leave. Folders that cannot be listed are passed over: these files only
+    inform the analysis of the sources, whose own walk reports such folders."""
+    ignore = _ignore(config.respect_gitignore)
+    for root in sorted(set(roots)):
+        for path in _walk(root, config.exclude, [], ignore, suffixes, skip):
+            if not any(path_matches(path, pattern) for pattern in config.exclude):
+                yield path
 
 
 def walks_into(root: str, path: str, exclude: Sequence[str] = (), respect_gitignore: bool = True) -> bool:

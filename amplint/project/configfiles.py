@@ -18,13 +18,15 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from amplint.config import Config
+from amplint.files import walk_other
+
 CONFIG_SUFFIXES = (".yaml", ".yml", ".ini", ".toml", ".cfg")
 SKIPPED_DIRECTORIES = frozenset(
     {".git", ".hg", ".svn", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox", ".nox",
      ".amplint_cache", ".mypy_cache", ".pytest_cache", "site-packages", "build", "dist"}
 )
 MAX_CONFIG_BYTES = 256 * 1024  # config files are small; a big one is data, not settings
-MAX_CONFIG_FILES = 2000
 
 # Which key says what, and the values that mean float16 (compared lower-cased, quotes stripped).
 FLOAT16_VALUES = {
@@ -66,19 +68,15 @@ def read_settings(path: str, text: str) -> List[ConfigPrecision]:
     return found
 
 
-def config_files(roots: Iterable[str]) -> Iterator[str]:
-    """Config files under `roots`, in sorted order, skipping tool and environment directories."""
-    seen = 0
-    for root in sorted(set(roots)):
-        for directory, subdirectories, files in os.walk(root):
-            subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRECTORIES
-                                       and not d.startswith("."))
-            for name in sorted(files):
-                if name.endswith(CONFIG_SUFFIXES):
-                    seen += 1
-                    if seen > MAX_CONFIG_FILES:
-                        return
-                    yield os.path.join(directory, name)
+def config_files(roots: Iterable[str], config: Config) -> Iterator[str]:
+    """Config files under `roots`, in sorted order, walked as the sources are (`exclude`, git's ignore rules):
+    Hydra's run folders (`outputs/`, `.hydra/`) and logs, which copy a run's settings, are what `.gitignore`
+    lists. Hidden, tool and environment folders are skipped as well."""
+    return walk_other(list(roots), CONFIG_SUFFIXES, config, _skipped)
+
+
+def _skipped(directory: str) -> bool:
+    return directory in SKIPPED_DIRECTORIES or directory.startswith(".")
 
 
 def _read(path: str) -> Optional[str]:
@@ -91,10 +89,10 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def scan(roots: Sequence[str]) -> Tuple[ConfigPrecision, ...]:
+def scan(roots: Sequence[str], config: Config) -> Tuple[ConfigPrecision, ...]:
     """Every float16 setting in the config files under `roots`, in path and line order."""
     found: List[ConfigPrecision] = []
-    for path in config_files(roots):
+    for path in config_files(roots, config):
         text = _read(path)
         if text is not None:
             found.extend(read_settings(path, text))
@@ -115,10 +113,10 @@ def read_targets(text: str) -> List[str]:
     return [match.group("dotted").rsplit(".", 1)[-1] for match in map(_TARGET.match, text.splitlines()) if match]
 
 
-def built_classes(roots: Sequence[str]) -> frozenset:
+def built_classes(roots: Sequence[str], config: Config) -> frozenset:
     """Names of the classes the project's config files build: a receiver made from a config is one of them."""
     found: List[str] = []
-    for path in config_files(roots):
+    for path in config_files(roots, config):
         text = _read(path)
         if text is not None:
             found.extend(read_targets(text))

@@ -91,10 +91,10 @@ def _walk_and_report(
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
-    settings = configfiles.scan(tops) if loader.subclass_files("LightningModule") else ()
+    settings = configfiles.scan(tops, config) if loader.subclass_files("LightningModule") else ()
 
     def built() -> frozenset:
-        return configfiles.built_classes(tops)
+        return configfiles.built_classes(tops, config)
 
     resolver = Resolver(loader, built)  # one for every pass: it keeps only the answers that stay true
 
