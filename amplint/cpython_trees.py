@@ -31,7 +31,7 @@ from amplint.names import ImportTable, import_table
 # memory per byte of source (measured on the corpus's largest files), so this bounds it near 160 MB. A file's
 # summary is read, and the value flow reads the same tree soon after: with 1 MB the flow found a third of
 # them gone, and a cold `-j 1` run over the real-code corpus took 17.2 s of CPU against 13.9 s with 4 MB,
-# at about the same peak memory (266 and 275 MB: the flow keeps each tree it reads for the run).
+# at about the same peak memory (266 and 275 MB: the flow keeps the trees it reads, `flowtrees.TreeShelf`).
 KEEP_SOURCE_BYTES = 4_000_000
 
 _MEMORY_KEY = "cpython_trees"  # where a pool worker's memory holds its memo
