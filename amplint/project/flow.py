@@ -52,7 +52,8 @@ from amplint.project.flowcalls import (
 from amplint.project.flowstrings import (
     ANY, Patterns, assigned, default_of, formatted, is_parameter, join, literal, matches,
 )
-from amplint.project.flowtrees import FileTree, TreeShelf, dotted, lambda_key, param_names
+from amplint.project.flowtrees import (ClassAssignments, FileTree, TreeShelf, class_assignments, dotted, lambda_key,
+                                       param_names)
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
     Value, Values, elements,
@@ -102,6 +103,7 @@ class Flow(CallSites):
         self.resolver = resolver
         self.loader = loader
         self._trees = TreeShelf(loader.file_tree)
+        self._classes: Dict["ClassRef", Optional[ClassAssignments]] = {}  # kept when their trees are let go
         self._answers = resolver.doubts.memo()  # (what is asked, its subject...) -> Values
         self._sites = resolver.doubts.memo()  # (path, scope) -> call sites
         self._busy: Set[Tuple[object, ...]] = set()
@@ -112,6 +114,15 @@ class Flow(CallSites):
     # --- trees -----------------------------------------------------------------------------------------
     def tree(self, path: str) -> Optional[FileTree]:
         return self._trees.get(path)
+
+    def _assignments(self, ref: "ClassRef") -> Optional[ClassAssignments]:
+        """What the class assigns (None where the project does not hold it), read from its tree once."""
+        if ref not in self._classes:
+            tree = self.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            self._classes[ref] = None if node is None else class_assignments(  # type: ignore[union-attr]
+                tree, ref.name, dataclass_fields(node))
+        return self._classes[ref]
 
     def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values:
         """One question, memoized. Past `MAX_HOPS`, or inside its own answer (a cycle), it answers nothing, and
@@ -538,18 +549,16 @@ class Flow(CallSites):
     def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
         """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class bodies
         (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses."""
-        for ref, tree, node in self.instance_classes(cls):
+        for ref in dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]):
             self.budget.charge()
-            if node is None:
+            found = self._assignments(ref)
+            if found is None:
                 continue
-            for item in node.body:
-                if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None:
-                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
-                    if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
-                        yield ref.path, MODULE_KEY, item.value
-            for scope, value in tree.self_attrs(ref.name).get(attr, ()):  # type: ignore[union-attr]
+            for value in found.body.get(attr, ()):
+                yield ref.path, MODULE_KEY, value
+            for scope, value in found.methods.get(attr, ()):
                 yield ref.path, scope, value
-            fields = dataclass_fields(node)
+            fields = found.fields
             if fields is not None and attr in fields:  # `Setup(model=m)`: the argument its field takes
                 for site in self.call_sites(ref.path, f"{ref.name}.__init__"):
                     argument = call_argument(site.call, fields, attr, 0)

@@ -352,3 +352,24 @@ class TreeShelf:
         while self._size > self._budget and len(self._kept) > 1:
             self._size -= self._kept.popitem(last=False)[1].size
         return tree
+
+
+@dataclass(frozen=True)
+class ClassAssignments:
+    """What one class assigns, kept when its file's tree is let go: a hierarchy's assignments are joined for
+    every attribute asked of it (`Flow.attr_assignments`), and reading thousands of model files again for
+    each attribute cost more than keeping these few nodes."""
+
+    body: Dict[str, List[ast.expr]]  # `attr = value` in the class body, by name
+    methods: Dict[str, List[Tuple[str, ast.expr]]]  # (method scope, value) of `self.attr = value`, by name
+    fields: Optional[List[str]]  # a `@dataclass`'s or `NamedTuple`'s fields (`flowcalls.dataclass_fields`)
+
+
+def class_assignments(tree: FileTree, name: str, fields: Optional[List[str]]) -> ClassAssignments:
+    body: Dict[str, List[ast.expr]] = {}
+    for item in tree.classes[name].body:
+        if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None:
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+            for each in dict.fromkeys(t.id for t in targets if isinstance(t, ast.Name)):
+                body.setdefault(each, []).append(item.value)
+    return ClassAssignments(body, tree.self_attrs(name), fields)
