@@ -16,9 +16,10 @@ from amplint.project.summary import MODULE_KEY
 
 INDEX = "flow-index"  # what `index_tree` builds, as `CPythonTrees.derived` keeps it beside the tree
 # Source bytes of the trees the flow keeps between its questions, the least recently read going first. A tree
-# takes 20-45 bytes of memory per byte of source, so this bounds them near 1 GB. It kept every tree it read:
-# on transformers 3.5 million nodes (2.3 GB) after the seeds, and a run over 24,000 files ran out of memory.
-FLOW_TREE_BYTES = 32_000_000
+# takes 25-40 bytes of memory per byte of source, so this bounds them near 2.5 GB. It kept every tree it read,
+# and a run over 24,000 files (248 MB of source) ran out of memory; transformers (55 MB) still keeps all it
+# reads: with 32 MB it read the same files again and again, and took 2.5 times the CPU time.
+FLOW_TREE_BYTES = 64_000_000
 
 
 @dataclass
