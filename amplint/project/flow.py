@@ -542,14 +542,18 @@ class Flow(CallSites):
     ) -> Iterator[Tuple["ClassRef", Optional[FileTree], Optional[ast.ClassDef]]]:
         """The classes an instance of `cls` may be (its MRO, then its subclasses), each with its file's tree and
         its `class` node (None where the project does not hold it)."""
-        for ref in dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]):
+        for ref in self._instance_refs(cls):
             tree = self.tree(ref.path)
             yield ref, tree, tree.classes.get(ref.name) if tree is not None else None
+
+    def _instance_refs(self, cls: "ClassRef") -> List["ClassRef"]:
+        """The classes an instance of `cls` may be: its MRO, then its subclasses, each once."""
+        return list(dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]))
 
     def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
         """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class bodies
         (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses."""
-        for ref in dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]):
+        for ref in self._instance_refs(cls):
             self.budget.charge()
             found = self._assignments(ref)
             if found is None:
