@@ -59,7 +59,7 @@ def test_entries_are_json_with_a_schema_and_round_trip(project_copy: Path, tmp_p
     for entry in entries:
         document = json.loads(entry.read_text(encoding="utf-8"))
         assert document["schema"] == SCHEMA and document["kind"] in ("summary", "findings", "spellings", "scan",
-                                                                     "shape")
+                                                                     "shape", "solution")
     assert any(json.loads(e.read_text(encoding="utf-8"))["kind"] == "shape" for e in entries)  # a file only shaped
     second = run_project([str(project_copy)], Config(), cache_dir=str(cache))
     assert second.stats.parsed == [] and second.stats.shaped == []  # every entry came from the JSON

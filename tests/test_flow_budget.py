@@ -132,6 +132,16 @@ def test_a_pass_after_another_is_cut_as_a_serial_run_cuts_it(chain: Path, monkey
     assert serial.stats.walk_work == twice.stats.walk_work
 
 
+def test_a_warm_run_says_where_the_cold_one_stopped(chain: Path, tmp_path: Path) -> None:
+    """The cut is part of the cached solution (`project.solution`): a run that walks nothing still says it."""
+    config = Config(flow_budget=1, jobs=1)
+    cold = run_project([str(chain)], config, cache_dir=str(tmp_path / "cache"))
+    warm = run_project([str(chain)], config, cache_dir=str(tmp_path / "cache"))
+    assert warm.stats.solution_cached and warm.stats.walk_work == 0
+    assert [n.message for n in warm.notices] == [n.message for n in cold.notices] == [CUT.split(": ", 1)[1]]
+    assert warm.entries == cold.entries
+
+
 def test_fix_says_it_too_and_fixes_what_the_cut_run_found(chain: Path) -> None:
     fixed = amplint(chain, "--flow-budget", "1", "--fix")
     assert fixed.stderr.splitlines()[0] == f".: {CUT}"

@@ -33,10 +33,10 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
 
 SCHEMA = 2  # 2: a data class's fields by position (1: by name)
 # The modules whose dataclasses and enums the cache may hold: summaries, findings, what the passes over every
-# file read.
+# file read, the project's solution.
 DATA_MODULES = ("amplint.model", "amplint.project.summary", "amplint.project.frameworks", "amplint.facts.frameworks",
                 "amplint.facts.entry", "amplint.project.spellings", "amplint.project.prefilter",
-                "amplint.project.shape")
+                "amplint.project.shape", "amplint.project.budget", "amplint.project.solution")
 
 
 class CodecError(ValueError):

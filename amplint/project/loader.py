@@ -123,6 +123,11 @@ class Loader(FlowQuestions, LeadQuestions):
             self._region_files = [p for p in self.files if p in self.info and self._eager(p, lightning)]
         return self._region_files
 
+    def know_region_files(self, paths: Sequence[str]) -> None:
+        """The region files a cached solution recorded (`project.solution`): the rule's answer over the same texts,
+        which costs every file's imports to compute again."""
+        self._region_files = list(paths)
+
     def _eager(self, path: str, lightning: bool) -> bool:
         info = self.info[path]
         flags = info.flags

@@ -25,6 +25,7 @@ from amplint.project.float32flow import float32_reads
 from amplint.project.returnflow import Returns, call_returns, dist_arguments
 from amplint.project.distsubclasses import project_distributions
 from amplint.project.spellings import Spelling, project_spellings, with_spellings
+from amplint.project.solution import Solution, SolutionStore, project_state
 from amplint.project.summary import EntryContext
 from amplint.project.textfindings import TextFindings, not_kept
 from amplint.project.budget import Cut
@@ -85,18 +86,62 @@ def _walk_and_report(
     loader: Loader, files: Sequence[str], errors: Sequence[FileError], config: Config, tops: Sequence[str],
     root: str, report: Optional[AbstractSet[str]],
 ) -> Tuple[List[FileResult], Dict[str, Tuple[EntryContext, ...]], Optional[Cut]]:
-    """The text pass, the region files, the walk in waves, then each wanted file's results and contexts, and
-    where the flow's work bound cut the walk, if it did."""
+    """The text pass, the project's solution (from the cache when nothing changed), then each wanted file's
+    contexts and results, and where the flow's work bound cut the walk, if it did."""
     loader.scan()
+    store = SolutionStore(loader.cache, project_state(
+        loader.fingerprint, config, files, {path: info.content for path, info in loader.info.items()},
+        {path: error.message for path, error in loader.errors.items()}, tops, root))
+    resolver = Resolver(loader, lambda: configfiles.built_classes(tops, config))
+    solution = store.solution()
+    if solution is None:
+        solution = _solve(loader, resolver, files, tops, config, root)
+        store.keep_solution(solution)
+    else:
+        loader.stats.solution_cached = True
+        loader.errors.update(solution.errors)
+        loader.know_region_files(solution.region_files)
+    entries = solution.entries
+    eager = set(loader.region_files())
+    wanted = files if report is None else [path for path in files if path in report]
+    parsed = [p for p in wanted if p in eager or p in entries]
+    # What each file is analysed with; a walk for a front end that analyses files itself (`report` empty)
+    # gives it for every file.
+    contextual = parsed if report else [p for p in files if p in eager or p in entries]
+    returns: Returns = {}  # what each function returns, once for every file that calls it
+    contexts = {p: entries.get(p, ()) + call_returns(loader, resolver, p, root, entries.get(p, ()), returns)
+                + solution.arguments.get(p, ()) + covered_density_calls(loader, resolver, p)
+                + resolved_density_calls(loader, resolver, p, root, entries.get(p, ()))
+                + probability_callees(loader, resolver, p) + _float32_reads(loader, resolver, p, entries.get(p, ()))
+                + held_accelerators(loader, resolver, p, root)
+                for p in contextual}
+    contexts = {p: found for p, found in contexts.items() if found}
+    results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
+    loader.prepare_findings([(path, contexts.get(path, ())) for path in parsed])
+    for path in wanted:
+        if path in loader.errors:
+            results.append(FileResult(path, error=loader.errors[path]))
+            continue
+        if path not in eager and path not in entries:
+            results.append(FileResult(path))
+            continue
+        outcome = loader.findings(path, contexts.get(path, ()))
+        if isinstance(outcome, FileError):
+            results.append(FileResult(path, error=outcome))
+        else:
+            results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
+    return results, contexts, solution.cut
+
+
+def _solve(loader: Loader, resolver: Resolver, files: Sequence[str], tops: Sequence[str], config: Config,
+           root: str) -> Solution:
+    """The region files' summaries, the walk in waves, and the join over call sites: what the project's float16
+    regions enter, and the distributions they hand on, with the files found unreadable on the way."""
+    known_errors = set(loader.errors)
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
     settings = configfiles.scan(tops, config) if loader.subclass_files("LightningModule") else ()
-
-    def built() -> frozenset:
-        return configfiles.built_classes(tops, config)
-
-    resolver = Resolver(loader, built)  # one for every pass: it keeps only the answers that stay true
 
     def walk_pass() -> Walked:
         resolver.new_pass()
@@ -123,34 +168,10 @@ def _walk_and_report(
             if entry.function not in known:
                 known.add(entry.function)
                 entries.setdefault(path, []).append(entry)
-    wanted = files if report is None else [path for path in files if path in report]
-    parsed = [p for p in wanted if p in eager or p in entries]
-    # What each file is analysed with; a walk for a front end that analyses files itself (`report` empty)
-    # gives it for every file.
-    contextual = parsed if report else [p for p in files if p in eager or p in entries]
-    returns: Returns = {}  # what each function returns, once for every file that calls it
-    contexts = {p: tuple(entries.get(p, ())) + call_returns(loader, resolver, p, root, entries.get(p, ()), returns)
-                + tuple(arguments.get(p, ())) + covered_density_calls(loader, resolver, p)
-                + resolved_density_calls(loader, resolver, p, root, entries.get(p, ()))
-                + probability_callees(loader, resolver, p) + _float32_reads(loader, resolver, p, entries.get(p, ()))
-                + held_accelerators(loader, resolver, p, root)
-                for p in contextual}
-    contexts = {p: found for p, found in contexts.items() if found}
-    results = [FileResult(error.path, error=error) for error in errors if report is None or error.path in report]
-    loader.prepare_findings([(path, contexts.get(path, ())) for path in parsed])
-    for path in wanted:
-        if path in loader.errors:
-            results.append(FileResult(path, error=loader.errors[path]))
-            continue
-        if path not in eager and path not in entries:
-            results.append(FileResult(path))
-            continue
-        outcome = loader.findings(path, contexts.get(path, ()))
-        if isinstance(outcome, FileError):
-            results.append(FileResult(path, error=outcome))
-        else:
-            results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
-    return results, {path: tuple(found) for path, found in contexts.items()}, walked.cut
+    return Solution({path: tuple(found) for path, found in entries.items()},
+                    {path: tuple(found) for path, found in arguments.items()},
+                    {path: error for path, error in loader.errors.items() if path not in known_errors},
+                    tuple(loader.region_files()), walked.cut)
 
 
 def _seeds(loader: Loader, resolver: Resolver, root: str, settings: tuple) -> List[Seed]:
