@@ -27,12 +27,16 @@ from amplint.deep import python_parse
 from amplint.files import Stamp, file_stamp
 from amplint.names import ImportTable, import_table
 
-# Source bytes whose trees are kept; the least recently read go first. A tree takes 20-45 bytes of
-# memory per byte of source (measured on the corpus's largest files), so this bounds it near 160 MB. A file's
-# summary is read, and the value flow reads the same tree soon after: with 1 MB the flow found a third of
-# them gone, and a cold `-j 1` run over the real-code corpus took 17.2 s of CPU against 13.9 s with 4 MB,
-# at about the same peak memory (266 and 275 MB: the flow keeps the trees it reads, `flowtrees.TreeShelf`).
-KEEP_SOURCE_BYTES = 4_000_000
+# Source bytes whose trees are kept; the least recently read go first. A tree takes 25-45 bytes of memory
+# per byte of source, so this bounds them near 2.5 GB. The project walk's readers (shapes, summaries, the value
+# flow) read the same files, and the flow keeps as much (`flowtrees.FLOW_TREE_BYTES` is this): with 4 MB here a
+# cold `-j 1` run on transformers parsed its 2,872 files 5,479 times, each reader again, and took 105.6 s
+# against 87.8 s, at the same peak memory (2.6 GB: the flow held the trees anyway).
+KEEP_SOURCE_BYTES = 64_000_000
+# A pool worker's memo, shared among the workers (`share`): a worker reads a file's summary and keeps its tree
+# for the file's findings, soon after. With 1 MB a third were gone, and the real-code corpus took 17.2 s of CPU
+# against 13.9 s with 4 MB.
+WORKER_SOURCE_BYTES = 4_000_000
 
 _MEMORY_KEY = "cpython_trees"  # where a pool worker's memory holds its memo
 Parsed = Union[Tuple[ast.Module, ImportTable], str]  # the tree and its imports, or CPython's refusal
@@ -58,8 +62,9 @@ class CPythonTrees:
         return type(self), (self._budget,)  # a copy in another process starts empty
 
     def share(self, count: int) -> "CPythonTrees":
-        """An empty memo with a `count`-th of this one's budget: each of `count` workers keeps one."""
-        return CPythonTrees(self._budget // max(1, count))
+        """An empty memo with a `count`-th of a worker's budget (at most this one's): each of `count` workers keeps
+        one."""
+        return CPythonTrees(min(self._budget, WORKER_SOURCE_BYTES) // max(1, count))
 
     def parse(self, text: str, keep: bool = True) -> Parsed:
         """(CPython's tree of `text`, its import table), or why CPython refuses the text.

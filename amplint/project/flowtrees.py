@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amplint.astwalk import child_nodes
+from amplint.cpython_trees import KEEP_SOURCE_BYTES
 from amplint.project.summary import MODULE_KEY
 
 INDEX = "flow-index"  # what `index_tree` builds, as `CPythonTrees.derived` keeps it beside the tree
-# Source bytes of the trees the flow keeps between its questions, the least recently read going first. A tree
-# takes 25-40 bytes of memory per byte of source, so this bounds them near 2.5 GB. It kept every tree it read,
-# and a run over 24,000 files (248 MB of source) ran out of memory; transformers (55 MB) still keeps all it
-# reads: with 32 MB it read the same files again and again, and took 2.5 times the CPU time.
-FLOW_TREE_BYTES = 64_000_000
+# Source bytes of the trees the flow keeps between its questions, the least recently read going first: as
+# many as the run's CPython memo keeps, since they are the same trees. It kept every tree it read, and a run
+# over 24,000 files (248 MB of source) ran out of memory; transformers (55 MB) still keeps all it reads: with
+# 32 MB it read the same files again and again, and took 2.5 times the CPU time.
+FLOW_TREE_BYTES = KEEP_SOURCE_BYTES
 
 
 @dataclass
