@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from amplint.config import Config
@@ -86,6 +87,7 @@ class Loader(FlowQuestions, LeadQuestions):
         self._wanted: Dict[str, None] = {}  # asked for while speculating and not known: parse them ahead
         self._started: Set[str] = set()  # of those, the ones already sent to a worker (`_start_ahead`)
         self.misses = 0  # summaries answered None for speculation (`amplint.project.memo`)
+        self._parse_rate: Optional[float] = None  # one process's seconds per source byte, as the pool parsed them
         self._config_key = repr(config)
         self._options_key = repr((config.extend_autocast, config.extend_distributions, config.autocast_aliases))
 
@@ -344,6 +346,16 @@ class Loader(FlowQuestions, LeadQuestions):
         self.stats.ahead.extend(paths)
         return True
 
+    def pool_saving(self, paths: Sequence[str]) -> Optional[float]:
+        """About how many seconds parsing these summaries in the pool saves against parsing them here, from the
+        rate of the last batch (None: no batch yet). Jobs a worker started early make it low: it errs towards
+        parsing here."""
+        workers = self._pool.started()
+        if self._parse_rate is None or workers is None:
+            return None
+        serial = sum(_size(path) for path in paths) * self._parse_rate
+        return serial * (1 - 1 / max(1, len(workers.alive)))
+
     def end_ahead(self) -> None:
         """Forget what was parsed ahead and not used (counted in `stats.ahead_unused`)."""
         self.stats.ahead_unused.extend(self._ahead)
@@ -380,8 +392,11 @@ class Loader(FlowQuestions, LeadQuestions):
         if workers is None:
             return None  # no pool can start here: `summary` and `findings` parse in this process
         jobs = [self._job(path, entries, summaries, workers) for path, entries in requests]
+        started = time.perf_counter()
         done = parallel.run_map(_parse_job, jobs, jobs=self.config.jobs, weights=sizes, pool=workers, pins=pins,
                                 stateful=True, steal=summaries)
+        if summaries and sum(sizes):
+            self._parse_rate = (time.perf_counter() - started) * len(workers.alive) / sum(sizes)
         outcomes: List[_Parsed] = []
         for (path, _), (read, outcome, holder) in zip(requests, done):
             if holder is not None:

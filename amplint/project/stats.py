@@ -15,6 +15,7 @@ class Stats:
     ahead: List[str] = field(default_factory=list)  # summaries parsed ahead of the walk in a pool (`parse_ahead`)
     ahead_unused: List[str] = field(default_factory=list)  # of those, the ones the walk never asked for
     waves: int = 0  # speculative passes of the walk (`project.ahead`)
+    waves_stopped: bool = False  # a pass cost more than the pool saved: the last pass parsed the rest here
     started: List[str] = field(default_factory=list)  # of `ahead`, those sent to an idle worker as the pass wanted them
     shaped: List[str] = field(default_factory=list)  # files read with `ast` only, for their shape (`Loader.shape`)
     shapes_cached: int = 0  # shapes taken from the disk cache instead

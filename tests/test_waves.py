@@ -1,0 +1,59 @@
+"""When the walk's speculative passes stop (`project.ahead.walk_in_waves`): a pass that costs more than the pool
+saves on its frontier is the last speculative one, and an ordinary pass parses the rest in this process."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import pytest
+
+from amplint.project.ahead import walk_in_waves
+from amplint.project.stats import Stats
+
+
+class _Loader:
+    """What `walk_in_waves` asks of a loader: each speculative pass wants the next frontier in `frontiers`."""
+
+    def __init__(self, frontiers: List[List[str]], saving: Optional[float]) -> None:
+        self.frontiers = frontiers
+        self.saving = saving
+        self.stats = Stats()
+        self.speculating = False
+        self.passes: List[bool] = []  # per pass: was it speculative?
+        self.ahead: List[List[str]] = []
+
+    def may_pool(self) -> bool:
+        return True
+
+    def speculate(self, on: bool) -> List[str]:
+        self.speculating = on
+        return [] if on or not self.frontiers else self.frontiers.pop(0)
+
+    def pool_saving(self, paths: Sequence[str]) -> Optional[float]:
+        return self.saving
+
+    def parse_ahead(self, paths: Sequence[str]) -> bool:
+        self.ahead.append(list(paths))
+        return True
+
+    def end_ahead(self) -> None:
+        pass
+
+    def make_pass(self) -> int:
+        self.passes.append(self.speculating)
+        return len(self.passes)
+
+
+@pytest.mark.parametrize("saving", [None, 1e9])
+def test_waves_go_on_while_the_pool_saves_more_than_a_pass_costs(saving: Optional[float]) -> None:
+    """No batch measured yet (None), or a pool that saves more than a pass costs: a pass per frontier."""
+    loader = _Loader([["a.py"], ["b.py", "c.py"], []], saving)
+    assert walk_in_waves(loader, loader.make_pass) == 3  # type: ignore[arg-type]
+    assert loader.passes == [True, True, True] and loader.ahead == [["a.py"], ["b.py", "c.py"]]
+    assert loader.stats.waves == 3 and not loader.stats.waves_stopped
+
+
+def test_a_pass_that_costs_more_than_the_pool_saves_is_the_last_speculative_one() -> None:
+    loader = _Loader([["a.py"], ["b.py"], []], 0.0)
+    assert walk_in_waves(loader, loader.make_pass) == 2  # type: ignore[arg-type]
+    assert loader.passes == [True, False]  # the ordinary pass parses a.py and what follows in this process
+    assert loader.ahead == [] and loader.stats.waves == 1 and loader.stats.waves_stopped
