@@ -19,9 +19,10 @@ to pay, or after MAX_WAVES passes, one ordinary pass finishes the walk and
 parses what is still missing in this process. So does a pass that took longer
 than the pool would save on its frontier (`Loader.pool_saving`, from the rate
 of the last batch): on transformers each pass is a minute of value flow, and
-waves made a `-j 2` run slower than `-j 1` (123 s against 88 s). Either way every summary the
-walk uses is the one a serial run builds, and a file parsed ahead but never
-asked for leaves no trace: the output is the same with any `--jobs`.
+five waves made a `-j 2` run slower than `-j 1` (123 s against 88 s). Either
+way every summary the walk uses is the one a serial run builds, and a file
+parsed ahead but never asked for leaves no trace: the output is the same with
+any `--jobs`.
 
 A pass that has missed a summary does not follow a guess past it: a receiver
 whose class may be in the file it missed is not searched for by name, and a
