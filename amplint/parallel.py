@@ -60,6 +60,11 @@ FORCE_ENV = "AMPLINT_FORCE_POOL"
 PRELOAD = ("libcst", "amplint.analysis", "amplint.engine")
 
 
+def forced() -> bool:
+    """Does the environment force a pool for any batch (`FORCE_ENV`)?"""
+    return os.environ.get(FORCE_ENV, "") not in ("", "0")
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on (its affinity mask where the OS has one)."""
     counter = getattr(os, "process_cpu_count", None)  # Python 3.13+: affinity and PYTHON_CPU_COUNT
@@ -80,7 +85,7 @@ def pool_size(count: int, jobs: Optional[int] = None, size: Optional[int] = None
     if jobs == 1 or count < 1:
         return 0
     workers = min(jobs if jobs and jobs > 1 else usable_cpus(), count)
-    if os.environ.get(FORCE_ENV, "") not in ("", "0"):
+    if forced():
         return max(workers, 2) if jobs and jobs > 1 else workers
     if workers < 2 or count < MIN_ITEMS or (size is not None and size < min_size):
         return 0

@@ -47,6 +47,9 @@ T = TypeVar("T")
 # Passes before the rest is left to an ordinary pass. Each costs a walk over what is known (no parse),
 # and the frontiers shrink fast: on the real-code corpus 4 waves parse all but a few files.
 MAX_WAVES = 8
+# A pass shorter than this never ends the waves early, whatever the pool saves: it costs little, and the
+# estimate of the saving is too rough to weigh against it.
+MIN_STOP_SECONDS = 1.0
 
 
 def walk_in_waves(loader: Loader, make_pass: Callable[[], T]) -> T:
@@ -69,8 +72,9 @@ def walk_in_waves(loader: Loader, make_pass: Callable[[], T]) -> T:
             loader.stats.waves += 1
             if not wanted:
                 return result
-            saving = loader.pool_saving(wanted)
-            if saving is not None and saving < time.perf_counter() - started:
+            spent = time.perf_counter() - started
+            saving = loader.pool_saving(wanted) if spent >= MIN_STOP_SECONDS else None
+            if saving is not None and saving < spent:
                 loader.stats.waves_stopped = True  # another pass costs more than the pool saves
                 break
             if not loader.parse_ahead(wanted):

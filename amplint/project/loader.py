@@ -348,10 +348,12 @@ class Loader(FlowQuestions, LeadQuestions):
 
     def pool_saving(self, paths: Sequence[str]) -> Optional[float]:
         """About how many seconds parsing these summaries in the pool saves against parsing them here, from the
-        rate of the last batch (None: no batch yet). Jobs a worker started early make it low: it errs towards
-        parsing here."""
+        rate of the last batch (None: no batch yet, or a pool forced for any batch). Jobs a worker started early
+        make it low: it errs towards parsing here."""
+        from amplint import parallel
+
         workers = self._pool.started()
-        if self._parse_rate is None or workers is None:
+        if self._parse_rate is None or workers is None or parallel.forced():
             return None
         serial = sum(_size(path) for path in paths) * self._parse_rate
         return serial * (1 - 1 / max(1, len(workers.alive)))
