@@ -38,7 +38,7 @@ def test_scan_walks_config_files_and_skips_environments(tmp_path: Path) -> None:
     (tmp_path / ".venv" / "lib").mkdir(parents=True)
     (tmp_path / ".venv" / "lib" / "x.yaml").write_text("precision: 16\n")
     (tmp_path / "model.py").write_text("precision: 16\n")
-    found = configfiles.scan([str(tmp_path)], Config())
+    found = configfiles.scan(configfiles.config_files([str(tmp_path)], Config()))
     assert [(Path(s.path).relative_to(tmp_path).as_posix(), s.line) for s in found] == [
         ("configs/trainer/default.yaml", 2)]
     assert configfiles.strongest(found, "lightning") == found[0]
@@ -59,7 +59,8 @@ def test_scan_leaves_what_git_ignores_and_what_is_excluded(tmp_path: Path) -> No
     (tmp_path / "conf" / "trainer.yaml").write_text("fp16: true\n")
 
     def read(config: Config) -> list:
-        return [Path(s.path).relative_to(tmp_path).as_posix() for s in configfiles.scan([str(tmp_path)], config)]
+        found = configfiles.scan(configfiles.config_files([str(tmp_path)], config))
+        return [Path(s.path).relative_to(tmp_path).as_posix() for s in found]
 
     assert read(Config(exclude=("old",))) == ["conf/trainer.yaml"]
     assert read(Config()) == ["conf/trainer.yaml", "old/trainer.yaml"]
@@ -74,15 +75,15 @@ def test_every_config_file_is_read_however_many(tmp_path: Path) -> None:
         (tmp_path / "many" / f"c{number:04}.yaml").write_text("batch_size: 8\n")
     (tmp_path / "many" / "zz_trainer.yaml").write_text("precision: 16-mixed\n")
     (tmp_path / "many" / "zz_model.yaml").write_text("model:\n  _target_: pkg.models.Net\n")
-    found = configfiles.scan([str(tmp_path)], Config())
+    found = configfiles.scan(configfiles.config_files([str(tmp_path)], Config()))
     assert [(Path(s.path).name, s.framework) for s in found] == [("zz_trainer.yaml", "lightning")]
-    assert configfiles.built_classes([str(tmp_path)], Config()) == frozenset({"Net"})
+    assert configfiles.built_classes(configfiles.config_files([str(tmp_path)], Config())) == frozenset({"Net"})
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
 def test_real_configs_of_the_corpus_are_read() -> None:
     repos = ["shivammehta25+Matcha-TTS", "Stability-AI+stable-audio-tools"]
-    found = configfiles.scan([str(CORPUS / repo) for repo in repos], Config())
+    found = configfiles.scan(configfiles.config_files([str(CORPUS / repo) for repo in repos], Config()))
     assert [(Path(s.path).name, s.line, s.text) for s in found] == [
         ("defaults.ini", 27, 'precision = "16-mixed"'),  # roots in sorted order: "Stability-AI" first
         ("default.yaml", 11, "precision: 16-mixed"),

@@ -89,10 +89,10 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def scan(roots: Sequence[str], config: Config) -> Tuple[ConfigPrecision, ...]:
-    """Every float16 setting in the config files under `roots`, in path and line order."""
+def scan(paths: Iterable[str]) -> Tuple[ConfigPrecision, ...]:
+    """Every float16 setting in the config files `paths` (`config_files`), in path and line order."""
     found: List[ConfigPrecision] = []
-    for path in config_files(roots, config):
+    for path in paths:
         text = _read(path)
         if text is not None:
             found.extend(read_settings(path, text))
@@ -113,10 +113,11 @@ def read_targets(text: str) -> List[str]:
     return [match.group("dotted").rsplit(".", 1)[-1] for match in map(_TARGET.match, text.splitlines()) if match]
 
 
-def built_classes(roots: Sequence[str], config: Config) -> frozenset:
-    """Names of the classes the project's config files build: a receiver made from a config is one of them."""
+def built_classes(paths: Iterable[str]) -> frozenset:
+    """Names of the classes the config files `paths` build (`config_files`): a receiver made from a config is one
+    of them."""
     found: List[str] = []
-    for path in config_files(roots, config):
+    for path in paths:
         text = _read(path)
         if text is not None:
             found.extend(read_targets(text))

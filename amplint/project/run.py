@@ -1,6 +1,7 @@
 """Project mode end to end: scan, summarize, walk, then each file's findings."""
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import AbstractSet, Callable, Dict, List, Optional, Sequence, Tuple
@@ -89,13 +90,16 @@ def _walk_and_report(
     """The text pass, the project's solution (from the cache when nothing changed), then each wanted file's
     contexts and results, and where the flow's work bound cut the walk, if it did."""
     loader.scan()
+    # The config files under the tops: the key, the Lightning settings and the built classes read them, and the
+    # walk for them is made once, when the first of those asks.
+    settings_files = functools.cache(lambda: tuple(configfiles.config_files(tops, config)))
     store = SolutionStore(loader.cache, project_state(
         loader.fingerprint, config, files, {path: info.content for path, info in loader.info.items()},
-        {path: error.message for path, error in loader.errors.items()}, tops, root))
-    resolver = Resolver(loader, lambda: configfiles.built_classes(tops, config))
+        {path: error.message for path, error in loader.errors.items()}, tops, root, settings_files))
+    resolver = Resolver(loader, lambda: configfiles.built_classes(settings_files()))
     solution = store.solution()
     if solution is None:
-        solution = _solve(loader, resolver, files, tops, config, root)
+        solution = _solve(loader, resolver, files, settings_files, config, root)
         store.keep_solution(solution)
     else:
         loader.stats.solution_cached = True
@@ -133,15 +137,15 @@ def _walk_and_report(
     return results, contexts, solution.cut
 
 
-def _solve(loader: Loader, resolver: Resolver, files: Sequence[str], tops: Sequence[str], config: Config,
-           root: str) -> Solution:
+def _solve(loader: Loader, resolver: Resolver, files: Sequence[str], settings_files: Callable[[], Sequence[str]],
+           config: Config, root: str) -> Solution:
     """The region files' summaries, the walk in waves, and the join over call sites: what the project's float16
     regions enter, and the distributions they hand on, with the files found unreadable on the way."""
     known_errors = set(loader.errors)
     loader.prepare_summaries(loader.region_files())  # the parses, in a process pool when it pays
     for path in loader.region_files():
         loader.summary(path)
-    settings = configfiles.scan(tops, config) if loader.subclass_files("LightningModule") else ()
+    settings = configfiles.scan(settings_files()) if loader.subclass_files("LightningModule") else ()
 
     def walk_pass() -> Walked:
         resolver.new_pass()

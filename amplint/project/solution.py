@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.facts.entry import DistArgument, EntryContext
@@ -29,7 +29,6 @@ from amplint.files import file_stamp
 from amplint.model import FileError
 from amplint.project.budget import Cut
 from amplint.project.cache import DiskCache, digest
-from amplint.project.configfiles import config_files
 
 SOLUTION = "solution"
 
@@ -64,11 +63,12 @@ class SolutionStore:
 
 def project_state(
     fingerprint: str, config: Config, files: Sequence[str], contents: Dict[str, str], unread: Dict[str, str],
-    tops: Sequence[str], root: str,
+    tops: Sequence[str], root: str, settings_files: Callable[[], Sequence[str]],
 ) -> Optional[str]:
     """The key of everything the solution depends on, or None when a file's content digest is not known.
 
-    `contents`: each readable file's content digest; `unread`: the message of each file that could not be read.
+    `contents`: each readable file's content digest; `unread`: the message of each file that could not be read;
+    `settings_files`: the config files under the tops (`configfiles.config_files`, walked once a run).
     """
     files_state = []
     for path in files:
@@ -78,5 +78,5 @@ def project_state(
             files_state.append((path, "unread", unread[path]))
         else:
             return None
-    settings = tuple((path, file_stamp(path)) for path in config_files(tops, config))
+    settings = tuple((path, file_stamp(path)) for path in settings_files())
     return digest(fingerprint, SOLUTION, repr(config), os.getcwd(), root, tuple(tops), tuple(files_state), settings)
