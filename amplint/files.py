@@ -14,6 +14,7 @@ from amplint.config import Config
 from amplint.gitignore import GitIgnore
 from amplint.model import FileError
 from amplint.selection import path_matches
+from amplint.witness import Witness, noted
 
 SKIP_DIRS = frozenset(
     {
@@ -35,11 +36,16 @@ class SourceFile:
     digest: str = ""  # SHA-256 of the bytes read: `--fix` replaces the file only if it still holds them
 
 
-def _skip_dir(name: str, full: str, exclude: Sequence[str], ignore: Optional[GitIgnore]) -> bool:
-    """Is the folder `full` (named `name`) left out of a walk? `_walk` and `walks_into` both ask here."""
+def _skip_dir(name: str, full: str, exclude: Sequence[str], ignore: Optional[GitIgnore],
+              witness: Optional[Witness] = None) -> bool:
+    """Is the folder `full` (named `name`) left out of a walk? `_walk` and `walks_into` both ask here.
+
+    `witness`: a folder left out for its `pyvenv.cfg` is noted by that file (one entered is noted by its stamp,
+    which a new `pyvenv.cfg` moves)."""
     if name in SKIP_DIRS or name.endswith(".egg-info"):
         return True
     if os.path.exists(os.path.join(full, "pyvenv.cfg")):
+        noted(witness, os.path.join(full, "pyvenv.cfg"))
         return True
     if any(path_matches(full, pattern) for pattern in exclude):
         return True
@@ -51,9 +57,9 @@ def _walks_file(name: str, full: str, ignore: Optional[GitIgnore], suffixes: Tup
     return name.endswith(suffixes) and not (ignore is not None and ignore.ignored(full, is_dir=False))
 
 
-def _ignore(respect_gitignore: bool) -> Optional[GitIgnore]:
+def _ignore(respect_gitignore: bool, witness: Optional[Witness] = None) -> Optional[GitIgnore]:
     """The git ignore rules of one walk (each `.gitignore` read once), None when they are not respected."""
-    return GitIgnore() if respect_gitignore else None
+    return GitIgnore(witness) if respect_gitignore else None
 
 
 DEFAULT_MAX_BYTES = 2_000_000
@@ -67,10 +73,10 @@ def too_large(path: str, size: int, limit: int) -> FileError:
 
 def discover(
     paths: Sequence[str], exclude: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_BYTES,
-    prefer: Sequence[str] = (), respect_gitignore: bool = True,
+    prefer: Sequence[str] = (), respect_gitignore: bool = True, witness: Optional[Witness] = None,
 ) -> Tuple[List[str], List[FileError]]:
     """Source files under `paths`, sorted; a named file is always checked, even if excluded by suffix or
-    ignored by git.
+    ignored by git. `witness` notes the folders listed and the ignore files read (`amplint.witness`).
 
     Under a named directory, what git ignores is skipped (`respect_gitignore`, as ruff's `respect-gitignore`:
     `amplint.gitignore`), though the named directory itself is walked even if git ignores it.
@@ -82,13 +88,14 @@ def discover(
     """
     found: List[str] = []
     errors: List[FileError] = []
-    ignore = _ignore(respect_gitignore)
+    ignore = _ignore(respect_gitignore, witness)
     for root in paths:
+        noted(witness, root)
         if os.path.isfile(root):
             found.append(os.path.normpath(root))
         elif os.path.isdir(root):
             before, failed = len(found), len(errors)
-            found.extend(_walk(root, exclude, errors, ignore))
+            found.extend(_walk(root, exclude, errors, ignore, witness=witness))
             if len(found) == before and len(errors) == failed:
                 errors.append(FileError(root, NO_FILES))
         elif os.path.islink(root) and not os.path.exists(root):
@@ -100,6 +107,7 @@ def discover(
     unique = one_name_each(sorted(set(found)), [p for p in paths if os.path.isfile(p)] + list(prefer))
     kept = []
     for path in unique:
+        noted(witness, path)  # before any reader: its size decides too
         if any(path_matches(path, pat) for pat in exclude):
             continue
         size = _size(path)
@@ -111,11 +119,11 @@ def discover(
 
 
 def discover_checked(
-    paths: Sequence[str], config: Config, prefer: Sequence[str] = (),
+    paths: Sequence[str], config: Config, prefer: Sequence[str] = (), witness: Optional[Witness] = None,
 ) -> Tuple[List[str], List[FileError]]:
     """`discover` with the walk the configuration asks for (`exclude`, `max-file-size`, `respect-gitignore`):
     what every command that checks paths walks, so that an option reaches all of them."""
-    return discover(paths, config.exclude, config.max_file_size, prefer, config.respect_gitignore)
+    return discover(paths, config.exclude, config.max_file_size, prefer, config.respect_gitignore, witness)
 
 
 def one_name_each(paths: Sequence[str], prefer: Sequence[str] = ()) -> List[str]:
@@ -145,29 +153,33 @@ def _size(path: str) -> int:
 
 def _walk(root: str, exclude: Sequence[str], errors: List[FileError], ignore: Optional[GitIgnore],
           suffixes: Tuple[str, ...] = SOURCE_SUFFIXES, skip: Callable[[str], bool] = lambda name: False,
-          ) -> Iterator[str]:
+          witness: Optional[Witness] = None) -> Iterator[str]:
     def unreadable(exc: OSError) -> None:
         errors.append(FileError(exc.filename or root, f"cannot read directory: {exc.strerror or exc}"))
 
+    noted(witness, root)
     # followlinks=False: a symlink loop cannot make us walk forever.
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames
-                             if not skip(d) and not _skip_dir(d, os.path.join(dirpath, d), exclude, ignore))
+                             if not skip(d) and not _skip_dir(d, os.path.join(dirpath, d), exclude, ignore, witness))
+        for name in dirnames:  # os.walk lists each later: noted before it is
+            noted(witness, os.path.join(dirpath, name))
         for name in sorted(filenames):
             if _walks_file(name, os.path.join(dirpath, name), ignore, suffixes):
                 yield os.path.normpath(os.path.join(dirpath, name))
 
 
 def walk_other(roots: Sequence[str], suffixes: Tuple[str, ...], config: Config,
-               skip: Callable[[str], bool] = lambda name: False) -> Iterator[str]:
+               skip: Callable[[str], bool] = lambda name: False, witness: Optional[Witness] = None) -> Iterator[str]:
     """Files of other kinds (`suffixes`: the project's config files) under `roots`, sorted, walked as sources
     are: the configured `exclude`, and git's ignore rules when `respect-gitignore` is on, leave them out too;
     `skip` names more folders to leave. Folders that cannot be listed are passed over: these files only
     inform the analysis of the sources, whose own walk reports such folders."""
-    ignore = _ignore(config.respect_gitignore)
+    ignore = _ignore(config.respect_gitignore, witness)
     for root in sorted(set(roots)):
-        for path in _walk(root, config.exclude, [], ignore, suffixes, skip):
+        for path in _walk(root, config.exclude, [], ignore, suffixes, skip, witness):
             if not any(path_matches(path, pattern) for pattern in config.exclude):
+                noted(witness, path)
                 yield path
 
 

@@ -24,6 +24,7 @@ from pathspec import GitIgnoreSpec
 from pathspec.pattern import RegexPattern
 
 from amplint import gitconfig
+from amplint.witness import Witness
 
 _DIR_MARK = "ps_d"  # the group pathspec's gitignore regexes give the `/` that ends a folder's name
 
@@ -33,7 +34,8 @@ Rules = Tuple[RegexPattern, ...]
 class GitIgnore:
     """The ignore rules one walk reads, each `.gitignore` parsed once: one object per walk, no global state."""
 
-    def __init__(self) -> None:
+    def __init__(self, witness: Optional[Witness] = None) -> None:
+        self._witness = witness  # notes each file read and each `.git` looked for (`amplint.witness`)
         self._roots: Dict[str, Optional[str]] = {}  # directory -> its repository root (None: not in one)
         self._rules: Dict[str, Rules] = {}  # ignore file -> its patterns
         self._excludes: Dict[str, Tuple[str, ...]] = {}  # repository root -> `info/exclude`, the global file
@@ -53,17 +55,30 @@ class GitIgnore:
                 break
             directory = os.path.dirname(directory)
         if root not in self._excludes:
-            self._excludes[root] = (_exclude_file(root), *gitconfig.excludes_files(_git_dir(root), root))
+            self._excludes[root] = self._excludes_of(root)
         for excludes in self._excludes[root]:
             verdict = _verdict(self._read(excludes), full, root, is_dir)
             if verdict is not None:
                 return verdict
         return False
 
+    def _excludes_of(self, root: str) -> Tuple[str, ...]:
+        """`info/exclude` and the global excludes file of the repository at `root`."""
+        if self._witness is not None:  # what decides where they are: `.git` (a worktree's file), git's config
+            git = os.path.join(root, ".git")
+            if os.path.isfile(git):
+                self._witness.stamp(git)
+                self._witness.stamp(os.path.join(_git_dir(root), "commondir"))
+            for config in gitconfig.config_files(_git_dir(root)):
+                self._witness.stamp(config)
+        return (_exclude_file(root), *gitconfig.excludes_files(_git_dir(root), root))
+
     def _root(self, directory: str) -> Optional[str]:
         """The nearest folder at or above `directory` holding `.git` (a nested repository starts its own rules)."""
         if directory not in self._roots:
             parent = os.path.dirname(directory)
+            if self._witness is not None:
+                self._witness.kind(os.path.join(directory, ".git"))
             if os.path.exists(os.path.join(directory, ".git")):
                 self._roots[directory] = directory
             else:
@@ -72,6 +87,8 @@ class GitIgnore:
 
     def _read(self, path: str) -> Rules:
         if path not in self._rules:
+            if self._witness is not None:
+                self._witness.stamp(path)
             self._rules[path] = _parse(path)
         return self._rules[path]
 

@@ -72,12 +72,18 @@ def _screened(
     prefilters apply; otherwise only CPython's verdict and the import table are wanted.
     `keep`: a later reader may want CPython's tree from `trees` (`CPythonTrees.parse`).
     """
-    if alone and not may_have_findings(text, config):
-        from amplint.deep import syntax_error
-
-        return syntax_error(text)  # nothing to analyse, but a file CPython refuses is reported all the same
-    from amplint import screen
     from amplint.cpython_trees import parse
+
+    if alone and not may_have_findings(text, config):
+        # Nothing to analyse, but a file CPython refuses is reported all the same. A project run keeps the tree:
+        # its shapes and value flow read most of the files that name no computation (models, layers, helpers).
+        from amplint.deep import TOO_DEEP, syntax_error
+
+        if trees is None:
+            return syntax_error(text)
+        refused = parse(text, trees, keep)
+        return refused if isinstance(refused, str) and refused != TOO_DEEP else None
+    from amplint import screen
 
     parsed = parse(text, trees, keep)  # CPython's verdict first: it also keeps LibCST off what crashes it
     if isinstance(parsed, str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 # A fixed old modification time (2001-09-09, in seconds): a write moves it even where the clock ticks coarsely.
 OLD = 1_000_000_000
+
+
+def forget_answers(cache: "Path | str") -> None:
+    """Drop the runs' answers kept in `cache` (`project.answer`): a test of the caches below them runs again
+    over an unchanged project, which the answer alone would serve."""
+    shutil.rmtree(Path(cache) / "answer", ignore_errors=True)
 
 
 def write_package(root: Path, files: Dict[str, str], name: str = "pkg") -> Path:

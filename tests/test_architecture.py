@@ -20,7 +20,8 @@ MAX_LINES = 600
 
 # Lowest first. A module may import modules of its own layer and of layers below it, never above.
 LAYERS = [
-    ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.gitignore", "amplint.gitconfig", "amplint.names",
+    ("base", ("amplint", "amplint.model", "amplint.config", "amplint.files", "amplint.witness", "amplint.gitignore",
+              "amplint.gitconfig", "amplint.names",
               "amplint.positions",
               "amplint.cstwalk", "amplint.astwalk", "amplint.screen", "amplint.noqa", "amplint.selection",
               "amplint.deep", "amplint.cpython_trees", "amplint.textlines", "amplint.treepositions",

@@ -24,7 +24,7 @@ from amplint.deep import TOO_DEEP
 from amplint.engine import check_paths
 from amplint.fix.apply import fix_paths
 from amplint.project.run import run_project
-from conftest import default_sigint
+from conftest import default_sigint, forget_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -256,6 +256,7 @@ def test_a_warm_cache_needs_no_parse_pool(forced: None, pools: list, tmp_path: P
     cold = run_project([str(FIXTURES / "project")], Config(jobs=2), cache_dir=cache, use_cache=True)
     assert "_parse_job" in [name for name, _, _ in pools]
     pools.clear()
+    forget_answers(cache)
     warm = run_project([str(FIXTURES / "project")], Config(jobs=2), cache_dir=cache, use_cache=True)
     # Every file is still read (the project's autocast spellings, then the text pass); nothing is parsed.
     assert [name for name, _, _ in pools] == ["_spellings_job", "_scan_job"]

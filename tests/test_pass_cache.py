@@ -14,7 +14,7 @@ from amplint.config import Config
 from amplint.project.cache import DiskCache, PassCache
 from amplint.project.run import run_project
 
-from conftest import FIXTURES, OLD
+from conftest import FIXTURES, OLD, forget_answers
 
 
 @pytest.fixture
@@ -130,6 +130,7 @@ def test_a_value_of_the_wrong_shape_is_read_again(project_copy: Path, tmp_path: 
                 pair[1]["t"][1] = {"t": ["not what the pass reads"]}  # (content digest, value)
             path.write_text(json.dumps(document), encoding="utf-8")
     parses.clear()
+    forget_answers(cache)
     again = run_project([str(project_copy)], Config(jobs=1), cache_dir=str(cache))
     assert parses  # read again, not trusted
     assert again.spellings == first.spellings
@@ -208,10 +209,12 @@ def test_a_warm_text_pass_reads_no_file_the_spellings_pass_read(
 
     monkeypatch.setattr(amplint.files, "read_stamped", counted)  # `read_bytes`, the text pass's
     monkeypatch.setattr(spellings, "read_stamped", counted)
+    forget_answers(cache)
     noted = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
     with_note = len(reads)
     reads.clear()
     monkeypatch.setattr(CPythonTrees, "digest_unchanged", lambda self, path: None)
+    forget_answers(cache)
     ignored = run_project([str(project_copy)], Config(jobs=1), cache_dir=cache)
     files = sorted(str(p) for p in project_copy.rglob("*.py"))
     assert len(reads) - with_note == len(files)

@@ -10,6 +10,7 @@ import pytest
 
 from amplint.config import Config
 from amplint.project.run import ProjectRun, run_project
+from conftest import forget_answers
 
 LOSSES = '''import torch
 
@@ -59,6 +60,7 @@ def _found(run: ProjectRun) -> List[tuple]:
 
 
 def _run(root: Path, cache: Path, **options: object) -> ProjectRun:
+    forget_answers(cache)  # the run's answer would serve an unchanged project before the solution is asked
     return run_project([str(root)], Config(jobs=1, **options), cache_dir=str(cache))  # type: ignore[arg-type]
 
 

@@ -1,5 +1,6 @@
 """When the walk's speculative passes stop (`project.ahead.walk_in_waves`): a pass that costs more than the pool
-saves on its frontier is the last speculative one, and an ordinary pass parses the rest in this process."""
+saves on its frontier is the last speculative one; the pool still parses that frontier, which the ordinary pass
+wants too, and the ordinary pass parses the rest in this process."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,8 +60,8 @@ def test_a_pass_that_costs_more_than_the_pool_saves_is_the_last_speculative_one(
     monkeypatch.setattr(ahead, "MIN_STOP_SECONDS", 0.0)  # these passes take no time
     loader = _Loader([["a.py"], ["b.py"], []], 0.0)
     assert walk_in_waves(loader, loader.make_pass) == 2  # type: ignore[arg-type]
-    assert loader.passes == [True, False]  # the ordinary pass parses a.py and what follows in this process
-    assert loader.ahead == [] and loader.stats.waves == 1 and loader.stats.waves_stopped
+    assert loader.passes == [True, False]  # the ordinary pass finds a.py parsed, and parses what follows here
+    assert loader.ahead == [["a.py"]] and loader.stats.waves == 1 and loader.stats.waves_stopped
 
 
 def test_a_short_pass_never_ends_the_waves() -> None:

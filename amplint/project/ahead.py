@@ -76,6 +76,7 @@ def walk_in_waves(loader: Loader, make_pass: Callable[[], T]) -> T:
             saving = loader.pool_saving(wanted) if spent >= MIN_STOP_SECONDS else None
             if saving is not None and saving < spent:
                 loader.stats.waves_stopped = True  # another pass costs more than the pool saves
+                loader.parse_ahead(wanted)  # but the last pass here wants these too: the pool parses them
                 break
             if not loader.parse_ahead(wanted):
                 break

@@ -36,7 +36,8 @@ SCHEMA = 2  # 2: a data class's fields by position (1: by name)
 # file read, the project's solution.
 DATA_MODULES = ("amplint.model", "amplint.project.summary", "amplint.project.frameworks", "amplint.facts.frameworks",
                 "amplint.facts.entry", "amplint.project.spellings", "amplint.project.prefilter",
-                "amplint.project.shape", "amplint.project.budget", "amplint.project.solution")
+                "amplint.project.shape", "amplint.project.budget", "amplint.project.solution",
+                "amplint.project.answer")
 
 
 class CodecError(ValueError):

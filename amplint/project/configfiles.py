@@ -20,6 +20,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from amplint.config import Config
 from amplint.files import walk_other
+from amplint.witness import Witness
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".ini", ".toml", ".cfg")
 SKIPPED_DIRECTORIES = frozenset(
@@ -68,11 +69,11 @@ def read_settings(path: str, text: str) -> List[ConfigPrecision]:
     return found
 
 
-def config_files(roots: Iterable[str], config: Config) -> Iterator[str]:
+def config_files(roots: Iterable[str], config: Config, witness: Optional[Witness] = None) -> Iterator[str]:
     """Config files under `roots`, in sorted order, walked as the sources are (`exclude`, git's ignore rules):
     Hydra's run folders (`outputs/`, `.hydra/`) and logs, which copy a run's settings, are what `.gitignore`
     lists. Hidden, tool and environment folders are skipped as well."""
-    return walk_other(list(roots), CONFIG_SUFFIXES, config, _skipped)
+    return walk_other(list(roots), CONFIG_SUFFIXES, config, _skipped, witness)
 
 
 def _skipped(directory: str) -> bool:

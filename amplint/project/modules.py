@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from amplint.witness import Witness
+
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
@@ -56,17 +58,19 @@ def _under(directory: str, root: str) -> bool:
     return directory == root or directory.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _package_root(directory: str, memo: Dict[str, str]) -> str:
-    """The first directory at or above `directory` without an `__init__.py`."""
+def _package_root(directory: str, memo: Dict[str, str], witness: Optional[Witness] = None) -> str:
+    """The first directory at or above `directory` without an `__init__.py` (`witness` notes each one asked)."""
     if directory not in memo:
         parent = os.path.dirname(directory)
+        if witness is not None and parent != directory:
+            witness.kind(os.path.join(directory, "__init__.py"))
         is_package = parent != directory and os.path.exists(os.path.join(directory, "__init__.py"))
-        memo[directory] = _package_root(parent, memo) if is_package else directory
+        memo[directory] = _package_root(parent, memo, witness) if is_package else directory
     return memo[directory]
 
 
 def _names(path: str, tops: Sequence[str], memo: Dict[str, str],
-           chains: Dict[str, List[Tuple[str, str]]]) -> List[ModuleName]:
+           chains: Dict[str, List[Tuple[str, str]]], witness: Optional[Witness] = None) -> List[ModuleName]:
     """Every (dotted name, import root) of a file, from its own directory up to the project top."""
     directory, filename = os.path.split(os.path.abspath(path))
     if filename.endswith(".ipynb"):  # a notebook is not importable
@@ -74,7 +78,7 @@ def _names(path: str, tops: Sequence[str], memo: Dict[str, str],
     stem = os.path.splitext(filename)[0]
     chain = chains.get(directory)
     if chain is None:
-        chain = chains[directory] = _directory_chain(directory, tops, memo)
+        chain = chains[directory] = _directory_chain(directory, tops, memo, witness)
     names: List[ModuleName] = []
     for prefix, root in chain:
         name = stem if not prefix else prefix if stem == "__init__" else f"{prefix}.{stem}"
@@ -83,12 +87,13 @@ def _names(path: str, tops: Sequence[str], memo: Dict[str, str],
     return names
 
 
-def _directory_chain(directory: str, tops: Sequence[str], memo: Dict[str, str]) -> List[Tuple[str, str]]:
+def _directory_chain(directory: str, tops: Sequence[str], memo: Dict[str, str],
+                     witness: Optional[Witness] = None) -> List[Tuple[str, str]]:
     """(dotted package prefix, import root) per level above `directory`; shared by the files in it.
 
     Computed once per directory, not per file: a repository has ~10x fewer directories than files.
     """
-    package_root = _package_root(directory, memo)
+    package_root = _package_root(directory, memo, witness)
     containing = [top for top in tops if _under(directory, top)]
     limit = max(containing, key=len) if containing else directory
     if len(package_root) < len(limit):
@@ -117,12 +122,13 @@ class ModuleIndex:
     _directories: Dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
-    def build(cls, files: Iterable[str], tops: Sequence[str]) -> "ModuleIndex":
+    def build(cls, files: Iterable[str], tops: Sequence[str], witness: Optional[Witness] = None) -> "ModuleIndex":
+        """`witness` notes the `__init__.py` files asked about (`amplint.witness`)."""
         index = cls()
         memo: Dict[str, str] = {}
         chains: Dict[str, List[Tuple[str, str]]] = {}
         for path in files:
-            names = _names(path, tops, memo, chains)
+            names = _names(path, tops, memo, chains, witness)
             index.names_of[path] = names
             for name in names:
                 index.by_name.setdefault(name.name, []).append((path, name.root))

@@ -14,6 +14,7 @@ from amplint.parallel import RunPool
 from amplint.project.cache import DiskCache, PassCache, code_fingerprint
 from amplint.project import configfiles
 from amplint.project.accelflow import accel_seeds, held_accelerators
+from amplint.project.answer import Answer, AnswerStore, answer_key
 from amplint.project.ahead import walk_in_waves
 from amplint.project.covered import covered_density_calls, probability_callees, resolved_density_calls
 from amplint.project.implied import hf_seeds, lightning_seeds
@@ -31,6 +32,7 @@ from amplint.project.summary import EntryContext
 from amplint.project.textfindings import TextFindings, not_kept
 from amplint.project.budget import Cut
 from amplint.project.walk import Seed, Walked, call_seeds, shown, walk
+from amplint.witness import Witness
 
 
 @dataclass
@@ -57,42 +59,50 @@ def run_project(
     else `.amplint_cache/` in the project top); `use_cache=False`, or
     `AMPLINT_NO_CACHE=1` in the environment, runs without reading or writing it.
     """
-    files, errors = discover_checked(paths, config, prefer=tuple(report or ()))
-    parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
-    # The run's workers, if a pass pays for them: every later pass uses them too.
-    pool = RunPool(config.jobs, SUMMARY_READERS)
     tops = sorted({project_top(p) for p in paths})
     directory = cache_dir or cache_directory(paths, tops[0] if tops else ".")
     if use_cache is None:
         use_cache = os.environ.get("AMPLINT_NO_CACHE", "") in ("", "0")
     cache = DiskCache(directory if use_cache else None)
     fingerprint = code_fingerprint()
+    given = AnswerStore(cache, answer_key(fingerprint, config, paths, report, tops))
+    kept = given.answer()
+    if kept is not None:  # nothing the last run looked at has changed: its answer, with nothing read
+        return ProjectRun(list(kept.results), kept.entries, Stats(solution_cached=True, answer_cached=True),
+                          kept.spellings, TextFindings(cache, fingerprint), kept.notices)
+    witness = Witness() if use_cache else None  # what the run looks at, for its answer's stamps
+    files, errors = discover_checked(paths, config, prefer=tuple(report or ()), witness=witness)
+    parsed = CPythonTrees()  # the run's CPython trees: several passes read the same files
+    # The run's workers, if a pass pays for them: every later pass uses them too.
+    pool = RunPool(config.jobs, SUMMARY_READERS)
     passes = PassCache(cache, fingerprint, tuple(tops))
     try:
         names = project_spellings(files, config.jobs, parsed, pool, passes)
-        modules = ModuleIndex.build(files, tops)
+        modules = ModuleIndex.build(files, tops, witness)
         classes = project_distributions(names.classes, modules, parsed, frozenset(config.extend_distributions))
         spellings = names.spellings + classes
         config = with_spellings(config, spellings)
         root = display_root(paths)
         loader = Loader(files, config, cache, modules, fingerprint, parsed, pool, passes)
-        results, contexts, cut = _walk_and_report(loader, files, errors, config, tops, root, report)
+        results, contexts, cut = _walk_and_report(loader, files, errors, config, tops, root, report, witness)
     finally:
         pool.close()
     notices = (Notice(shown(root, os.getcwd()), cut.message()),) if cut is not None else ()
+    if witness is not None and not witness.racy:  # racy: a change made as it was read could go unseen
+        given.keep(Answer(witness.seen, tuple(results), contexts, spellings, notices))
     return ProjectRun(results, contexts, loader.stats, spellings, TextFindings(cache, fingerprint), notices)
 
 
 def _walk_and_report(
     loader: Loader, files: Sequence[str], errors: Sequence[FileError], config: Config, tops: Sequence[str],
-    root: str, report: Optional[AbstractSet[str]],
+    root: str, report: Optional[AbstractSet[str]], witness: Optional[Witness] = None,
 ) -> Tuple[List[FileResult], Dict[str, Tuple[EntryContext, ...]], Optional[Cut]]:
     """The text pass, the project's solution (from the cache when nothing changed), then each wanted file's
     contexts and results, and where the flow's work bound cut the walk, if it did."""
     loader.scan()
     # The config files under the tops: the key, the Lightning settings and the built classes read them, and the
     # walk for them is made once, when the first of those asks.
-    settings_files = functools.cache(lambda: tuple(configfiles.config_files(tops, config)))
+    settings_files = functools.cache(lambda: tuple(configfiles.config_files(tops, config, witness)))
     store = SolutionStore(loader.cache, project_state(
         loader.fingerprint, config, files, {path: info.content for path, info in loader.info.items()},
         {path: error.message for path, error in loader.errors.items()}, tops, root, settings_files))

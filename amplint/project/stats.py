@@ -24,6 +24,7 @@ class Stats:
     flow_questions: int = 0  # questions the value flow answered (`Flow._guarded`), every pass counted
     walk_work: int = 0  # units of work the last pass of the walk spent (`project.budget`)
     solution_cached: bool = False  # the walk's result came from the cache: nothing walked (`project.solution`)
+    answer_cached: bool = False  # the whole answer came from the cache: nothing read (`project.answer`)
     _flowed: Set[str] = field(default_factory=set, repr=False)
 
     def flow_read(self, path: str) -> None:

@@ -5,7 +5,7 @@ the candidate files the walk may lead to, and the indexes name resolution
 reads without parsing (which files subclass a name, define a function, write
 `self.<attr> =`). Files that single-file mode would analyse, and region
 files, keep the CPython tree the screen parsed (`cpython_trees`), where the
-summaries pass will read it.
+summaries pass will read it; read in this process, every file keeps its tree, for the shapes and the flow.
 """
 from __future__ import annotations
 
@@ -136,8 +136,10 @@ def _scan_job(
                 out.append((path, source))
                 continue
             said = _scan(source.text, config, parsed)
-            if not (said[1] or said[0].region):
-                parsed.forget(source.text)  # not a region file (`Loader.region_files`): no summary of it comes next
+            if memory is not None and not (said[1] or said[0].region):
+                # A worker's small memo keeps the trees its summaries will read; this process keeps every tree,
+                # for the shapes and the value flow that read most files (within the memo's budget).
+                parsed.forget(source.text)
         out.append((path, (said, content)))
     return (None if memory is None else os.getpid()), out
 
