@@ -107,6 +107,10 @@ class CPythonTrees:
         """`path`, as `stamp` shows it, held the bytes whose digest is `content`."""
         self._reads[path] = (stamp, content)
 
+    def kept(self, text: str) -> Optional[Tuple[ast.Module, ImportTable]]:
+        """The tree of `text` if the memo keeps it; never parses."""
+        return self._kept.get(text)
+
     def digest_unchanged(self, path: str) -> Optional[str]:
         """The digest `note_read` kept for `path`, if the file still shows the same stamp; else None."""
         noted = self._reads.get(path)

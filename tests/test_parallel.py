@@ -251,6 +251,35 @@ def test_the_text_pass_in_a_pool_builds_the_same_indexes(forced: None, pools: li
     assert list(alone[1]) == [str(tmp_path / "fixtures" / "latin.py")]
 
 
+def test_the_text_pass_workers_send_the_shapes_of_what_they_parse(
+        forced: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker of the text pass parses each file for CPython's verdict and drops the tree; it sends the file's
+    shape instead, so this process shapes the files without parsing them, and the shapes are those of -j 1."""
+    from amplint import cpython_trees
+    from amplint.files import discover
+    from amplint.project.cache import DiskCache
+    from amplint.project.loader import Loader
+    from amplint.project.modules import ModuleIndex
+    from amplint.project import textpass
+
+    files, _ = discover([str(FIXTURES / "reach")])
+    monkeypatch.setattr(textpass, "SCAN_POOL_FILES", 0)  # the text pass in the pool, however few the files
+
+    def shapes(jobs: int) -> dict:
+        loader = Loader(files, Config(jobs=jobs), DiskCache(None), ModuleIndex.build(files, [str(FIXTURES)]), "f")
+        loader.scan()
+        here: List[str] = []  # a worker appends to its own copy: this list holds this process's parses
+        parse = cpython_trees.python_parse
+        monkeypatch.setattr(cpython_trees, "python_parse", lambda text: here.append(text) or parse(text))
+        found = {path: loader.shape(path) for path in files}
+        monkeypatch.setattr(cpython_trees, "python_parse", parse)
+        return {"shapes": found, "parsed here": len(here)}
+
+    alone, pooled = shapes(1), shapes(2)
+    assert pooled["shapes"] == alone["shapes"] and len(pooled["shapes"]) == 12
+    assert pooled["parsed here"] == 0 < sum(1 for shape in pooled["shapes"].values() if shape is not None)
+
+
 def test_a_warm_cache_needs_no_parse_pool(forced: None, pools: list, tmp_path: Path) -> None:
     cache = str(tmp_path / "cache")
     cold = run_project([str(FIXTURES / "project")], Config(jobs=2), cache_dir=cache, use_cache=True)

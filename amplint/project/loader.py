@@ -68,6 +68,7 @@ class Loader(FlowQuestions, LeadQuestions):
         self.used_names: Set[str] = set()  # every name some file uses as constructing a class (`constructed`)
         self._summaries: Dict[str, Optional[FileSummary]] = {}
         self._shapes: Dict[str, "FileShape"] = {}
+        self._scanned_shapes: Dict[str, "FileShape"] = {}  # made by the pool workers of the text pass
         self._own: Dict[str, Tuple[Finding, ...]] = {}  # findings without entries, of files parsed this run
         self._trees = KeptTrees()  # this process's parses, for their entry pass
         self._parsed = parsed or CPythonTrees()  # CPython's trees, shared by the scan, summaries and shapes
@@ -99,6 +100,7 @@ class Loader(FlowQuestions, LeadQuestions):
         self.errors.update(found.errors)
         self._subclass_index, self._def_index, self._attr_index = found.subclasses, found.defines, found.attributes
         self.used_names = found.uses
+        self._scanned_shapes = found.shapes
 
     def _read(self, path: str) -> Optional[str]:
         """The file's text as the analysis reads it (`identifiers.analysis_text`), for its questions and trees."""
@@ -194,8 +196,8 @@ class Loader(FlowQuestions, LeadQuestions):
             self.cache.contains("summary", self._summary_key(info))
 
     def _shape(self, path: str) -> "Optional[FileShape]":
-        """The shape from the disk cache, else from CPython's tree (kept in the cache: a warm run on real code
-        read 30 files with `ast` for their shapes, a tenth of the run)."""
+        """The shape from the disk cache, else from the text pass's worker, else from CPython's tree (kept in the
+        cache: a warm run on real code read 30 files with `ast` for their shapes, a tenth of the run)."""
         from amplint.project.shape import FileShape, file_shape
 
         info = self.info[path]
@@ -206,11 +208,13 @@ class Loader(FlowQuestions, LeadQuestions):
             if isinstance(cached, FileShape):
                 self.stats.shapes_cached += 1
                 return cached
-        text = self._read(path)
-        parsed = None if text is None else self._parsed.parse(text)
-        if parsed is None or isinstance(parsed, str):
-            return None
-        shaped = file_shape(*parsed)
+        shaped = self._scanned_shapes.pop(path, None)  # the worker that read the file parsed it: no parse here
+        if shaped is None:
+            text = self._read(path)
+            parsed = None if text is None else self._parsed.parse(text)
+            if parsed is None or isinstance(parsed, str):
+                return None
+            shaped = file_shape(*parsed)
         self.stats.shaped.append(path)
         if key is not None:
             self.cache.put("shape", key, shaped)

@@ -21,6 +21,7 @@ from amplint.model import FileError
 from amplint.pipeline import will_parse
 from amplint.project.cache import held, pass_work, recall, shares
 from amplint.project import prefilter
+from amplint.project.shape import FileShape, file_shape
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.parallel import RunPool
@@ -35,7 +36,8 @@ SCAN_POOL_FILES = 1000
 # text and the configured autocast and distribution names: the disk cache keeps it, as `_KIND`.
 _Text = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
               Tuple[str, ...], Tuple[str, ...]]
-_Scanned = Tuple[_Text, Optional[str]]  # and the content digest (None with no cache)
+# And the content digest (None with no cache), and the file's shape when a pool worker parsed it (`_scan_job`).
+_Scanned = Tuple[_Text, Optional[str], "Optional[FileShape]"]
 _KIND = "scan"
 
 
@@ -59,6 +61,7 @@ class TextPass:
     info: Dict[str, FileInfo] = field(default_factory=dict)
     errors: Dict[str, FileError] = field(default_factory=dict)
     holders: Dict[str, int] = field(default_factory=dict)  # path -> the pool worker that read it
+    shapes: "Dict[str, FileShape]" = field(default_factory=dict)  # path -> its shape, made by the worker that read it
     subclasses: Dict[str, Set[str]] = field(default_factory=dict)  # base name -> files with a class line naming it
     defines: Dict[str, Set[str]] = field(default_factory=dict)  # function name -> files with a `def` of it
     attributes: Set[str] = field(default_factory=set)  # every `self.<attr> =` name
@@ -87,10 +90,12 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
             if isinstance(outcome, FileError):
                 found.errors[path] = outcome
                 continue
-            text, content = outcome
+            text, content, shaped = outcome
             flags, single, bases, names, attributes, imported, classes, uses = text
             if holder is not None:
                 found.holders[path] = holder
+            if shaped is not None:
+                found.shapes[path] = shaped
             found.info[path] = FileInfo(flags, single, imported, classes, content or "")
             if content is not None:
                 read[path] = (content, text)
@@ -123,24 +128,29 @@ def _scan_job(
             content = parsed.digest_unchanged(path)
             said = None if content is None else held(known, path, content, _is_text)
             if said is not None:
-                out.append((path, (said, content)))
+                out.append((path, (said, content, None)))
                 continue
         data = read_bytes(path)
         if isinstance(data, FileError):
             out.append((path, data))
             continue
         content, said = recall(known, path, data, _is_text)
+        shaped = None
         if said is None:  # not in the cache: decoded and read (a warm run decodes nothing)
             source = source_from(path, data, content)
             if isinstance(source, FileError):
                 out.append((path, source))
                 continue
             said = _scan(source.text, config, parsed)
-            if memory is not None and not (said[1] or said[0].region):
-                # A worker's small memo keeps the trees its summaries will read; this process keeps every tree,
-                # for the shapes and the value flow that read most files (within the memo's budget).
-                parsed.forget(source.text)
-        out.append((path, (said, content)))
+            if memory is not None:
+                # This process keeps every tree, for the shapes and the value flow that read most files; a
+                # worker's small memo keeps those its summaries will read, and sends each file's shape instead.
+                text = analysis_text(source.text)
+                tree = parsed.kept(text)
+                shaped = None if tree is None else file_shape(*tree)
+                if not (said[1] or said[0].region):
+                    parsed.forget(text)
+        out.append((path, (said, content, shaped)))
     return (None if memory is None else os.getpid()), out
 
 
