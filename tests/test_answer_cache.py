@@ -14,23 +14,8 @@ import amplint.project.run
 from amplint.config import Config
 from amplint.project.run import ProjectRun, run_project
 from amplint.witness import RACY_NS
+from test_solution_cache import LIGHTNING, LOSSES, TRAIN
 
-LOSSES = '''import torch
-
-
-def nll(model, x):
-    mu, log_sigma = model(x).chunk(2, dim=-1)
-    return -torch.distributions.Normal(mu, log_sigma.exp()).log_prob(x[:, :1]).mean()
-'''
-TRAIN = '''import torch
-
-from losses import nll
-
-
-def step(model, x):
-    with torch.autocast("cpu", dtype=torch.float16):
-        return nll(model, x)
-'''
 # A file with a finding of its own (line 8), for the changes that add files to the walk.
 OWN = '''import torch
 from torch.distributions import Normal
@@ -134,19 +119,8 @@ def test_each_change_is_looked_at_again(change: str, project: Path, tmp_path: Pa
 def test_an_edited_config_file_is_looked_at_again(tmp_path: Path) -> None:
     """Lightning's precision is read from a YAML file that no source file names."""
     root = tmp_path / "lit"
-    _write(root, {"model.py": '''import torch
-import lightning.pytorch as pl
-
-
-class Net(pl.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.head = torch.nn.Linear(4, 2)
-
-    def training_step(self, batch, batch_idx):
-        mu, log_sigma = self.head(batch).chunk(2, dim=-1)
-        return -torch.distributions.Normal(mu, log_sigma.exp()).log_prob(batch[:, :1]).mean()
-''', "configs/trainer.yaml": "trainer:\n  precision: 16-mixed\n", "pyproject.toml": ""})
+    _write(root, {"model.py": LIGHTNING, "configs/trainer.yaml": "trainer:\n  precision: 16-mixed\n",
+                  "pyproject.toml": ""})
     _aged()
     assert [f[:4] for f in _found(_run(root, tmp_path / "cache"))] == [("model.py", 12, 17, "AMP001")]
     assert _run(root, tmp_path / "cache").stats.answer_cached
