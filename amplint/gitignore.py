@@ -24,7 +24,7 @@ from pathspec import GitIgnoreSpec
 from pathspec.pattern import RegexPattern
 
 from amplint import gitconfig
-from amplint.witness import Witness
+from amplint.witness import Witness, noted
 
 _DIR_MARK = "ps_d"  # the group pathspec's gitignore regexes give the `/` that ends a folder's name
 
@@ -65,12 +65,11 @@ class GitIgnore:
     def _excludes_of(self, root: str) -> Tuple[str, ...]:
         """`info/exclude` and the global excludes file of the repository at `root`."""
         if self._witness is not None:  # what decides where they are: `.git` (a worktree's file), git's config
-            git = os.path.join(root, ".git")
-            if os.path.isfile(git):
-                self._witness.stamp(git)
-                self._witness.stamp(os.path.join(_git_dir(root), "commondir"))
+            if os.path.isfile(os.path.join(root, ".git")):
+                noted(self._witness, os.path.join(root, ".git"))
+                noted(self._witness, os.path.join(_git_dir(root), "commondir"))
             for config in gitconfig.config_files(_git_dir(root)):
-                self._witness.stamp(config)
+                noted(self._witness, config)
         return (_exclude_file(root), *gitconfig.excludes_files(_git_dir(root), root))
 
     def _root(self, directory: str) -> Optional[str]:
@@ -87,8 +86,7 @@ class GitIgnore:
 
     def _read(self, path: str) -> Rules:
         if path not in self._rules:
-            if self._witness is not None:
-                self._witness.stamp(path)
+            noted(self._witness, path)
             self._rules[path] = _parse(path)
         return self._rules[path]
 
