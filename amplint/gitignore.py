@@ -64,13 +64,14 @@ class GitIgnore:
 
     def _excludes_of(self, root: str) -> Tuple[str, ...]:
         """`info/exclude` and the global excludes file of the repository at `root`."""
+        git = _git_dir(root)
         if self._witness is not None:  # what decides where they are: `.git` (a worktree's file), git's config
             if os.path.isfile(os.path.join(root, ".git")):
                 noted(self._witness, os.path.join(root, ".git"))
-                noted(self._witness, os.path.join(_git_dir(root), "commondir"))
-            for config in gitconfig.config_files(_git_dir(root)):
+                noted(self._witness, os.path.join(git, "commondir"))
+            for config in gitconfig.config_files(git):
                 noted(self._witness, config)
-        return (_exclude_file(root), *gitconfig.excludes_files(_git_dir(root), root))
+        return (os.path.join(git, "info", "exclude"), *gitconfig.excludes_files(git, root))
 
     def _root(self, directory: str) -> Optional[str]:
         """The nearest folder at or above `directory` holding `.git` (a nested repository starts its own rules)."""
@@ -138,11 +139,6 @@ def _names(pattern: RegexPattern, query: str, is_dir: bool) -> bool:
         if match is not None and match.end() == len(query) and match.end(_DIR_MARK) in (-1, len(query)):
             return True
     return False
-
-
-def _exclude_file(root: str) -> str:
-    """`info/exclude` of the repository at `root`."""
-    return os.path.join(_git_dir(root), "info", "exclude")
 
 
 def _git_dir(root: str) -> str:

@@ -140,3 +140,8 @@ class HeldAccelerator:
     receiver: str  # as written: "accelerator", "self.accelerator"
     precision: Optional[Precision]  # what its `mixed_precision` gives (`frameworks.accelerate_precision`)
     label: str  # the construction and where it is built: 'Accelerator(mixed_precision="fp16") (built at main.py:5)'
+
+
+# What the project walk hands a file to be analysed with (`project.run`'s contexts; the fixer's `Constructor` aside).
+WalkContext = Union[EntryContext, CallReturn, DistArgument, CoveredCall, DensityCall, ProbabilityCallees,
+                    Float32Reads, HeldAccelerator]

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
-from typing import AbstractSet, Dict, Optional, Sequence, Tuple, Union
+from typing import AbstractSet, Dict, Optional, Sequence, Tuple
 
 from amplint.config import Config
-from amplint.facts.entry import (CallReturn, CoveredCall, DensityCall, DistArgument, EntryContext, Float32Reads,
-                                 HeldAccelerator, ProbabilityCallees)
+from amplint.facts.entry import WalkContext
 from amplint.model import DistributionBase, FileResult, Notice
 from amplint.project.cache import DiskCache, digest
 from amplint.project.spellings import Spelling
@@ -33,9 +32,6 @@ from amplint.witness import Look, unchanged
 ANSWER = "answer"
 # What git's configuration files, hence the global excludes file, are found by (`amplint.gitconfig`).
 GIT_ENVIRONMENT = ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME", "HOME")
-# What a file is analysed with (`run._walk_and_report`'s contexts).
-Context = Union[EntryContext, CallReturn, DistArgument, CoveredCall, DensityCall, ProbabilityCallees, Float32Reads,
-                HeldAccelerator]
 
 
 @dataclass(frozen=True)
@@ -44,7 +40,7 @@ class Answer:
 
     seen: Dict[Tuple[str, str], Look]
     results: Tuple[FileResult, ...]
-    entries: Dict[str, Tuple[Context, ...]]
+    entries: Dict[str, Tuple[WalkContext, ...]]
     spellings: Tuple["Spelling | DistributionBase", ...]
     notices: Tuple[Notice, ...]
 

@@ -62,9 +62,10 @@ def _package_root(directory: str, memo: Dict[str, str], witness: Optional[Witnes
     """The first directory at or above `directory` without an `__init__.py` (`witness` notes each one asked)."""
     if directory not in memo:
         parent = os.path.dirname(directory)
+        init = os.path.join(directory, "__init__.py")
         if witness is not None and parent != directory:
-            witness.kind(os.path.join(directory, "__init__.py"))
-        is_package = parent != directory and os.path.exists(os.path.join(directory, "__init__.py"))
+            witness.kind(init)
+        is_package = parent != directory and os.path.exists(init)
         memo[directory] = _package_root(parent, memo, witness) if is_package else directory
     return memo[directory]
 

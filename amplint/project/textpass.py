@@ -141,11 +141,11 @@ def _scan_job(
             if isinstance(source, FileError):
                 out.append((path, source))
                 continue
-            said = _scan(source.text, config, parsed)
+            text = analysis_text(source.text)  # `class Ｍｏｄｅｌ` defines `Model`: the tree the summary reads
+            said = _scan(text, config, parsed)
             if memory is not None:
                 # This process keeps every tree, for the shapes and the value flow that read most files; a
                 # worker's small memo keeps those its summaries will read, and sends each file's shape instead.
-                text = analysis_text(source.text)
                 tree = parsed.kept(text)
                 shaped = None if tree is None else file_shape(*tree)
                 if not (said[1] or said[0].region):
@@ -155,12 +155,8 @@ def _scan_job(
 
 
 def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
-    """One file's result, from its text (and CPython's tree, for `will_parse`, when the text may have findings).
-
-    The text as the analysis reads it (`identifiers.analysis_text`): `class Ｍｏｄｅｌ` defines `Model`, and the
-    tree kept for the summary is the one the summary reads.
-    """
-    text = analysis_text(text)
+    """One file's result, from its text as the analysis reads it (`identifiers.analysis_text`), and CPython's tree
+    (for `will_parse`; kept in `parsed` for the readers after this pass)."""
     classes = prefilter.class_bases(text) if "class" in text else []
     return (
         prefilter.flags(text, config.extend_autocast, config.extend_distributions),
