@@ -5,8 +5,8 @@ Python files that are not the project's code: walking and indexing them cost min
 rules say what they are, so they are read from the same places git reads them: `.gitignore` in every directory
 from the repository root (the folder holding `.git`, a directory or a worktree's file) down to the path,
 `.git/info/exclude`, and the user's global excludes file (`core.excludesFile` in git's configuration, by default
-`$XDG_CONFIG_HOME/git/ignore`). Outside a repository nothing is ignored (ruff's `ignore` crate with
-`require_git`).
+`$XDG_CONFIG_HOME/git/ignore`; `gitconfig` reads it, includes followed). With `core.ignorecase` every pattern
+matches without case. Outside a repository nothing is ignored (ruff's `ignore` crate with `require_git`).
 
 The patterns are compiled by `pathspec` (`GitIgnoreSpec`); precedence is git's, done here: the last matching
 line of a file wins, a deeper `.gitignore` wins over a shallower one, then `info/exclude`, then the global
@@ -18,6 +18,7 @@ it and never enters an ignored one, which is how git keeps a file under an exclu
 from __future__ import annotations
 
 import os
+import re
 from typing import Dict, Optional, Tuple
 
 from pathspec import GitIgnoreSpec
@@ -37,8 +38,9 @@ class GitIgnore:
     def __init__(self, witness: Optional[Witness] = None) -> None:
         self._witness = witness  # notes each file read and each `.git` looked for (`amplint.witness`)
         self._roots: Dict[str, Optional[str]] = {}  # directory -> its repository root (None: not in one)
-        self._rules: Dict[str, Rules] = {}  # ignore file -> its patterns
-        self._excludes: Dict[str, Tuple[str, ...]] = {}  # repository root -> `info/exclude`, the global file
+        self._rules: Dict[Tuple[str, bool], Rules] = {}  # (ignore file, without case) -> its patterns
+        self._excludes: Dict[str, Tuple[Tuple[str, ...], bool]] = {}  # repository root -> (`info/exclude` and
+        # the global file, `core.ignorecase`)
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Does git ignore `path` itself? Its folders are the caller's to ask about first (see the module)."""
@@ -47,31 +49,31 @@ class GitIgnore:
         root = self._root(directory)
         if root is None or full == root:
             return False
+        if root not in self._excludes:
+            self._excludes[root] = self._excludes_of(root)
+        excludes, fold = self._excludes[root]
         while True:  # deepest .gitignore first: the first that has a say decides
-            verdict = _verdict(self._read(os.path.join(directory, ".gitignore")), full, directory, is_dir)
+            verdict = _verdict(self._read(os.path.join(directory, ".gitignore"), fold), full, directory, is_dir)
             if verdict is not None:
                 return verdict
             if directory == root or os.path.dirname(directory) == directory:
                 break
             directory = os.path.dirname(directory)
-        if root not in self._excludes:
-            self._excludes[root] = self._excludes_of(root)
-        for excludes in self._excludes[root]:
-            verdict = _verdict(self._read(excludes), full, root, is_dir)
+        for each in excludes:
+            verdict = _verdict(self._read(each, fold), full, root, is_dir)
             if verdict is not None:
                 return verdict
         return False
 
-    def _excludes_of(self, root: str) -> Tuple[str, ...]:
-        """`info/exclude` and the global excludes file of the repository at `root`."""
+    def _excludes_of(self, root: str) -> Tuple[Tuple[str, ...], bool]:
+        """`info/exclude` and the global excludes file of the repository at `root`, and whether its patterns
+        ignore case (`core.ignorecase`)."""
         git = _git_dir(root)
-        if self._witness is not None:  # what decides where they are: `.git` (a worktree's file), git's config
-            if os.path.isfile(os.path.join(root, ".git")):
-                noted(self._witness, os.path.join(root, ".git"))
-                noted(self._witness, os.path.join(git, "commondir"))
-            for config in gitconfig.config_files(git):
-                noted(self._witness, config)
-        return (os.path.join(git, "info", "exclude"), *gitconfig.excludes_files(git, root))
+        if self._witness is not None and os.path.isfile(os.path.join(root, ".git")):  # a worktree's file
+            noted(self._witness, os.path.join(root, ".git"))
+            noted(self._witness, os.path.join(git, "commondir"))
+        found = gitconfig.settings(git, root, lambda path: noted(self._witness, path))
+        return (os.path.join(git, "info", "exclude"), *found.excludes), found.ignorecase
 
     def _root(self, directory: str) -> Optional[str]:
         """The nearest folder at or above `directory` holding `.git` (a nested repository starts its own rules)."""
@@ -85,14 +87,14 @@ class GitIgnore:
                 self._roots[directory] = None if parent == directory else self._root(parent)
         return self._roots[directory]
 
-    def _read(self, path: str) -> Rules:
-        if path not in self._rules:
+    def _read(self, path: str, fold: bool) -> Rules:
+        if (path, fold) not in self._rules:
             noted(self._witness, path)
-            self._rules[path] = _parse(path)
-        return self._rules[path]
+            self._rules[(path, fold)] = _parse(path, fold)
+        return self._rules[(path, fold)]
 
 
-def _parse(path: str) -> Rules:
+def _parse(path: str, fold: bool = False) -> Rules:
     """The patterns of one ignore file; a missing or unreadable one has none, and a line git would drop (a bad
     range such as `[z-a]`) is dropped alone, so one typo does not switch the file off."""
     try:
@@ -108,7 +110,10 @@ def _parse(path: str) -> Rules:
             patterns.extend(GitIgnoreSpec.from_lines([line]).patterns)
         except ValueError:  # pathspec's GitIgnorePatternError
             continue
-    return tuple(p for p in patterns if isinstance(p, RegexPattern) and p.include is not None)
+    kept = tuple(p for p in patterns if isinstance(p, RegexPattern) and p.include is not None)
+    if fold:  # `core.ignorecase`: git matches the patterns without case
+        kept = tuple(RegexPattern(re.compile(p.regex.pattern, re.IGNORECASE), p.include) for p in kept)
+    return kept
 
 
 def _verdict(rules: Rules, full: str, base: str, is_dir: bool) -> Optional[bool]:

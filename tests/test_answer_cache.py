@@ -116,6 +116,18 @@ def test_each_change_is_looked_at_again(change: str, project: Path, tmp_path: Pa
     assert [(r.path, r.error) for r in changed.results] == [(r.path, r.error) for r in truth.results]
 
 
+def test_a_file_gits_configuration_includes_is_looked_at_again(project: Path, tmp_path: Path) -> None:
+    (tmp_path / "gitconfig").write_text("[include]\n\tpath = more.cfg\n")
+    _write(tmp_path, {"mine": "train.py\n", "more.cfg": ""})
+    _aged()
+    cold = _run(project, tmp_path / "cache")
+    assert _run(project, tmp_path / "cache").stats.answer_cached
+    (tmp_path / "more.cfg").write_text(f"[core]\n\texcludesFile = {tmp_path}/mine\n")
+    changed = _run(project, tmp_path / "cache")
+    assert not changed.stats.answer_cached
+    assert _found(changed) == _found(_run(project, None)) != _found(cold)
+
+
 def test_an_edited_config_file_is_looked_at_again(tmp_path: Path) -> None:
     """Lightning's precision is read from a YAML file that no source file names."""
     root = tmp_path / "lit"

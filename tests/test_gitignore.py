@@ -171,6 +171,49 @@ def test_git_config_values_read_as_git_reads_them(tmp_path: Path, raw: str, valu
     assert git == value
 
 
+def test_included_configuration_files_are_read_where_they_stand(tmp_path: Path, home: Path) -> None:
+    root = git_repo(tmp_path / "r", {"a.py": "", "b.py": "", "c.py": ""})
+    write(home, {"ignore-a": "a.py\n", "ignore-b": "b.py\n", "conf/more.cfg": "[core]\n\texcludesFile = ~/ignore-a\n",
+                 ".gitconfig": "[include]\n\tpath = conf/more.cfg\n"})  # relative: from the including file
+    assert found(root) == git_kept(root) == {"b.py", "c.py"}
+    # where it stands: a setting after the include wins over the included one, one before it loses
+    write(home, {".gitconfig": "[include]\n\tpath = conf/more.cfg\n[core]\n\texcludesFile = ~/ignore-b\n"})
+    assert found(root) == git_kept(root) == {"a.py", "c.py"}
+    write(home, {".gitconfig": "[core]\n\texcludesFile = ~/ignore-b\n[include]\n\tpath = ~/conf/more.cfg\n"})
+    assert found(root) == git_kept(root) == {"b.py", "c.py"}
+    # an include of an include; a missing file is no error
+    write(home, {".gitconfig": "[include]\n\tpath = missing.cfg\n\tpath = conf/outer.cfg\n",
+                 "conf/outer.cfg": "[include]\n\tpath = more.cfg\n"})
+    assert found(root) == git_kept(root) == {"b.py", "c.py"}
+
+
+def test_conditional_includes_are_read_when_their_condition_holds(tmp_path: Path, home: Path) -> None:
+    work = git_repo(tmp_path / "work" / "r", {"a.py": "", "b.py": ""})
+    other = git_repo(tmp_path / "other" / "r", {"a.py": "", "b.py": ""})
+    write(home, {"ignore-a": "a.py\n", "work.cfg": "[core]\n\texcludesFile = ~/ignore-a\n",
+                 ".gitconfig": f'[includeIf "gitdir:{tmp_path}/work/"]\n\tpath = work.cfg\n'})
+    assert found(work) == git_kept(work) == {"b.py"}
+    assert found(other) == git_kept(other) == {"a.py", "b.py"}
+    # no leading `/`: `**/` goes in front; `gitdir/i:` ignores case, `gitdir:` does not
+    write(home, {".gitconfig": '[includeIf "gitdir:WORK/r/.git"]\n\tpath = work.cfg\n'})
+    assert found(work) == git_kept(work) == {"a.py", "b.py"}
+    write(home, {".gitconfig": '[includeIf "gitdir/i:WORK/r/.git"]\n\tpath = work.cfg\n'})
+    assert found(work) == git_kept(work) == {"b.py"}
+    assert found(other) == git_kept(other) == {"a.py", "b.py"}
+    # `onbranch:`, a pattern ending in `/` matching every branch below it
+    subprocess.run(["git", "symbolic-ref", "HEAD", "refs/heads/feature/x"], cwd=work, check=True)
+    write(home, {".gitconfig": '[includeIf "onbranch:feature/"]\n\tpath = work.cfg\n'})
+    assert found(work) == git_kept(work) == {"b.py"}
+    assert found(other) == git_kept(other) == {"a.py", "b.py"}
+
+
+def test_ignorecase_matches_the_patterns_without_case(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "r", {".gitignore": "build/\n*.PYI\n", "Build/x.py": "", "a.py": "", "b.pyi": ""})
+    assert found(root) == git_kept(root) == {"Build/x.py", "a.py", "b.pyi"}
+    subprocess.run(["git", "config", "core.ignorecase", "true"], cwd=root, check=True)
+    assert found(root) == git_kept(root) == {"a.py"}
+
+
 def test_outside_a_repository_no_gitignore_applies(tmp_path: Path) -> None:
     if GitIgnore()._root(str(tmp_path)) is not None:
         pytest.skip("the temporary directory is inside a git repository")
