@@ -150,6 +150,9 @@ def analyze_module(
     return ModuleAnalysis(facts, diagnose(facts, chosen, reached), chosen)
 
 
+REUSABLE = (EntryContext, CoveredCall)  # the contexts `with_entries` applies to an analysis made without them
+
+
 def with_entries(analysis: ModuleAnalysis, entries: Sequence[object]) -> ModuleAnalysis:
     """`analysis` plus the diagnoses `entries` add: what `analyze_module(..., entries)` gives, without a re-parse.
 
@@ -166,9 +169,10 @@ def with_entries(analysis: ModuleAnalysis, entries: Sequence[object]) -> ModuleA
 
 
 def can_reuse(entries: Sequence[object]) -> bool:
-    """Can `with_entries` give what a fresh analysis with these contexts would? (not with a `CallReturn`)"""
-    return not any(isinstance(e, (CallReturn, DistArgument, DensityCall, Constructor, ProbabilityCallees, Float32Reads,
-                                  HeldAccelerator)) for e in entries)
+    """Can `with_entries` give what a fresh analysis with these contexts would? Only for the two it applies
+    (`EntryContext`, `CoveredCall`): any other context (a `CallReturn`, the fixer's `Constructor`, one added
+    later) changes the facts themselves, so the facts are collected again."""
+    return all(isinstance(e, REUSABLE) for e in entries)
 
 
 def _is_covered(site: Site, covered: Set[Tuple[int, int]]) -> bool:

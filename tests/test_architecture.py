@@ -252,7 +252,7 @@ STILL_READING_LIBCST = frozenset({
     "amplint.facts.returns", "amplint.facts.samemodule", "amplint.facts.signatures", "amplint.facts.sites",
     "amplint.facts.sitespec", "amplint.names", "amplint.pipeline", "amplint.positions",
     "amplint.receivers", "amplint.regions",
-    "amplint.source_analysis", "amplint.treepositions", "amplint.verify.slots",
+    "amplint.source_analysis", "amplint.treepositions",
 })
 
 

@@ -91,3 +91,22 @@ def test_a_tree_of_a_tab_expanded_copy_is_not_kept(forced: None, tmp_path: Path,
     # The tab counts as one column, as in the file: the copy's tree would say 17 (the tab expanded to 8).
     assert found == [("dens.py", 7, 10, "AMP001")]
     assert _twice(run) == ["dens.py"]
+
+
+def test_only_the_contexts_with_entries_applies_reuse_an_analysis() -> None:
+    """`with_entries` adds entries and drops covered calls; every other context changes the facts. A context
+    type added later is refused until `with_entries` learns it, rather than silently ignored."""
+    import dataclasses
+    import typing
+
+    from amplint.analysis import can_reuse
+    from amplint.facts.entry import Constructor, CoveredCall, EntryContext, WalkContext
+
+    def instance(kind: type) -> object:  # the fields' values do not matter to `can_reuse`
+        return kind(**{f.name: None for f in dataclasses.fields(kind)})
+
+    walk_types = typing.get_args(WalkContext)
+    assert {kind for kind in walk_types if can_reuse([instance(kind)])} == {EntryContext, CoveredCall}
+    assert not can_reuse([instance(Constructor)])
+    assert not can_reuse([instance(EntryContext), object()])  # anything unknown
+    assert can_reuse([]) and can_reuse([instance(EntryContext), instance(CoveredCall)])

@@ -213,3 +213,30 @@ def test_the_bound_on_alternatives_is_said(tmp_path: Path) -> None:
     assert found.notes[-1] == "more than 32 alternatives: ran the first 32 (the bound on verify's work)"
     assert [c.qualname for c in found.specs[0].components] == ["torch.distributions.Categorical",
                                                                "torch.distributions.Normal"]
+
+
+def test_the_inputs_read_where_the_constructor_is_built_say_which_are_cast(tmp_path: Path) -> None:
+    """An argument cast to float32 there, a name bound once to a cast or a float32 factory, or a number is
+    float32 (`ArgSpec.cast`); a float16 head output is not (`facts.astnodes.is_wide`, as check reads them)."""
+    from amplint.verify.sliceimports import Finder
+    from amplint.verify.slicer import Slicer
+    from amplint.verify.slots import read_built
+
+    (tmp_path / "heads.py").write_text(textwrap.dedent("""
+        import torch
+        from torch.distributions import Normal
+
+
+        def build(out):
+            scale = out[:, 1].float().exp()
+            zero = torch.zeros(3)
+            first = Normal(out[:, 0], scale)
+            second = Normal(loc=zero + 1.0, scale=out.double()[:, 1] * 2.0)
+            return first, second
+    """))
+    slicer = Slicer(Finder((str(tmp_path),)))
+    specs = [read_built(slicer, str(tmp_path / "heads.py"), line) for line in (9, 10)]
+    assert all(found is not None and len(found.specs) == 1 for found in specs)
+    assert [[(a.name, a.code, a.cast) for a in found.specs[0].args] for found in specs] == [  # type: ignore
+        [(None, "out[:, 0]", False), (None, "scale", True)],
+        [("loc", "zero + 1.0", True), ("scale", "out.double()[:, 1] * 2.0", True)]]

@@ -438,7 +438,7 @@ class Loader(FlowQuestions, LeadQuestions):
         if isinstance(outcome, FileSummary):
             return outcome, ()
         assert outcome.analysis is not None
-        summary = summarize(outcome.analysis, outcome.parsed_text)
+        summary = summarize(outcome.analysis, outcome.parsed_text, self._parsed)
         self._trees.keep(path, outcome, worth_keeping(summary))  # the walk's contexts may come
         return summary, tuple(outcome.findings)
 
@@ -546,7 +546,7 @@ def _parse_job(job: _JobItem, memory: "Optional[Memory]") -> _Job:
     assert outcome.analysis is not None
     if not want_summary:
         return how, (None, tuple(outcome.findings)), None
-    summary = summarize(outcome.analysis, outcome.parsed_text)
+    summary = summarize(outcome.analysis, outcome.parsed_text, kept_trees(memory))
     kept = trees is not None and trees.keep(path, outcome, worth_keeping(summary))
     return how, (summary, tuple(outcome.findings)), os.getpid() if kept else None
 

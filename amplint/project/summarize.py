@@ -89,18 +89,23 @@ def _function_summary(scope: "Scope", returns: Tuple["ReturnedDist", ...], dist_
     )
 
 
-def summarize(analysis: "ModuleAnalysis", text: str) -> FileSummary:
+def summarize(analysis: "ModuleAnalysis", text: str, trees: "Optional[CPythonTrees]" = None) -> FileSummary:
     """The file's summary; `analysis` must come from `analyze_module(..., AnalysisOptions(project=True))` of
-    `text` (`SourceAnalysis.parsed_text`)."""
-    import ast
-
-    from amplint.project.flowtrees import index_tree
+    `text` (`SourceAnalysis.parsed_text`). `trees`: the run's CPython trees, where the tree and its index the
+    value flow reads too are kept."""
+    from amplint.cpython_trees import parse
+    from amplint.project.flowtrees import INDEX, index_tree
     from amplint.project.probreturns import FunctionReturns, function_returns
 
     returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
+    parsed = parse(text, trees)
     try:
-        told = function_returns(index_tree(ast.parse(text)), text, analysis.imports)
-    except (SyntaxError, ValueError, RecursionError):  # what this Python cannot read, or too deep: no claim
+        if isinstance(parsed, str):  # what this Python cannot read, or too deep: no claim
+            raise ValueError(parsed)
+        tree = parsed[0]
+        indexed = index_tree(tree) if trees is None else trees.derived(text, INDEX, lambda: index_tree(tree))
+        told = function_returns(indexed, text, analysis.imports)
+    except (ValueError, RecursionError):
         told = FunctionReturns(frozenset(), {})
     functions: Dict[str, FunctionSummary] = {
         key: _function(scope, analysis.imports, returns, told) for key, scope in analysis.scopes.items()}

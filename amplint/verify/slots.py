@@ -21,11 +21,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import libcst as cst
-
-from amplint import dtypes
 from amplint.model import ArgSpec, DistSpec
-from amplint.facts.astnodes import is_number
+from amplint.facts.astnodes import is_number, is_wide
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.torchnames import DISTRIBUTION_PACKAGES, distribution_name
 from amplint.verify.slicer import Parsed, SliceNeeds, Slicer
@@ -230,10 +227,9 @@ class _Reader:
             bindings = self.local_values(name, at) if depth > 0 else []
             return len(bindings) == 1 and self._wide(bindings[0], at, depth - 1)
         try:
-            node = cst.parse_expression(ast.unparse(value))
-        except (cst.ParserSyntaxError, RecursionError):
+            return is_wide(value, self.table, wide_name)
+        except RecursionError:  # an expression nested past Python's stack: not known to be wide
             return False
-        return dtypes.is_wide(node, self.table, wide_name)
 
 
 def _returned(function: ast.FunctionDef) -> List[ast.expr]:
