@@ -14,7 +14,7 @@ from amplint.config import Config
 from amplint.gitignore import GitIgnore
 from amplint.model import FileError
 from amplint.selection import path_matches
-from amplint.witness import Witness, noted
+from amplint.witness import Witness, noted, stamp_of
 
 SKIP_DIRS = frozenset(
     {
@@ -264,7 +264,7 @@ def read_stamped(path: str) -> Union[Tuple[bytes, Stamp], FileError]:
             found = os.fstat(handle.fileno())
             if not stat.S_ISREG(found.st_mode):
                 return FileError(path, "cannot read: not a regular file")
-            return handle.read(), _stamp(found)
+            return handle.read(), stamp_of(found)
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
 
@@ -279,11 +279,7 @@ def file_stamp(path: str) -> Optional[Stamp]:
         found = os.stat(path)
     except OSError:
         return None
-    return _stamp(found) if stat.S_ISREG(found.st_mode) else None
-
-
-def _stamp(found: os.stat_result) -> Stamp:
-    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+    return stamp_of(found) if stat.S_ISREG(found.st_mode) else None
 
 
 def source_from(path: str, data: bytes, digest: Optional[str] = None) -> Union[SourceFile, FileError]:

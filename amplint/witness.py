@@ -54,7 +54,13 @@ def look(how: str, path: str) -> Look:
         return None if how == STAMP else "none"
     if how == KIND:
         return "dir" if stat.S_ISDIR(found.st_mode) else "file" if stat.S_ISREG(found.st_mode) else "other"
-    return (stat.S_IFMT(found.st_mode), found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino)
+    return (stat.S_IFMT(found.st_mode), *stamp_of(found))
+
+
+def stamp_of(found: os.stat_result) -> Tuple[int, int, int, int]:
+    """What changes whenever a file's bytes do: its size, modification and change times (ns) and inode (a file
+    replaced by a rename is another inode). `files.file_stamp` reads a regular file's stamp with it too."""
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
 
 
 def unchanged(seen: Dict[Tuple[str, str], Look]) -> bool:
