@@ -108,3 +108,27 @@ def test_the_prepared_model_search_keeps_one_tree_of_each_file_throughout(
     monkeypatch.setattr(Loader, "file_tree", lambda self, path: copy.deepcopy(original(self, path)))
     monkeypatch.setattr(flowtrees, "FLOW_TREE_BYTES", 1)
     assert search() == [("loop.py", 3, False), ("loop.py", 5, False)]
+
+
+def test_the_call_site_search_reads_no_tree_of_a_file_that_only_mentions_getattr(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A method's call sites through `getattr(obj, name)(...)` are looked for in the files that may make such a
+    call (`flowtrees.may_call_getattr`, read by the text pass); a file that only reads an attribute with
+    `getattr(obj, "x", None)` is not parsed for them. The call `runner.py` makes is still found."""
+    (tmp_path / "models.py").write_text(
+        "class Net:\n    def score(self, x):\n        return x\n\n    def other(self, x):\n        return x\n")
+    (tmp_path / "runner.py").write_text(
+        "from models import Net\n\n\ndef run(name, x):\n    net = Net()\n    return getattr(net, name)(x)\n")
+    (tmp_path / "plain.py").write_text(
+        "from models import Net\n\n\ndef size(net: Net):\n    return getattr(net, 'size', None)\n")
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    read: List[str] = []
+    original = Loader.file_tree
+    monkeypatch.setattr(Loader, "file_tree", lambda self, path: read.append(Path(path).name) or original(self, path))
+    loader = Loader(files, Config(jobs=1), DiskCache(None), ModuleIndex.build(files, [str(tmp_path)]), "t")
+    loader.scan()
+    assert (loader.calls_getattr(str(tmp_path / "runner.py")), loader.calls_getattr(str(tmp_path / "plain.py"))) \
+        == (True, False)
+    sites = Resolver(loader, frozenset).flow.call_sites(str(tmp_path / "models.py"), "Net.score")
+    assert {(Path(s.path).name, s.call.lineno) for s in sites} == {("runner.py", 6)}
+    assert "plain.py" not in read and "runner.py" in read

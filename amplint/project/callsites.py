@@ -131,7 +131,7 @@ class CallSites:
             files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
         for caller in files:
             self.budget.charge()
-            if owner in tree.classes and not constructor and self.loader.mentions(caller, "getattr"):
+            if owner in tree.classes and not constructor and self.loader.calls_getattr(caller):
                 yield from self._getattr_calls(caller, path, scope, hops)
             if owner in tree.classes and short in INSTANCE_CALLS:
                 yield from self._instance_calls(caller, path, scope, hops)

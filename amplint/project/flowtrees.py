@@ -212,6 +212,24 @@ def _calls_of_values(scope: str, facts: _ScopeFacts) -> Callable[[ast.Call], boo
     return keep
 
 
+def may_call_getattr(tree: ast.AST) -> bool:
+    """Could `FileTree.getattr_calls` find a call in this file? False only when none is there: no call of a
+    `getattr(obj, name)`, and no name bound to one is called anywhere in the file. Read by the text pass from
+    the tree it has, so that the call-site search reads no tree of a file that merely mentions `getattr`
+    (`getattr(obj, "x", None)`: half of transformers' files)."""
+    held: Set[str] = set()
+    called: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if _is_getattr(node.func):
+                return True
+            if isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+        elif isinstance(node, ast.Assign) and _is_getattr(node.value):
+            held.update(name.id for target in node.targets for name in ast.walk(target) if isinstance(name, ast.Name))
+    return not held.isdisjoint(called)
+
+
 def _is_getattr(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
         len(node.args) >= 2

@@ -160,6 +160,11 @@ class Loader(FlowQuestions, LeadQuestions):
             self._answers[key] = unread if text is None else read(text)
         return self._answers[key]  # type: ignore[return-value]
 
+    def calls_getattr(self, path: str) -> bool:
+        """May the file call what `getattr` gives (`flowtrees.may_call_getattr`, read by the text pass)?"""
+        info = self.info.get(path)
+        return info is not None and info.calls_getattr
+
     def may_assign(self, attr: str) -> bool:
         """Does any file write `self.<attr> = ...`? If not, no class holds an instance there."""
         return attr in self._attr_index

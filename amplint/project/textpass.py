@@ -21,6 +21,7 @@ from amplint.model import FileError
 from amplint.pipeline import will_parse
 from amplint.project.cache import held, pass_work, recall, shares
 from amplint.project import prefilter
+from amplint.project.flowtrees import may_call_getattr
 from amplint.project.shape import FileShape, file_shape
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,10 +33,11 @@ if TYPE_CHECKING:  # pragma: no cover
 SCAN_POOL_FILES = 1000
 
 # What the text says: flags, `single`, class bases named, defs, `self.<attr> =` names, the names imported, the
-# classes defined and the names used as constructing a class (`prefilter.used_names`). It depends only on the
-# text and the configured autocast and distribution names: the disk cache keeps it, as `_KIND`.
+# classes defined, the names used as constructing a class (`prefilter.used_names`) and whether a call may run
+# what `getattr` gives (`flowtrees.may_call_getattr`). It depends only on the text and the configured autocast
+# and distribution names: the disk cache keeps it, as `_KIND`.
 _Text = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
-              Tuple[str, ...], Tuple[str, ...]]
+              Tuple[str, ...], Tuple[str, ...], bool]
 # And the content digest (None with no cache), and the file's shape when a pool worker parsed it (`_scan_job`).
 _Scanned = Tuple[_Text, Optional[str], "Optional[FileShape]"]
 _KIND = "scan"
@@ -48,6 +50,7 @@ class FileInfo:
     imported: Tuple[str, ...] = ()  # `prefilter.imported_names`
     classes: Tuple[str, ...] = ()  # the names of its `class` lines
     content: str = ""  # sha256 of the decoded text, computed when a cache key needs it
+    calls_getattr: bool = True  # may call what `getattr` gives (`flowtrees.may_call_getattr`)
 
     @property
     def candidate(self) -> bool:
@@ -91,12 +94,12 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
                 found.errors[path] = outcome
                 continue
             text, content, shaped = outcome
-            flags, single, bases, names, attributes, imported, classes, uses = text
+            flags, single, bases, names, attributes, imported, classes, uses, calls_getattr = text
             if holder is not None:
                 found.holders[path] = holder
             if shaped is not None:
                 found.shapes[path] = shaped
-            found.info[path] = FileInfo(flags, single, imported, classes, content or "")
+            found.info[path] = FileInfo(flags, single, imported, classes, content or "", calls_getattr)
             if content is not None:
                 read[path] = (content, text)
             for base in bases:
@@ -158,20 +161,29 @@ def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
     """One file's result, from its text as the analysis reads it (`identifiers.analysis_text`), and CPython's tree
     (for `will_parse`; kept in `parsed` for the readers after this pass)."""
     classes = prefilter.class_bases(text) if "class" in text else []
+    single = will_parse(text, config, parsed)
     return (
         prefilter.flags(text, config.extend_autocast, config.extend_distributions),
-        will_parse(text, config, parsed),
+        single,
         tuple(base for _, names in classes for base in names),
         tuple(prefilter.defined_names(text)),
         tuple(prefilter.assigned_attributes(text)) if "self." in text else (),
         tuple(prefilter.imported_names(text)) if "import" in text else (),
         tuple(name for name, _ in classes),
         tuple(sorted(prefilter.used_names(text))),
+        "getattr" in text and _calls_getattr(text, parsed),
     )
+
+
+def _calls_getattr(text: str, parsed: CPythonTrees) -> bool:
+    """`flowtrees.may_call_getattr` of the tree `will_parse` kept; True (unknown) when it kept none."""
+    tree = parsed.kept(text)
+    return tree is None or may_call_getattr(tree[0])
 
 
 def _is_text(value: object) -> bool:
     """Is a cached value a `_Text`? (The codec checks each class's fields; a tuple's shape is checked here.)"""
-    return (isinstance(value, tuple) and len(value) == 8 and isinstance(value[0], prefilter.Flags)
-            and isinstance(value[1], bool)
-            and all(isinstance(names, tuple) and all(isinstance(name, str) for name in names) for names in value[2:]))
+    return (isinstance(value, tuple) and len(value) == 9 and isinstance(value[0], prefilter.Flags)
+            and isinstance(value[1], bool) and isinstance(value[8], bool)
+            and all(isinstance(names, tuple) and all(isinstance(name, str) for name in names)
+                    for names in value[2:8]))
