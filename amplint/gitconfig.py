@@ -48,11 +48,6 @@ def settings(git_dir: str, root: str, note: Note = lambda path: None) -> GitSett
     return GitSettings(_excludes_path(excludes, root), ignorecase)
 
 
-def excludes_files(git_dir: str, root: str) -> Tuple[str, ...]:
-    """The global excludes file git reads for the repository at `root` (with its git folder `git_dir`), if any."""
-    return settings(git_dir, root).excludes
-
-
 def _excludes_path(setting: Optional[str], root: str) -> Tuple[str, ...]:
     if setting is None:
         return (os.path.join(_xdg_home(), "git", "ignore"),)
