@@ -171,7 +171,38 @@ PROJECTS: Dict[str, Dict[str, str]] = {
         run(Policy(), torch.randn(8, 4), torch.randn(8, 2))
         """},
 }
+# a module global passed on from a function in which only a nested def binds the same name to another class
+PROJECTS["global"] = {"train.py": """\
+    import torch
+    from torch import nn
+    from model import Policy
+
+    policy = Policy()
+
+
+    class Baseline(nn.Module):
+        def loss(self, obs, act):
+            return -((obs[:, :2] - act) ** 2).mean()
+
+
+    def fit(model, obs, act):
+        with torch.autocast("cpu", dtype=torch.float16):
+            return model.loss(obs, act)
+
+
+    def main():
+        def baseline_loss(obs, act):
+            policy = Baseline()
+            return policy.loss(obs, act)
+
+        baseline_loss(torch.randn(8, 4), torch.randn(8, 2))
+        return fit(policy, torch.randn(8, 4), torch.randn(8, 2))
+
+
+    main()
+    """}
 EXPECTED: Dict[str, List[Tuple[str, int, int, str]]] = {
+    "global": [("model.py", 13, 16, "AMP001")],
     "bound": [("model.py", 13, 16, "AMP001")],
     "expression": [("model.py", 13, 16, "AMP001")],
     "parameter": [("model.py", 13, 16, "AMP001")],

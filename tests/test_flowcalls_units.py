@@ -73,3 +73,35 @@ def test_may_call_getattr_holds_on_every_call_the_flow_finds_in_this_repository(
         found += bool(calls)
         assert not calls or may_call_getattr(tree), path
     assert checked > 50 and found > 0
+
+
+def test_a_scopes_own_nodes_leave_out_the_bodies_of_the_functions_nested_in_it() -> None:
+    """What a scope evaluates itself: a nested def's defaults and decorators, a class body (the flow's class
+    attributes live in the scope around the class), never a nested def's body or a lambda's."""
+    from amplint.project.flowtrees import index_tree, own_nodes
+
+    tree = ast.parse(
+        "import functools\n\n\n"
+        "@functools.lru_cache(maxsize=make_size())\n"
+        "def f(a=default_a(), *, k=default_k()):\n"
+        "    inside_f = 1\n\n"
+        "    def g(b=default_b()):\n"
+        "        inside_g = 2\n"
+        "    return inside_f\n\n\n"
+        "class C(Base, metaclass=Meta):\n"
+        "    attr = make_attr()\n"
+        "    act = lambda x: lambda_body(x)\n\n"
+        "    def m(self, c=default_c()):\n"
+        "        inside_m = 3\n")
+
+    def names(scope: ast.AST) -> set:
+        return {n.id for n in own_nodes(scope) if isinstance(n, ast.Name)}
+
+    module, function = tree, tree.body[1]
+    assert names(module) == {"functools", "make_size", "default_a", "default_k", "Base", "Meta", "attr", "act",
+                             "make_attr", "default_c"}
+    assert names(function) == {"inside_f", "default_b"}
+    facts = index_tree(tree)
+    assert sorted(facts.scope_facts("<module>").bindings) == ["act", "attr"]
+    assert sorted(facts.scope_facts("f").bindings) == ["inside_f"]
+    assert sorted(facts.scope_facts("f.<locals>.g").bindings) == ["inside_g"]

@@ -310,17 +310,39 @@ def writer_of(scope: str) -> str:
 
 
 def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope's body, without descending into nested defs, classes or lambdas."""
-    pending = list(scope.body) if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else \
-        [scope.body] if isinstance(scope, ast.Lambda) else []
+    """The nodes a scope evaluates itself: its body's, not those of the functions and lambdas nested in it.
+
+    A nested def's decorators and defaults are evaluated where it is defined, and a class body runs in the scope
+    around it (the flow has no class scopes: `index_tree` keys a method under the class, its parent the scope
+    around the class), so those are this scope's nodes; a nested def's body never is. (The body of a def written
+    directly in a scope's body was read as the scope's own: a local of a nested function bound the name in the
+    function around it, and hid the module's.)
+    """
+    pending = _evaluated_here(scope.body) if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) \
+        else [scope.body] if isinstance(scope, ast.Lambda) else []
     while pending:
         node = pending.pop()
         yield node
         for child in child_nodes(node):
             if isinstance(child, ast.Lambda):
                 yield child  # its own scope: seen, not entered
-            elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                pending.append(child)
+            else:
+                pending.extend(_evaluated_here([child]))
+
+
+def _evaluated_here(nodes: Iterable[ast.AST]) -> List[ast.AST]:
+    """`nodes`, each nested def as what the scope around it evaluates (its defaults and decorators), each class
+    as its bases, keywords, body and decorators, in their fields' order."""
+    found: List[ast.AST] = []
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None),
+                          *node.decorator_list])
+        elif isinstance(node, ast.ClassDef):
+            found.extend([*node.bases, *node.keywords, *_evaluated_here(node.body), *node.decorator_list])
+        else:
+            found.append(node)
+    return found
 
 
 def param_names(node: ast.AST) -> List[str]:
