@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
-from amplint.astwalk import child_nodes
+from amplint.astwalk import child_nodes, walk
 from amplint.cpython_trees import KEEP_SOURCE_BYTES
 from amplint.project.summary import MODULE_KEY
 
@@ -219,14 +219,14 @@ def may_call_getattr(tree: ast.AST) -> bool:
     (`getattr(obj, "x", None)`: half of transformers' files)."""
     held: Set[str] = set()
     called: Set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             if _is_getattr(node.func):
                 return True
             if isinstance(node.func, ast.Name):
                 called.add(node.func.id)
         elif isinstance(node, ast.Assign) and _is_getattr(node.value):
-            held.update(name.id for target in node.targets for name in ast.walk(target) if isinstance(name, ast.Name))
+            held.update(name.id for target in node.targets for name in walk(target) if isinstance(name, ast.Name))
     return not held.isdisjoint(called)
 
 

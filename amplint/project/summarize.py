@@ -99,14 +99,14 @@ def summarize(analysis: "ModuleAnalysis", text: str, trees: "Optional[CPythonTre
 
     returns = analysis.facts.returns.summaries() if analysis.facts.returns is not None else {}
     parsed = parse(text, trees)
-    try:
-        if isinstance(parsed, str):  # what this Python cannot read, or too deep: no claim
-            raise ValueError(parsed)
+    told = FunctionReturns(frozenset(), {})  # what this Python cannot read, or too deep: no claim
+    if not isinstance(parsed, str):
         tree = parsed[0]
-        indexed = index_tree(tree) if trees is None else trees.derived(text, INDEX, lambda: index_tree(tree))
-        told = function_returns(indexed, text, analysis.imports)
-    except (ValueError, RecursionError):
-        told = FunctionReturns(frozenset(), {})
+        try:
+            indexed = index_tree(tree) if trees is None else trees.derived(text, INDEX, lambda: index_tree(tree))
+            told = function_returns(indexed, text, analysis.imports)
+        except (ValueError, RecursionError):
+            pass
     functions: Dict[str, FunctionSummary] = {
         key: _function(scope, analysis.imports, returns, told) for key, scope in analysis.scopes.items()}
     return _file_summary(analysis.imports, functions, analysis.scopes, analysis.class_bases, analysis.class_attrs,
