@@ -1,8 +1,10 @@
 """Resolved settings shared by the CLI, the flake8 plugin and the verifier."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from functools import cached_property
+from typing import FrozenSet, Optional, Tuple
 
 from amplint.model import DistributionBase
 
@@ -47,3 +49,25 @@ class Config:
     # Worker processes for parsing: 0 one per usable CPU when it pays, 1 never a pool (`amplint.parallel`).
     # Left out of repr(): the project cache keys findings by repr(config), and -j must not change them.
     jobs: int = field(default=0, repr=False)
+
+    @cached_property
+    def distribution_pattern(self) -> Optional["re.Pattern[str]"]:
+        """The configured distribution classes' last names as words (`Normal` in `Normal(...)` or `D.Normal`, not
+        in `Normalize`), for the text tests; None when none is configured. A configured package (`pkg.`) names
+        no class: every text may use one. Project mode configures each of its classes under every module name
+        it may be imported by (on 24,246 files, 3,248 names and 107 words), and looking for every name in every
+        file cost more than the walk it screens for; as substrings, `Normal`, `Unit` and `Delta` sent files
+        that only named `Normalize`, `UnitTest` or `DeltaTime` to the slower LibCST reading."""
+        words = sorted({name.rsplit(".", 1)[-1] for name in self.extend_distributions}, key=lambda w: (-len(w), w))
+        if not words:
+            return None
+        return re.compile("" if "" in words else r"\b(?:%s)\b" % "|".join(map(re.escape, words)))
+
+    def names_a_distribution(self, text: str) -> bool:
+        """Does `text` name one of the configured distribution classes (`distribution_pattern`)?"""
+        pattern = self.distribution_pattern
+        return pattern is not None and pattern.search(text) is not None
+
+    @cached_property
+    def distribution_names(self) -> FrozenSet[str]:
+        return frozenset(self.extend_distributions)

@@ -22,12 +22,13 @@ over MAX_TREE_DEPTH levels with one message, whichever of the two refuses.
 """
 from __future__ import annotations
 
+import _thread
 import ast
 import re
 import sys
 import threading
 import warnings
-from typing import Any, Callable, Dict, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
 
 from amplint.textlines import FSTRING_POSITIONS, TextLines
 
@@ -52,12 +53,47 @@ def python_parse(text: str) -> Union[ast.Module, str]:
     Python 3 runs (`except E, e:`), and code for a newer Python than the one
     running amplint could never be verified after a fix anyway. The tree is
     not wasted: the import table is read from it (`names.import_table`).
+
+    The answer is the file's, not the caller's: CPython's parser counts the
+    frames already on the stack against its own limit, so a file first read
+    deep in the project walk (a value followed through a long chain of
+    questions) was refused with a tree 11 levels deep, and reported as too
+    deeply nested for the whole run. A RecursionError is judged again from
+    an empty stack, in a thread started and awaited through `_thread` alone
+    (C calls: the caller may have no Python frame left to spare).
     """
+    try:
+        return _judge(text)
+    except RecursionError:
+        pass
+    found: List[Union[ast.Module, str, BaseException]] = []
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def judge() -> None:
+        try:
+            found.append(_judge(text))
+        except RecursionError:
+            found.append(TOO_DEEP)
+        except BaseException as exc:  # raised again in the caller's thread
+            found.append(exc)
+        finally:
+            done.release()
+
+    _thread.start_new_thread(judge, ())
+    done.acquire()
+    if isinstance(found[0], BaseException):
+        raise found[0]
+    return found[0]
+
+
+def _judge(text: str) -> Union[ast.Module, str]:
+    """`python_parse` from this stack; a RecursionError is the caller's to judge."""
     try:
         with warnings.catch_warnings():  # "invalid escape sequence" and the like are the user's compiler's to say
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
-    except (RecursionError, MemoryError):
+    except MemoryError:
         return TOO_DEEP
     except SyntaxError as exc:  # IndentationError and TabError included
         return refusal(text, exc)
@@ -152,7 +188,10 @@ def call_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`fn(*args, **kwargs)` in a thread with a 512 MiB stack and a recursion limit of 60,000.
 
     Exceptions propagate to the caller; `RecursionError` still means the tree is
-    deeper than even this allows.
+    deeper than even this allows. The limit is raised before the thread is made:
+    making and starting one takes Python frames, and a caller deep in the
+    project walk had none left, so a file first read there was reported as too
+    deeply nested to analyse (three of transformers' model files, in one run).
     """
     outcome: Dict[str, Any] = {}
 
@@ -169,9 +208,9 @@ def call_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             threading.stack_size(DEEP_STACK_BYTES)
         except (ValueError, RuntimeError):  # a platform without big thread stacks: no deeper than before
             return fn(*args, **kwargs)
+        sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
         try:
             thread = threading.Thread(target=target, name="amplint-deep", daemon=True)
-            sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
             thread.start()
             thread.join()
         finally:

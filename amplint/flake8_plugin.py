@@ -193,5 +193,5 @@ def _may_report_alone(text: str, config: Config) -> bool:
 
     if will_parse(text, config):
         return True
-    flags = prefilter.flags(analysis_text(text), config.extend_autocast, config.extend_distributions)
+    flags = prefilter.flags(analysis_text(text), config.extend_autocast, config.names_a_distribution)
     return flags.lightning or flags.hf or flags.accelerate

@@ -194,7 +194,7 @@ def _number(node: ast.expr, table: ImportTable, known: Dict[str, Optional[float]
     not, or where Python refuses it: a log of 0, an overflow)?"""
     if isinstance(node, ast.Constant):
         number = type(node.value) in (int, float)
-        return number, float(node.value) if number else None
+        return number, _apply(float, node.value) if number else None  # an int past float's range: None
     if isinstance(node, ast.Name):
         return node.id in known, known.get(node.id)
     if isinstance(node, ast.UnaryOp):

@@ -214,9 +214,8 @@ def analysis_options(config: Config, project: bool, text: Optional[str] = None) 
     """The parts of `config` the fact layer reads, and what the text says about the file (when given)."""
     from amplint.analysis import AnalysisOptions
 
-    words = ("distributions",) + tuple(name.rsplit(".", 1)[-1] for name in config.extend_distributions)
-    builds = text is None or any(word in text for word in words)
-    return AnalysisOptions(frozenset(config.extend_autocast), frozenset(config.extend_distributions), project,
+    builds = text is None or "distributions" in text or config.names_a_distribution(text)
+    return AnalysisOptions(frozenset(config.extend_autocast), config.distribution_names, project,
                            config.autocast_aliases, builds_distributions=builds,
                            distribution_bases=config.distribution_bases)
 

@@ -5,7 +5,7 @@ which builds project summaries without importing LibCST.
 """
 from __future__ import annotations
 
-from typing import FrozenSet, Iterable, Optional
+from typing import FrozenSet, Iterable, Iterator, Optional
 
 DISTRIBUTION_PACKAGES = ("torch.distributions.", "pyro.distributions.")
 # Submodules of torch.distributions whose capitalised names are not distributions.
@@ -18,7 +18,7 @@ def distribution_name(names: Iterable[str], extra: FrozenSet[str] = frozenset())
     """The first of `names` (qualified, sorted) that is a distribution class, else None; `extra`: the
     configured ones (`extend-distributions`, a trailing dot for a package)."""
     for name in sorted(names):
-        if name in extra or any(name.startswith(prefix) for prefix in extra if prefix.endswith(".")):
+        if name in extra or extra and any(prefix in extra for prefix in _dotted_prefixes(name)):
             return name
         for package in DISTRIBUTION_PACKAGES:
             if not name.startswith(package):
@@ -27,6 +27,15 @@ def distribution_name(names: Iterable[str], extra: FrozenSet[str] = frozenset())
             if parts[-1][:1].isupper() and not (set(parts[:-1]) & NOT_DISTRIBUTION_MODULES):
                 return name
     return None
+
+
+def _dotted_prefixes(name: str) -> Iterator[str]:
+    """`a.`, `a.b.` of `a.b.C`: a configured package (`extend-distributions = ["pkg."]`) that `name` starts
+    with is one of these, so a set lookup finds it (project mode configures thousands of names)."""
+    at = name.find(".")
+    while at >= 0:
+        yield name[:at + 1]
+        at = name.find(".", at + 1)
 
 
 WIDE_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})

@@ -857,3 +857,16 @@ def test_generated_programs_read_the_same_from_either_tree(source: str) -> None:
     if not hasattr(full, "analysis") or full.analysis is None:
         return  # LibCST refuses what CPython accepts: nothing to compare
     assert quick == summarize(full.analysis, full.parsed_text)
+
+
+def test_a_configured_distribution_is_named_by_its_word_not_inside_a_longer_name() -> None:
+    """A configured class (project mode configures its own subclasses, `Squashed`) sends a file that names it to
+    LibCST, which reads configured distributions; a file that only names `SquashedLayer` or `unsquashed` does
+    not name it, and is read from CPython's tree, as it was before anything was configured."""
+    config = Config(extend_distributions=("pkg.dists.Squashed",))
+    text = ("import torch\n\n\nclass SquashedLayer:\n    def f(self, unsquashed):\n"
+            "        return torch.tanh(unsquashed)\n")
+    assert summary_from_ast(text, Config()) is not None
+    assert summary_from_ast(text, config) is not None
+    for naming in ("from pkg.dists import Squashed\n", "import pkg.dists as d\nd.Squashed\n", "# a Squashed one\n"):
+        assert summary_from_ast(naming + text, config) is None, naming

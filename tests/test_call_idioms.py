@@ -18,7 +18,10 @@ flow read it as Python does (`project/flowcalls.py`, `project/callsites.py`):
 - calling an object (`loss_fn(model, h, y)`) is a call site of its `__call__`;
 - a module global set by another function after `global CURRENT` holds what that function assigns;
 - `copy.deepcopy(model)` (a target network) is an instance of the model's class;
-- a chain of eight parameters from the model's construction to its call is followed (the flow stopped at six).
+- a chain of eight parameters from the model's construction to its call is followed (the flow stopped at six);
+- a `@staticmethod` called on an instance (`Losses().nll(model, h, y)`) is given its arguments from the first
+  (they were read one place off, so `model` held `h`, the distribution was opaque, and a head that casts was
+  reported anyway: four false alarms in 1,000 generated projects).
 
 Each project runs: under CPU float16 autocast the distribution's parameters are float16 where `log_prob` runs
 (recorded with torch). Without the region, the same project has no finding.
@@ -307,6 +310,16 @@ def step(model, h, y):
         return relay{RELAYS - 1}(model, h, y)
 ''',
 }
+STATIC_ON_INSTANCE = {
+    "objective.py": '''\
+class Losses:
+    @staticmethod
+    def nll(model, h, y):
+        d = model(h)
+        return d.log_prob(y).mean()
+''',
+    "step.py": _step('objective', 'Losses', 'Losses().nll(model, h, y)'),
+}
 RUN = '''\
 from pkg.heads import Head
 from pkg.step import step
@@ -332,6 +345,7 @@ CASES = {
     "call_object": (CALL_OBJECT, ("pkg/objective.py", 3, 12)),
     "global": (GLOBAL, ("pkg/objective.py", 3, 12)),
     "deepcopy": (DEEPCOPY, ("pkg/objective.py", 6, 12)),
+    "staticmethod_on_instance": (STATIC_ON_INSTANCE, ("pkg/objective.py", 5, 16)),
 }
 
 
@@ -398,3 +412,15 @@ def test_a_method_picked_by_an_unknown_name_is_one_value_per_owner(tmp_path: Pat
     picked = resolver.flow.returns(path, "pick")
     assert picked == frozenset({MethodOf(Instance(ClassRef(path, "A"), True), ("*",))})
     assert [t.key for t in resolver.flow.method_targets(next(iter(picked)))] == ["A.f", "A.g"]
+
+
+def test_a_static_method_called_on_an_instance_sees_a_head_that_casts(tmp_path: Path) -> None:
+    """The float32 twin of `staticmethod_on_instance`: the head casts what it builds `Normal` from, and the
+    value is cast, so nothing is reported (with the arguments read one place off, `d` was an opaque
+    distribution, reported with risk unknown whatever the head did)."""
+    head = HEADS.replace("Normal(loc, raw.exp())", "Normal(loc.float(), raw.exp().float())")
+    files = {name: text.replace("d.log_prob(y)", "d.log_prob(y.float())") for name, text in STATIC_ON_INSTANCE.items()}
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "run.py").write_text(RUN)
+    write_package(tmp_path, {"heads.py": head, **files})
+    assert _found(tmp_path) == []

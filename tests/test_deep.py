@@ -63,3 +63,39 @@ def test_every_python_refuses_the_same_trees_with_the_same_words(text: str, refu
         assert parsed == deep.TOO_DEEP == "too deeply nested to parse (amplint reads up to 2,500 levels of nesting)"
     else:
         assert isinstance(parsed, ast.Module)
+
+
+def read_at(frames: int, read):  # type: ignore[no-untyped-def]
+    """`read()` called `frames` frames deeper than this call."""
+    return read() if frames <= 0 else read_at(frames - 1, read)
+
+
+def _frames_left() -> int:
+    """How many frames deeper `read_at` can go from here: the frames on the stack are not all Python's."""
+    frames = 0
+    while True:
+        try:
+            read_at(frames + 1, lambda: None)
+        except RecursionError:
+            return frames
+        frames += 1
+
+
+@pytest.mark.parametrize("spare", [3, 5, 8, 20])
+def test_a_file_read_with_the_stack_nearly_full_is_judged_as_from_the_top(spare: int) -> None:
+    """CPython's parser counts the frames on the stack against its own limit. A file first read deep in the
+    project walk was refused with an 11-level tree and reported as too deeply nested for the whole run
+    (diffusers' `__init__.py`, in a run over 24,246 files); it is judged again from an empty stack."""
+    text = "x = [[[[[[1]]]]]]\nif a:\n    pass\nelif b:\n    pass\n"
+    too_deep = "x = " + "-" * 3000 + "a\n"
+    frames = _frames_left()
+    assert ast.dump(read_at(frames - spare, lambda: deep.python_parse(text))) == ast.dump(ast.parse(text))
+    assert read_at(frames - spare, lambda: deep.python_parse(too_deep)) == deep.TOO_DEEP
+
+
+@pytest.mark.parametrize("spare", [3, 5, 8])
+def test_a_deep_call_starts_with_the_stack_nearly_full(spare: int) -> None:
+    """`call_deep` is the retry of LibCST's analysis; started deep in the walk, making its thread ran out of
+    frames, and the file was reported as too deeply nested to analyse."""
+    frames = _frames_left()
+    assert read_at(frames - spare, lambda: deep.call_deep(lambda: "analysed")) == "analysed"

@@ -295,3 +295,25 @@ def test_verify_rebuilds_a_kept_base_and_leaves_a_redefined_one(tmp_path: Path) 
     assert kept["notes"] == ["TightLaplace rebuilt as Laplace, whose `log_prob` and `__init__` it keeps"]
     assert redefined["verdict"] == "unverifiable"
     assert redefined["reason"].startswith("the project's classes from Tighter to Normal redefine `__init__`")
+
+
+@pytest.mark.parametrize("extra", [
+    frozenset(), frozenset({"pkg."}), frozenset({"pkg.dists.Squashed", "other."}), frozenset({"pkg.dists."}),
+    frozenset({"..work.pkg.dists.Squashed", "..work."}), frozenset({"pkg.d"}),
+])
+def test_a_configured_package_is_found_by_its_dotted_prefixes_as_by_a_scan(extra) -> None:
+    """`distribution_name` looks up each dotted prefix of a name (`a.`, `a.b.`) instead of scanning every
+    configured name for a package: the same answers (project mode configures thousands of names)."""
+    from amplint.torchnames import distribution_name
+
+    def scanned(names, extra):  # the scan it replaces
+        for name in sorted(names):
+            if name in extra or any(name.startswith(prefix) for prefix in extra if prefix.endswith(".")):
+                return name
+            if distribution_name([name]) is not None:
+                return name
+        return None
+
+    spellings = [["pkg.dists.Squashed"], ["pkg.d.X"], ["pkgx.dists.Y"], ["other.Z", "torch.distributions.Normal"],
+                 ["..work.pkg.dists.Squashed"], ["..work.a"], ["torch.distributions.transforms.ExpTransform"], []]
+    assert [distribution_name(names, extra) for names in spellings] == [scanned(names, extra) for names in spellings]

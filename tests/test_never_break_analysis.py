@@ -79,3 +79,38 @@ def test_no_project_follows_a_call_of_a_module_made_in_the_same_file(tmp_path: P
     (tmp_path / "m.py").write_text(rebound)
     proc = run_amplint(["check", "--format", "json", "--no-project", "m.py"], cwd=tmp_path)
     assert json.loads(proc.stdout) == [], proc.stdout  # the name no longer holds a Model
+
+
+HELPERS_WITH_A_LONG_INTEGER = '''import torch
+
+BIG = {digits}
+
+
+def nll(probs):
+    return -torch.log(probs + 1e-10).mean()
+'''
+TRAIN_WITH_HELPERS = '''import torch
+from torch import nn
+
+from helpers import nll
+
+net = nn.Linear(4, 3)
+with torch.autocast("cpu", dtype=torch.float16):
+    loss = nll(net(torch.randn(8, 4)).softmax(-1))
+'''
+
+
+def test_a_module_constant_past_floats_range_and_a_long_run_of_digits_are_read(tmp_path: Path) -> None:
+    """N15: a 4,000-digit integer constant (sympy's tests hold 1,864-digit ones). Reading the module's number
+    constants called `float` on it, and the OverflowError ended the run with a traceback; the text search for
+    tiny float literals backtracked cubically in the run of digits (58 s at 1,864 digits, minutes at 4,000).
+    Both files are read, in project mode and alone, and the helper's findings are the same."""
+    (tmp_path / "helpers.py").write_text(HELPERS_WITH_A_LONG_INTEGER.format(digits="7" * 4000))
+    (tmp_path / "train.py").write_text(TRAIN_WITH_HELPERS)
+    proc = subprocess.run([sys.executable, "-m", "amplint", "check", "--format", "json", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ, AMPLINT_NO_CACHE="1"))
+    assert proc.stderr == "" and proc.returncode == 1, proc.stderr[-2000:]
+    found = [(f["path"], f["line"], f["column"], f["code"]) for f in json.loads(proc.stdout)]
+    assert found == [("helpers.py", 7, 13, "AMP003"), ("helpers.py", 7, 31, "AMP004")]
+    alone = run_amplint(["check", "--format", "json", "--no-project", "helpers.py"], cwd=tmp_path)
+    assert alone.returncode == 0 and json.loads(alone.stdout) == [], alone.stderr  # no region reaches it alone

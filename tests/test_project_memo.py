@@ -7,7 +7,7 @@ that keeping them changes nothing: a pooled run equals `-j 1`, cycles included.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, List
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import pytest
 
@@ -15,7 +15,7 @@ from amplint.config import Config
 from amplint.files import discover
 from amplint.project.cache import DiskCache
 from amplint.project.loader import Loader
-from amplint.project.memo import Doubts, Memo
+from amplint.project.memo import Doubts, Memo, UnionMemo
 from amplint.project.modules import ModuleIndex
 from amplint.project.resolve import ClassRef, Resolver
 from amplint.project.symbols import _Instance
@@ -98,6 +98,51 @@ def test_a_cycle_guard_that_is_read_makes_the_answer_unsure() -> None:
     assert memo.unsure == {"a": ["a", "b"], "b": ["b", "a"]} and memo.sure == {"c": ["c", "d"]}
     doubts.new_pass()
     assert memo.unsure == {} and memo.sure == {"c": ["c", "d"]}
+
+
+GRAPH = {"a": ["b"], "b": ["a", "c"], "c": ["d"], "d": ["c"], "e": []}  # two cycles: a-b, c-d
+OWN = {"a": "A", "b": "B", "c": "C", "d": "D", "e": "E"}
+
+
+def _union_answers(order: Sequence[str]) -> Tuple[Dict[str, List[str]], Dict[str, List[str]], List[str]]:
+    """Each key's answer (its own symbol and its successors' answers) asked in `order`; what the memo keeps;
+    which keys were computed, in turn."""
+    _, doubts, memo = _memo()
+    unions: UnionMemo = UnionMemo(memo)
+    computed: List[str] = []
+
+    def ask(key: str) -> Tuple[str, ...]:
+        def compute() -> List[str]:
+            computed.append(key)
+            return [OWN[key], *(symbol for successor in GRAPH[key] for symbol in ask(successor))]
+        return unions.get(key, compute)
+
+    answers = {key: sorted(ask(key)) for key in order}
+    return answers, {key: sorted(value) for key, value in memo.sure.items()}, computed
+
+
+@pytest.mark.parametrize("order", ["abcde", "badce", "dcbae", "cdeab"])
+def test_a_union_cut_by_a_cycle_is_whole_whichever_key_is_asked_first(order: str) -> None:
+    """A question asked inside its own answer answers nothing there, so an answer in the cycle is partial
+    until the question it cut is answered: it is not kept, and asked again it is answered whole. A plain
+    memo with a guard kept `a` as ["A"] when `b` was asked first."""
+    answers, kept, computed = _union_answers(order)
+    assert answers == {"a": ["A", "B", "C", "D"], "b": ["A", "B", "C", "D"], "c": ["C", "D"], "d": ["C", "D"],
+                       "e": ["E"]}
+    assert kept == answers  # every answer kept is whole, and sure: no summary was missing
+    assert len(computed) <= 2 * len(GRAPH)  # a partial answer is computed again once, no more
+
+
+def test_a_union_memo_keeps_no_partial_answer_past_its_cycle() -> None:
+    _, doubts, memo = _memo()
+    unions: UnionMemo = UnionMemo(memo)
+
+    def ask(key: str) -> Tuple[str, ...]:
+        return unions.get(key, lambda: [OWN[key], *(s for successor in GRAPH[key] for s in ask(successor))])
+
+    assert sorted(ask("b")) == ["A", "B", "C", "D"]
+    assert sorted(memo.sure) == ["b", "c"]  # `a` and `d` read a question still being answered: dropped
+    assert sorted(ask("a")) == ["A", "B", "C", "D"] and sorted(memo.sure) == ["a", "b", "c"]
 
 
 def _project(root: Path) -> Path:

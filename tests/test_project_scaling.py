@@ -14,10 +14,11 @@ import pytest
 
 from amplint.config import Config
 from amplint.project import resolve
+from amplint.project.budget import STACK_CUT
 from amplint.project.run import run_project
 from conftest import chain_names
 
-DEPTH = 7  # under MAX_IMPORT_HOPS, so the deepest helper is still found
+DEPTH = 7
 
 
 def _diamond(root: Path) -> None:
@@ -47,12 +48,12 @@ def _diamond(root: Path) -> None:
 
 def test_star_import_diamonds_cost_one_lookup_per_name_and_depth(tmp_path: Path, monkeypatch) -> None:
     _diamond(tmp_path)
-    calls: List[Tuple[str, Tuple[str, ...], int, bool]] = []
+    calls: List[Tuple[str, Tuple[str, ...], bool]] = []
     original = resolve.Resolver._lookup
 
-    def counted(self, path, parts, hops, for_call):  # type: ignore[no-untyped-def]
-        calls.append((path, tuple(parts), hops, for_call))
-        return original(self, path, parts, hops, for_call)
+    def counted(self, path, parts, for_call):  # type: ignore[no-untyped-def]
+        calls.append((path, tuple(parts), for_call))
+        return original(self, path, parts, for_call)
 
     monkeypatch.setattr(resolve.Resolver, "_lookup", counted)
     run = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
@@ -60,12 +61,60 @@ def test_star_import_diamonds_cost_one_lookup_per_name_and_depth(tmp_path: Path,
              for r in run.results for f in r.findings]
     assert found == [("y1.py", 8, 16, "AMP001", ("m.run(mu, x)", "Model.run"))]
     assert len(calls) > 2 * DEPTH  # the names were searched through the whole diamond
-    repeated: Dict[Tuple[str, Tuple[str, ...], int, bool], int] = {}
+    repeated: Dict[Tuple[str, Tuple[str, ...], bool], int] = {}
     for key in calls:
         repeated[key] = repeated.get(key, 0) + 1
     assert [key for key, count in repeated.items() if count > 1] == []
     # Two names (`Model`, `Missing`) through two modules per level: linear in the depth, not 2**DEPTH.
     assert len(calls) <= 4 * (DEPTH + 2) * 2
+
+
+def _reexports(root: Path, links: int) -> None:
+    """`train.py` imports `Net` from `pkg.m{links}`, which re-exports it from `pkg.m{links - 1}`, and so on to
+    `pkg.m0`, which defines it."""
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m0.py").write_text(
+        "from torch import nn\nfrom torch.distributions import Normal\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n        out = self.lin(x)\n"
+        "        return Normal(out[:, 0], out[:, 1].exp()).log_prob(x[:, 0])\n")
+    for i in range(1, links + 1):
+        (pkg / f"m{i}.py").write_text(f"from pkg.m{i - 1} import Net  # noqa: F401\n")
+    (root / "train.py").write_text(
+        f"import torch\n\nfrom pkg.m{links} import Net\n\nmodel = Net()\n"
+        "with torch.autocast('cpu', dtype=torch.float16):\n    loss = model(torch.randn(8, 4)).mean()\n")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_chain_of_forty_reexports_is_followed_to_the_class(tmp_path: Path, jobs: int, monkeypatch) -> None:
+    """No bound on import hops: at 8 hops (the bound there was) the model's class was lost, and its finding
+    with it. Each module's name is looked up once (per pass of the walk)."""
+    _reexports(tmp_path, 40)
+    calls: List[Tuple[str, Tuple[str, ...], bool]] = []
+    original = resolve.Resolver._lookup
+
+    def counted(self, path, parts, for_call):  # type: ignore[no-untyped-def]
+        calls.append((Path(path).name, tuple(parts), for_call))
+        return original(self, path, parts, for_call)
+
+    monkeypatch.setattr(resolve.Resolver, "_lookup", counted)
+    run = run_project([str(tmp_path)], Config(jobs=jobs), use_cache=False)
+    found = [(Path(r.path).name, f.line, f.column, f.code, tuple(chain_names(f.chain)))
+             for r in run.results for f in r.findings]
+    assert found == [("m0.py", 12, 16, "AMP001", ("model(torch.randn(8, 4))", "Net.forward"))]
+    assert ("m20.py", ("Net",), True) in calls
+    assert max(calls.count(key) for key in calls) <= 1 + run.stats.waves, sorted(calls)
+
+
+def test_a_chain_of_reexports_past_pythons_stack_is_cut_and_said(tmp_path: Path) -> None:
+    """300 re-exports outgrow Python's stack: the lookup nearest the limit answers nothing, and the run says
+    that it cut something instead of losing the finding in silence."""
+    _reexports(tmp_path, 300)
+    run = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)
+    assert [f for r in run.results for f in r.findings] == []
+    assert [notice.message for notice in run.notices] == [STACK_CUT]
 
 
 @pytest.mark.parametrize("jobs", [1])
@@ -94,7 +143,7 @@ def test_star_imports_of_missing_modules_are_not_searched_in_the_package(tmp_pat
     """A partial checkout: `pkg/__init__.py` star-imports three modules that are not there and one that is.
 
     `from .base import *` imports the module `pkg.base`; with no such file the star leads nowhere. It used to
-    be read as the name `base` in `pkg` itself, whose star imports led back to `pkg`: 3**MAX_IMPORT_HOPS
+    be read as the name `base` in `pkg` itself, whose star imports led back to `pkg`: 3**8 (its hop bound then)
     lookups for each name not found (a cold run of half of the real-code corpus spent a third of its time
     there; `benchmarks/RESULTS.md`)."""
     pkg = tmp_path / "pkg"
@@ -116,9 +165,9 @@ def test_star_imports_of_missing_modules_are_not_searched_in_the_package(tmp_pat
     calls: List[Tuple[str, Tuple[str, ...]]] = []
     original = resolve.Resolver._lookup
 
-    def counted(self, path, parts, hops, for_call):  # type: ignore[no-untyped-def]
+    def counted(self, path, parts, for_call):  # type: ignore[no-untyped-def]
         calls.append((Path(path).name, tuple(parts)))
-        return original(self, path, parts, hops, for_call)
+        return original(self, path, parts, for_call)
 
     monkeypatch.setattr(resolve.Resolver, "_lookup", counted)
     run = run_project([str(tmp_path)], Config(jobs=1), use_cache=False)

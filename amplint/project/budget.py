@@ -54,6 +54,10 @@ class Cut:
                 f"entries were not followed, and findings in the functions they reach may be missing; {advice}")
 
 
+STACK_CUT = ("project analysis cut what it followed where Python's stack ran short (a chain of imports, names or "
+             "calls too long to follow); findings past the cut may be missing")
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amplint.project.flowcalls import (
-    bound_call, fits, forwards, is_classmethod, is_partial, is_super, star_arguments, star_params,
-    tensor_annotated,
+    binds_first_parameter, bound_call, fits, forwards, is_classmethod, is_partial, is_super, star_arguments,
+    star_params, tensor_annotated,
 )
 from amplint.project.flowtrees import FileTree, param_names
 from amplint.project.flowvalues import (
@@ -77,8 +77,7 @@ class CallSites:
 
     @staticmethod
     def _is_method(tree: FileTree, scope: str) -> bool:
-        owner, _, _ = scope.rpartition(".")
-        return owner in tree.classes
+        return binds_first_parameter(tree, scope)
 
     def call_sites(self, path: str, scope: str, hops: int = 0) -> Tuple["CallSite", ...]:
         key = ("sites", path, scope)

@@ -28,6 +28,7 @@ from amplint.facts.astnodes import is_number, is_wide, tensorish, transform_oper
 from amplint.facts.entry import Float32Reads
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.flow import MAX_HOPS, ClassValue, Flow, Instance, call_argument
+from amplint.project.flowcalls import binds_first_parameter
 from amplint.project.flowtrees import dotted, own_nodes, param_names
 from amplint.project.reaching import reaching
 from amplint.project.summary import MODULE_KEY
@@ -176,7 +177,7 @@ class Float32Flow:
         if node is None or hops > MAX_HOPS:
             return False
         params = param_names(node)
-        method = scope.rpartition(".")[0] in tree.classes  # type: ignore[union-attr]
+        method = binds_first_parameter(tree, scope)  # type: ignore[arg-type]
         default = _default(node, name)
         sites = self.flow.call_sites(path, scope, hops)
         for site in sites:

@@ -74,7 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover
         doubts: Doubts
         modules: Any
 
-        def lookup(self, path: str, parts: Sequence[str], hops: int = 0, for_call: bool = False) -> List[Symbol]: ...
+        def lookup(self, path: str, parts: Sequence[str], for_call: bool = False) -> List[Symbol]: ...
         def imported_names(self, path: str, name: str) -> List[Tuple[str, str]]: ...
         def instance_call(self, cls: ClassRef, exact: bool, known: bool = False) -> List[Target]: ...
         def method(self, cls: ClassRef, name: str, exact: bool, known: bool = False) -> List[Target]: ...
@@ -147,7 +147,7 @@ class Flow(CallSites):
         try:
             return compute()
         except RecursionError:
-            self.resolver.doubts.read_unsure()
+            self.resolver.doubts.cut_by_stack()
             return _NONE
         finally:
             self._busy.discard(key)
@@ -514,6 +514,7 @@ class Flow(CallSites):
                 return self.value(path, scope, call.func.value), [call.func.attr]
             return self.value(path, scope, call.func), []
         except RecursionError:  # an expression nested past Python's stack: not followed
+            self.resolver.doubts.cut_by_stack()
             return _NONE, []
 
     # --- attributes ------------------------------------------------------------------------------------

@@ -143,6 +143,15 @@ def is_classmethod(node: ast.AST) -> bool:
     return any(last_name(d) == "classmethod" for d in getattr(node, "decorator_list", ()))
 
 
+def binds_first_parameter(tree: "FileTree", scope: str) -> bool:
+    """Is `scope` a method whose first parameter a call on an instance or a class fills (`self`, `cls`): a def
+    in a class body, not a `@staticmethod`? A static method's arguments were read one place off, so
+    `Losses().nll(model, h)` gave `model` to the parameter `h`."""
+    node = tree.scopes.get(scope)
+    return scope.rpartition(".")[0] in tree.classes and not any(
+        last_name(d) == "staticmethod" for d in getattr(node, "decorator_list", ()))
+
+
 def last_name(node: ast.expr) -> str:
     """`b` of `a.b`, `a` of `a`; "" for any other expression (a decorator's or an annotation's name)."""
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""

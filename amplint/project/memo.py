@@ -16,7 +16,7 @@ dropped when the next pass starts (`Doubts.new_pass`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, Generic, Hashable, List, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, Dict, Generic, Hashable, Iterable, List, Optional, Tuple, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.budget import FlowBudget
@@ -34,6 +34,7 @@ class Doubts:
         self.budget = budget  # what each answer costs, charged once per pass however it is found (`budget`)
         self._misses_before_pass = misses()
         self._read = 0  # unsure answers read
+        self.stack_cuts = 0  # questions this pass cut where Python's stack ran short (`cut_by_stack`)
         self._memos: List["Memo"] = []
 
     def mark(self) -> int:
@@ -47,6 +48,12 @@ class Doubts:
     def read_unsure(self) -> None:
         self._read += 1
 
+    def cut_by_stack(self) -> None:
+        """A question needed more of Python's stack than was left: it answers nothing, unsure, and the run
+        says that something was cut (`budget.STACK_CUT`)."""
+        self.stack_cuts += 1
+        self.read_unsure()
+
     def memo(self) -> "Memo":
         made: Memo = Memo(self, len(self._memos))
         self._memos.append(made)
@@ -57,6 +64,7 @@ class Doubts:
         for memo in self._memos:
             memo.unsure.clear()
         self._misses_before_pass = self._misses()
+        self.stack_cuts = 0
 
 
 def width(value: object) -> int:
@@ -112,3 +120,67 @@ class Memo(Generic[K, V]):
     def guard(self, key: K, value: V) -> None:
         """Answer `value` for `key` while its own answer is computed (a cycle ends there); reading it is unsure."""
         self.unsure[key] = value
+
+    @property
+    def doubts(self) -> Doubts:
+        return self._doubts
+
+    def forget(self, key: K) -> None:
+        self.sure.pop(key, None)
+        self.unsure.pop(key, None)
+
+
+class UnionMemo(Generic[K, V]):
+    """A memo for answers that are unions of the answers they ask for, which may ask each other in a cycle
+    (re-exports that import each other): a chain of any length is followed, and no cap cuts it.
+
+    A question asked inside its own answer answers nothing there: what it reaches, its own computation
+    collects. An answer that read such a cut is partial, so it is kept only while the question it cut is
+    being answered (Tarjan's low link: the shallowest question on the stack it read), and that question's
+    answer, the union over the whole cycle, is the one kept. So every answer kept is the same whichever
+    question of a cycle was asked first. An answer past Python's stack is nothing, and unsure."""
+
+    def __init__(self, memo: Memo[K, Tuple[V, ...]]) -> None:
+        self._memo = memo
+        self._depth: Dict[K, int] = {}  # questions being answered, by depth
+        self._low: List[int] = []  # per question being answered: the shallowest depth it read
+        self._partial: Dict[K, Tuple[Tuple[V, ...], int]] = {}  # answers that read a cut, with its depth
+        self._partial_at: List[List[K]] = []  # per depth: the partial answers that end when it is answered
+
+    def get(self, key: K, compute: Callable[[], Iterable[V]]) -> Tuple[V, ...]:
+        depth = self._depth.get(key)
+        if depth is not None:  # a cycle: the question on the stack collects what this one would
+            self._read(depth)
+            return ()
+        partial = self._partial.get(key)
+        if partial is not None:
+            self._read(partial[1])
+            return partial[0]
+        lows: List[int] = []
+        value = self._memo.get(key, lambda: self._answer(key, compute, lows))
+        if lows and lows[0] < len(self._low):  # it read a question still on the stack
+            self._memo.forget(key)
+            self._partial[key] = (value, lows[0])
+            self._partial_at[lows[0]].append(key)
+            self._read(lows[0])
+        return value
+
+    def _read(self, depth: int) -> None:
+        if self._low:
+            self._low[-1] = min(self._low[-1], depth)
+
+    def _answer(self, key: K, compute: Callable[[], Iterable[V]], lows: List[int]) -> Tuple[V, ...]:
+        depth = len(self._low)
+        self._depth[key] = depth
+        self._low.append(depth)
+        self._partial_at.append([])
+        try:
+            return tuple(dict.fromkeys(compute()))
+        except RecursionError:
+            self._memo.doubts.cut_by_stack()
+            return ()
+        finally:
+            del self._depth[key]
+            lows.append(self._low.pop())
+            for each in self._partial_at.pop():
+                del self._partial[each]

@@ -167,7 +167,9 @@ def may_open_float16_region(text: str, extend_autocast: Sequence[str] = ()) -> b
     return False
 
 
-def flags(text: str, extend_autocast: Sequence[str] = (), extend_distributions: Sequence[str] = ()) -> Flags:
+def flags(text: str, extend_autocast: Sequence[str] = (),
+          names_a_distribution: Callable[[str], bool] = lambda text: False) -> Flags:
+    """`names_a_distribution`: does a text name a configured distribution class (`Config.names_a_distribution`)?"""
     return Flags(
         autocast="autocast" in text and may_open_float16_region(text, extend_autocast)
         or any(name in text for name in _last_parts(extend_autocast)),
@@ -175,13 +177,13 @@ def flags(text: str, extend_autocast: Sequence[str] = (), extend_distributions: 
         hf="TrainingArguments(" in text and _constructs(text, HF),
         accelerate="Accelerator(" in text and ACCELERATE[0].search(text) is not None
         and ACCELERATE[1].search(text) is not None,
-        candidate=is_candidate_file(text, extend_distributions),
+        candidate=is_candidate_file(text, names_a_distribution),
     )
 
 
-def is_candidate_file(text: str, extend_distributions: Sequence[str] = ()) -> bool:
+def is_candidate_file(text: str, names_a_distribution: Callable[[str], bool] = lambda text: False) -> bool:
     """May this file hold a probability computation?"""
-    if any(word in text for word in MATH_WORDS + _last_parts(extend_distributions)):
+    if any(word in text for word in MATH_WORDS) or names_a_distribution(text):
         return True
     if any(word in text for word in NAME_WORDS) and _found(_NAME_WORD, text, _starts_identifier):
         return True

@@ -36,7 +36,7 @@ from amplint.project.accelflow import RANK, built_label
 from amplint.project.accelvalues import Prepared
 from amplint.project.flow import (SAME_MODULE_METHODS, WRAPPING_CALLS, BoundMethod, ClassValue, Flow, Function,
                                   Instance, MethodOf)
-from amplint.project.flowcalls import dataclass_fields
+from amplint.project.flowcalls import binds_first_parameter, dataclass_fields
 from amplint.project.flowtrees import FileTree, dotted, own_nodes, param_names
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
@@ -120,6 +120,7 @@ class PreparedCalls:
         try:
             prepared = self.flow.prepared(path, scope, call)
         except RecursionError:
+            self.flow.resolver.doubts.cut_by_stack()
             return
         kept = [frozenset(p for p in held if p.accelerator.precision in FLOAT16_LIKE) for held in prepared or ()]
         if not any(kept):
@@ -256,6 +257,7 @@ class PreparedCalls:
         try:
             return self.flow.value(path, scope, node)  # type: ignore[return-value]
         except RecursionError:  # an expression nested past Python's stack: not followed
+            self.flow.resolver.doubts.cut_by_stack()
             return frozenset()
 
     def _returns(self, path: str, scope: str, held: Held, packed: bool) -> None:
@@ -303,7 +305,7 @@ class PreparedCalls:
             if isinstance(value, Function):
                 tree = self._tree(value.path)
                 bound = isinstance(call.func, ast.Attribute) and tree is not None and \
-                    value.key.rpartition(".")[0] in tree.classes
+                    binds_first_parameter(tree, value.key)
                 yield value.path, value.key, int(bound)
                 continue
             if isinstance(value, (BoundMethod, MethodOf)):
@@ -314,7 +316,9 @@ class PreparedCalls:
                 targets = [Target(p, k) for p, k in self.flow.runs(value) or ()]
             else:
                 continue
-            yield from ((t.path, t.key, 1) for t in targets)
+            for target in targets:
+                tree = self._tree(target.path)
+                yield target.path, target.key, int(tree is None or binds_first_parameter(tree, target.key))
 
 
 def _after(index: _Index, statement: ast.AST, read: ast.AST) -> bool:

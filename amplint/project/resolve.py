@@ -29,7 +29,7 @@ from amplint.project import flow
 from amplint.project.flowtrees import writer_of
 from amplint.project.constructed import Constructed
 from amplint.project.budget import FlowBudget
-from amplint.project.memo import Doubts, Memo
+from amplint.project.memo import Doubts, Memo, UnionMemo
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Method, _Module
 from amplint.project.shape import FileShape, Shape
 from amplint.project.subclassing import Subclassing
@@ -55,7 +55,6 @@ LIBRARY_METHODS = frozenset({
     "clone", "copy", "get", "items", "keys", "values", "append", "extend", "pop", "format", "join", "split",
     "read", "write", "close", "add", "log", "info", "warning", "run", "start", "reset", "save", "load",
 })
-MAX_IMPORT_HOPS = 8
 
 
 class Resolver(Subclassing):
@@ -83,7 +82,7 @@ class Resolver(Subclassing):
         self._class_of: Memo[Tuple[str, str], Tuple[ClassRef, ...]] = memo()
         self._defining: Memo[Tuple[ClassRef, str], Optional[ClassRef]] = memo()
         self._children: Memo[str, Dict[ClassRef, Tuple[ClassRef, ...]]] = memo()  # by a base's short name
-        self._lookups: Memo[Tuple[str, Tuple[str, ...], int, bool], Tuple[Symbol, ...]] = memo()
+        self._lookups: UnionMemo[Tuple[str, Tuple[str, ...], bool], Symbol] = UnionMemo(memo())
         # By the call's identity: summaries, and the calls in them, live as long as the run.
         self._calls: Memo[Tuple[str, str, int, Optional[ClassRef], bool], Tuple[Target, ...]] = memo()
         # How chains name targets: every edge the walk follows names its target, in every pass.
@@ -138,23 +137,22 @@ class Resolver(Subclassing):
         info = shape.classes.get(cls.name) if shape is not None else None
         return () if info is None else info.attrs
 
-    def lookup(self, path: str, parts: Sequence[str], hops: int = 0, for_call: bool = False) -> List[Symbol]:
+    def lookup(self, path: str, parts: Sequence[str], for_call: bool = False) -> List[Symbol]:
         """What `a.b.c` (parts) names at module level of `path`.
 
         `for_call`: the name is being called, so another file that is not worth
         entering (`Loader.worth_entering`) is not even parsed to find out.
-        Memoized per run: re-exports that import each other (packages' `__init__`
-        files, star imports) otherwise revisit the same names once per import
-        path, exponentially in `MAX_IMPORT_HOPS`. A symbol reached by several
-        import paths is listed once: on transformers one name came back 42,048
-        times, and every caller's answer held each copy.
+        Memoized per run, a cycle of re-exports (packages' `__init__` files, star
+        imports that import each other) answered once (`memo.UnionMemo`), and a
+        chain of re-exports followed however long it is. A symbol reached by
+        several import paths is listed once: on transformers one name came back
+        42,048 times, and every caller's answer held each copy.
         """
-        key = (path, tuple(parts), hops, for_call)
-        return list(self._lookups.get(key, lambda: tuple(dict.fromkeys(self._lookup(path, parts, hops, for_call)))))
+        return list(self._lookups.get((path, tuple(parts), for_call), lambda: self._lookup(path, parts, for_call)))
 
-    def _lookup(self, path: str, parts: Sequence[str], hops: int, for_call: bool) -> List[Symbol]:
+    def _lookup(self, path: str, parts: Sequence[str], for_call: bool) -> List[Symbol]:
         summary = self._shape(path)
-        if summary is None or not parts or hops > MAX_IMPORT_HOPS:
+        if summary is None or not parts:
             return []
         name, rest = parts[0], list(parts[1:])
         function = summary.functions.get(name)
@@ -169,18 +167,18 @@ class Resolver(Subclassing):
             return [_Method(cls, rest[0], False)] if len(rest) == 1 else []
         instance = self._instance(path, summary, name)
         if instance is not None:
-            return [s for cls in self.class_of(path, instance[0], hops + 1)
+            return [s for cls in self.lookup(path, instance[0].split(".")) if isinstance(cls, ClassRef)
                     for s in self._attribute(_Instance(cls, instance[1]), rest)]
         found: List[Symbol] = []
         for qualified in summary.imported(name):
             for absolute, root in self.modules.absolute(path, qualified):
-                found.extend(self.qualified(path, ".".join([absolute, *rest]), root, hops + 1, for_call))
+                found.extend(self.qualified(path, ".".join([absolute, *rest]), root, for_call))
         if found or summary.imported(name):
             return found
         for star in summary.star_modules:
             for absolute, root in self.modules.absolute(path, star):
                 if self._is_module(path, absolute, root):
-                    found.extend(self.qualified(path, ".".join([absolute, *parts]), root, hops + 1, for_call))
+                    found.extend(self.qualified(path, ".".join([absolute, *parts]), root, for_call))
         return found
 
     def _is_module(self, importer: str, dotted: str, root: Optional[str]) -> bool:
@@ -207,20 +205,18 @@ class Resolver(Subclassing):
         return found
 
     def qualified(
-        self, importer: str, dotted: str, root: Optional[str] = None, hops: int = 0, for_call: bool = False
+        self, importer: str, dotted: str, root: Optional[str] = None, for_call: bool = False
     ) -> List[Symbol]:
         """A fully qualified name (relative names already made absolute) in the project's files."""
         found: List[Symbol] = []
         for path, rest in self.modules.locate(importer, dotted, root):
             if for_call and not self.loader.worth_entering(path):
                 continue
-            found.extend(self.lookup(path, rest, hops, for_call) if rest else [_Module(path)])
+            found.extend(self.lookup(path, rest, for_call) if rest else [_Module(path)])
         return found
 
-    def class_of(self, path: str, text: str, hops: int = 0) -> List[ClassRef]:
+    def class_of(self, path: str, text: str) -> List[ClassRef]:
         """The project classes a class expression (`Net`, `models.Net`) in `path` names (memoized from the top)."""
-        if hops:
-            return [s for s in self.lookup(path, text.split("."), hops) if isinstance(s, ClassRef)]
         return list(self._class_of.get((path, text), lambda: tuple(
             s for s in self.lookup(path, text.split(".")) if isinstance(s, ClassRef))))
 

@@ -30,7 +30,7 @@ from amplint.project.spellings import Spelling, project_spellings, with_spelling
 from amplint.project.solution import Solution, SolutionStore, project_state
 from amplint.project.summary import EntryContext
 from amplint.project.textfindings import TextFindings, not_kept
-from amplint.project.budget import Cut
+from amplint.project.budget import STACK_CUT
 from amplint.project.walk import Seed, Walked, call_seeds, shown, walk
 from amplint.witness import Witness
 
@@ -84,10 +84,10 @@ def run_project(
         config = with_spellings(config, spellings)
         root = display_root(paths)
         loader = Loader(files, config, cache, modules, fingerprint, parsed, pool, passes)
-        results, contexts, cut = _walk_and_report(loader, files, errors, config, tops, root, report, witness)
+        results, contexts, said = _walk_and_report(loader, files, errors, config, tops, root, report, witness)
     finally:
         pool.close()
-    notices = (Notice(shown(root, os.getcwd()), cut.message()),) if cut is not None else ()
+    notices = tuple(Notice(shown(root, os.getcwd()), message) for message in said)
     if witness is not None and not witness.racy:  # racy: a change made as it was read could go unseen
         given.keep(Answer(witness.seen, tuple(results), contexts, spellings, notices))
     return ProjectRun(results, contexts, loader.stats, spellings, TextFindings(cache, fingerprint), notices)
@@ -96,9 +96,10 @@ def run_project(
 def _walk_and_report(
     loader: Loader, files: Sequence[str], errors: Sequence[FileError], config: Config, tops: Sequence[str],
     root: str, report: Optional[AbstractSet[str]], witness: Optional[Witness] = None,
-) -> Tuple[List[FileResult], Dict[str, Tuple[EntryContext, ...]], Optional[Cut]]:
+) -> Tuple[List[FileResult], Dict[str, Tuple[EntryContext, ...]], List[str]]:
     """The text pass, the project's solution (from the cache when nothing changed), then each wanted file's
-    contexts and results, and where the flow's work bound cut the walk, if it did."""
+    contexts and results, and what the run must say of itself: where the flow's work bound cut the walk, and
+    whether Python's stack cut a question, if either did."""
     loader.scan()
     # The config files under the tops: the key, the Lightning settings and the built classes read them, and the
     # walk for them is made once, when the first of those asks.
@@ -144,7 +145,10 @@ def _walk_and_report(
             results.append(FileResult(path, error=outcome))
         else:
             results.append(FileResult(path, findings=sorted(outcome, key=lambda f: f.sort_key())))
-    return results, contexts, solution.cut
+    said = [solution.cut.message()] if solution.cut is not None else []
+    if solution.stack_cut or resolver.doubts.stack_cuts:  # the solving's, or the contexts' questions since
+        said.append(STACK_CUT)
+    return results, contexts, said
 
 
 def _solve(loader: Loader, resolver: Resolver, files: Sequence[str], settings_files: Callable[[], Sequence[str]],
@@ -166,6 +170,7 @@ def _solve(loader: Loader, resolver: Resolver, files: Sequence[str], settings_fi
         finally:
             budget.stop()
             loader.stats.walk_work = budget.spent
+        walked.stack_cut = resolver.doubts.stack_cuts > 0
         if walked.cut is not None:
             resolver.new_pass()  # the answers the bound cut are unsure: the contexts after the walk ask again
         return walked
@@ -185,7 +190,8 @@ def _solve(loader: Loader, resolver: Resolver, files: Sequence[str], settings_fi
     return Solution({path: tuple(found) for path, found in entries.items()},
                     {path: tuple(found) for path, found in arguments.items()},
                     {path: error for path, error in loader.errors.items() if path not in known_errors},
-                    tuple(loader.region_files()), walked.cut)
+                    tuple(loader.region_files()), walked.cut,
+                    walked.stack_cut or resolver.doubts.stack_cuts > 0)  # the walk's last pass, or the join
 
 
 def _seeds(loader: Loader, resolver: Resolver, root: str, settings: tuple) -> List[Seed]:

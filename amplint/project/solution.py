@@ -43,6 +43,7 @@ class Solution:
     # The files parsed up front (`Loader.region_files`): deciding it asks every file's imports
     region_files: Tuple[str, ...]
     cut: Optional[Cut] = None  # where the work bound stopped the walk
+    stack_cut: bool = False  # a question of the solving was cut where Python's stack ran short (`budget.STACK_CUT`)
 
 
 @dataclass(frozen=True)

@@ -203,4 +203,4 @@ def _names_what_only_libcst_reads(text: str, config: "Config") -> bool:
     """
     if all(any(word in text for word in words) for words in _ACCELERATOR_WORDS):
         return True
-    return any(name.rsplit(".", 1)[-1] in text for name in config.extend_distributions)
+    return config.names_a_distribution(text)

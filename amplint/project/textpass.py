@@ -163,7 +163,7 @@ def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
     classes = prefilter.class_bases(text) if "class" in text else []
     single = will_parse(text, config, parsed)
     return (
-        prefilter.flags(text, config.extend_autocast, config.extend_distributions),
+        prefilter.flags(text, config.extend_autocast, config.names_a_distribution),
         single,
         tuple(base for _, names in classes for base in names),
         tuple(prefilter.defined_names(text)),

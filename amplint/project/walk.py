@@ -111,6 +111,7 @@ class Walked:
     entries: Dict[str, List[EntryContext]]
     givers: Dict[str, List[EntryContext]]
     cut: Optional[Cut] = None  # where the flow's work bound stopped the pass (`project.budget`)
+    stack_cut: bool = False  # a question of the pass was cut where Python's stack ran short (`budget.STACK_CUT`)
 
 
 def walk(seeds: List[Seed], loader: Loader, resolver: Resolver, max_depth: Optional[int], root: str = "") -> Walked:

@@ -88,6 +88,7 @@ class Project:
         self.relative = rng.random() < 0.35   # package modules import each other relatively
         self.taken: Set[str] = set()
         self.counter = 0
+        self.extra: Dict[str, str] = {}  # files outside the modules (a sub-package's), by relative path
 
     # -- modules -------------------------------------------------------------------------------------
     def new_module(self, docstring: str = "", name: str = "", role: str = "") -> Module:
@@ -165,7 +166,7 @@ class Project:
     # -- output --------------------------------------------------------------------------------------
     def render(self) -> Tuple[Dict[str, str], List[Tuple[str, int]], List[Tuple[str, int]]]:
         """File texts with the markers removed, and the (path, line) of each marked line."""
-        files: Dict[str, str] = {f"{self.package}/__init__.py": ""}
+        files: Dict[str, str] = {f"{self.package}/__init__.py": "", **self.extra}
         sites: List[Tuple[str, int]] = []
         decoys: List[Tuple[str, int]] = []
         for module in self.modules + [self.run]:

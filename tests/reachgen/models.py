@@ -27,16 +27,38 @@ def wrapper_class(proj: Project) -> Tuple[Module, str]:
     return mod, name
 
 
+def reexport_chain(proj: Project, head_mod: Module, head: str) -> str:
+    """`head` re-exported through a chain of 1 to 16 modules of a sub-package, each importing it from the one
+    before (the first from `head_mod`); the dotted module a caller imports it from: the last link, or the
+    sub-package, whose `__init__.py` re-exports it once more."""
+    rng = proj.rng
+    sub = proj.name("api", "public", "exports")
+    stem = rng.choice(("compat", "legacy", "shim", "v"))
+    package = f"{proj.package}.{sub}"
+    source = f"..{head_mod.name}" if proj.relative else f"{proj.package}.{head_mod.name}"
+    for i in range(1, rng.choice((1, 2, 3, 4, 10, 16)) + 1):  # a third longer than 8 (a bound once cut there)
+        proj.extra[f"{proj.package}/{sub}/{stem}{i}.py"] = f"from {source} import {head}  # noqa: F401\n"
+        source = f".{stem}{i}" if proj.relative else f"{package}.{stem}{i}"
+    last = f"{package}.{source.lstrip('.').rpartition('.')[2]}"
+    if rng.random() < 0.5:
+        proj.extra[f"{proj.package}/{sub}/__init__.py"] = f"from {source} import {head}\n\n__all__ = [\"{head}\"]\n"
+        return package
+    proj.extra[f"{proj.package}/{sub}/__init__.py"] = ""
+    return last
+
+
 def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple[Module, str]],
           d_in: str, k: str, hops: List[str]) -> Construct:
     """The construction of the model, with the model hops in `chosen`; appends those used to `hops`."""
     rng = proj.rng
     head_mod, head = sup.head_module, sup.head
-    lookup = next((kind for kind in ("model_registry", "model_getattr", "model_importlib") if kind in chosen), None)
+    lookup = next((kind for kind in ("model_registry", "model_getattr", "model_importlib", "model_reexport")
+                   if kind in chosen), None)
     below: List[Module] = [head_mod]
     registry: Optional[Tuple[Module, str, str]] = None
     if lookup:
         hops.append(lookup)
+    exported = reexport_chain(proj, head_mod, head) if lookup == "model_reexport" else None
     if lookup == "model_registry":
         reg = proj.place(head_mod, role="lookup", docstring="Heads by name, so a config can pick one.")
         table = proj.name("HEADS", "REGISTRY", "HEAD_TYPES")
@@ -76,6 +98,9 @@ def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple
             caller.need("importlib")
             found = f'importlib.import_module("{proj.package}.{head_mod.name}")'
             return [], rng.choice((f"{found}.{head}", f'getattr({found}, "{head}")'))
+        if exported is not None and caller is not head_mod:  # the chain imports `head_mod`: it cannot import the chain
+            caller.need(f"from {exported} import {head}")
+            return [], head
         return [], proj.ref(caller, head_mod, head)
 
     def instance(caller: Module, d: str, kk: str) -> Tuple[List[str], str]:
@@ -96,7 +121,7 @@ def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple
         return lambda caller: instance(caller, d_in, k)
     hops.append("model_factory")
     top = proj.above(*below)
-    fmod = proj.place(top, strict=lookup == "model_getattr", role="builder",
+    fmod = proj.place(top, strict=lookup in ("model_getattr", "model_reexport"), role="builder",
                       docstring="Builds the model from the configuration.")
     fn = proj.name("make_model", "build_model", "create_head")
     prelude, expr = instance(fmod, "d_in", "k")
