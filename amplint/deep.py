@@ -28,7 +28,7 @@ import re
 import sys
 import threading
 import warnings
-from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
+from typing import Any, Callable, List, Optional, TypeVar, Union
 
 from amplint.textlines import FSTRING_POSITIONS, TextLines
 
@@ -59,32 +59,19 @@ def python_parse(text: str) -> Union[ast.Module, str]:
     deep in the project walk (a value followed through a long chain of
     questions) was refused with a tree 11 levels deep, and reported as too
     deeply nested for the whole run. A RecursionError is judged again from
-    an empty stack, in a thread started and awaited through `_thread` alone
-    (C calls: the caller may have no Python frame left to spare).
+    an empty stack, in a thread of its own (`_in_new_thread`).
     """
     try:
         return _judge(text)
     except RecursionError:
-        pass
-    found: List[Union[ast.Module, str, BaseException]] = []
-    done = _thread.allocate_lock()
-    done.acquire()
+        return _in_new_thread(_judge_from_the_top, text)
 
-    def judge() -> None:
-        try:
-            found.append(_judge(text))
-        except RecursionError:
-            found.append(TOO_DEEP)
-        except BaseException as exc:  # raised again in the caller's thread
-            found.append(exc)
-        finally:
-            done.release()
 
-    _thread.start_new_thread(judge, ())
-    done.acquire()
-    if isinstance(found[0], BaseException):
-        raise found[0]
-    return found[0]
+def _judge_from_the_top(text: str) -> Union[ast.Module, str]:
+    try:
+        return _judge(text)
+    except RecursionError:
+        return TOO_DEEP
 
 
 def _judge(text: str) -> Union[ast.Module, str]:
@@ -188,19 +175,12 @@ def call_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`fn(*args, **kwargs)` in a thread with a 512 MiB stack and a recursion limit of 60,000.
 
     Exceptions propagate to the caller; `RecursionError` still means the tree is
-    deeper than even this allows. The limit is raised before the thread is made:
-    making and starting one takes Python frames, and a caller deep in the
-    project walk had none left, so a file first read there was reported as too
-    deeply nested to analyse (three of transformers' model files, in one run).
+    deeper than even this allows. The limit is raised before the thread starts,
+    and it starts through `_thread` (`_in_new_thread`): `threading.Thread` takes
+    Python frames, and a caller deep in the project walk had none left, so a
+    file first read there was reported as too deeply nested to analyse (three
+    of transformers' model files, in one run).
     """
-    outcome: Dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = fn(*args, **kwargs)
-        except BaseException as exc:  # re-raised in the calling thread
-            outcome["error"] = exc
-
     with _DEEP_LOCK:
         old_limit = sys.getrecursionlimit()
         old_stack = threading.stack_size()
@@ -210,12 +190,31 @@ def call_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             return fn(*args, **kwargs)
         sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
         try:
-            thread = threading.Thread(target=target, name="amplint-deep", daemon=True)
-            thread.start()
-            thread.join()
+            return _in_new_thread(fn, *args, **kwargs)
         finally:
             sys.setrecursionlimit(old_limit)
             threading.stack_size(old_stack)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+
+
+def _in_new_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in a new thread (its stack empty, its size `threading.stack_size`), awaited; its
+    exception raised here. Started and awaited through `_thread`, whose calls take no Python frame: the caller
+    may be deep in the project walk with none left to spare."""
+    outcome: List[Any] = []
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def target() -> None:
+        try:
+            outcome.append((True, fn(*args, **kwargs)))
+        except BaseException as exc:  # raised again in the caller's thread
+            outcome.append((False, exc))
+        finally:
+            done.release()
+
+    _thread.start_new_thread(target, ())
+    done.acquire()
+    finished, value = outcome[0]
+    if not finished:
+        raise value
+    return value  # type: ignore[no-any-return]

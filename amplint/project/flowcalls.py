@@ -140,16 +140,19 @@ def tensor_annotated(node: ast.AST, name: str) -> bool:
 
 def is_classmethod(node: ast.AST) -> bool:
     """A `@classmethod`: its first parameter holds the class it is called on."""
-    return any(last_name(d) == "classmethod" for d in getattr(node, "decorator_list", ()))
+    return _decorated(node, "classmethod")
+
+
+def _decorated(node: Optional[ast.AST], name: str) -> bool:
+    """Is `node` a def decorated `@name` (or `@module.name`)?"""
+    return any(last_name(d) == name for d in getattr(node, "decorator_list", ()))
 
 
 def binds_first_parameter(tree: "FileTree", scope: str) -> bool:
     """Is `scope` a method whose first parameter a call on an instance or a class fills (`self`, `cls`): a def
     in a class body, not a `@staticmethod`? A static method's arguments were read one place off, so
     `Losses().nll(model, h)` gave `model` to the parameter `h`."""
-    node = tree.scopes.get(scope)
-    return scope.rpartition(".")[0] in tree.classes and not any(
-        last_name(d) == "staticmethod" for d in getattr(node, "decorator_list", ()))
+    return scope.rpartition(".")[0] in tree.classes and not _decorated(tree.scopes.get(scope), "staticmethod")
 
 
 def last_name(node: ast.expr) -> str:
