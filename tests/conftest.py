@@ -52,6 +52,22 @@ def check_json(root: Path, *extra: str) -> List[Dict[str, Any]]:
     return json.loads(done.stdout) if done.stdout.startswith("[") else []  # type: ignore[no-any-return]
 
 
+def found_places(root: Path) -> List[Tuple[str, int, int, str]]:
+    """(path, line, column, code) of each finding of `amplint check` run in `root`."""
+    return [(f["path"], f["line"], f["column"], f["code"]) for f in check_json(root, "--exit-zero")]
+
+
+def traced_comparison(root: Path, script: str = "train.py") -> Dict[str, Any]:
+    """`amplint trace` of `python SCRIPT` in `root`, then `check --compare` with that trace: its JSON report
+    (`missed`, `unreached`, `sites`, ...). Needs torch."""
+    pytest.importorskip("torch")
+    trace = root / "amplint-trace.json"
+    traced = run_amplint(["trace", "-o", str(trace), "--", sys.executable, script], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    compared = run_amplint(["check", "--compare", str(trace), "--format", "json", "."], cwd=root)
+    return json.loads(compared.stdout)  # type: ignore[no-any-return]
+
+
 def run_recording_normals(root: Path, monkeypatch: pytest.MonkeyPatch, *args: Any) -> Tuple[List[Any], Any]:
     """`main(*args)` of the project's `run.py` at `root`, with no grad: the dtype of each `Normal`'s `loc` where
     `log_prob` runs, and what `main` returned. The project's modules (`pkg`, `run`) are forgotten afterwards."""

@@ -6,14 +6,13 @@ in float16 (`check --compare` finds nothing missed), so each expectation is the 
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import run_amplint
+from conftest import run_amplint, traced_comparison
 
 MODEL = """\
 import torch
@@ -232,14 +231,8 @@ def test_the_class_or_function_is_followed_across_the_call(tmp_path: Path, name:
 
 @pytest.mark.parametrize("name", sorted(PROJECTS))
 def test_what_is_reported_is_what_the_run_computes_in_float16(tmp_path: Path, name: str) -> None:
-    pytest.importorskip("torch")
-    project = _project(tmp_path / name, PROJECTS[name])
-    trace = tmp_path / f"{name}.json"
-    traced = run_amplint(["trace", "-o", str(trace), "--", sys.executable, "train.py"], cwd=project)
-    assert traced.returncode == 0, traced.stderr
-    compared = run_amplint(["check", "--compare", str(trace), "--format", "json", "."], cwd=project)
-    report = json.loads(compared.stdout)
-    assert (compared.returncode, report["missed"], report["sites"]) == (0, [], 1), compared.stdout
+    report = traced_comparison(_project(tmp_path / name, PROJECTS[name]))
+    assert (report["missed"], report["sites"]) == ([], 1), report
 
 
 def test_a_parameter_no_caller_fills_stays_unknown(tmp_path: Path) -> None:

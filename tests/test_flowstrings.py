@@ -40,7 +40,12 @@ def test_too_many_spellings_widen_to_prefixes_and_drop_none() -> None:
 
 
 @pytest.mark.parametrize("text, expected", [
-    ('"nll"', {"nll"}), ("3", set()), ("obj.name", {ANY}), ("name", None), ("a if c else b", None),
+    ('"nll"', {"nll"}), ("3", set()), ("name", None), ("a if c else b", None), ("pick(obj)", {ANY}),
+    # an attribute, `getattr` written plainly and `a or b` are the flow's to read (`StringFlow`)
+    ("obj.name", None), ('getattr(obj, "kind", "nll")', None), ('a or "nll"', None),
+    ("getattr(obj, *names)", {ANY}), ('getattr(obj, "k", d, e)', {ANY}), ('getattr(obj, name=n)', {ANY}),
+    # a builtin class's instance is no name, if the file does not bind it; a string made by `str` is any
+    ("AttributeError()", None), ("object()", None), ("str(x)", {ANY}), ("AttributeError.mro()", {ANY}),
 ])
 def test_literals(text: str, expected: object) -> None:
     found = literal(ast.parse(text, mode="eval").body)

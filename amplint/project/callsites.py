@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amplint.project.flowcalls import (
     binds_first_parameter, bound_call, fits, forwards, is_classmethod, is_partial, is_super, star_arguments,
@@ -19,7 +19,7 @@ from amplint.project.flowcalls import (
 )
 from amplint.project.flowtrees import FileTree, param_names
 from amplint.project.flowvalues import (
-    ELEMENT_READS, BoundMethod, ClassValue, Container, Function, Instance, MethodOf, Value, Values,
+    ELEMENT_READS, BoundMethod, ClassValue, Container, Function, Instance, MethodOf, Value, Values, unprepared,
 )
 from amplint.project.flowvalues import NONE as _NONE
 from amplint.project.summary import MODULE_KEY
@@ -54,11 +54,19 @@ class CallSites:
         def _import_table(self, path: str) -> "ImportTable": ...
         def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]: ...
         def runs(self, callee: Value) -> Optional[List[Tuple[str, str]]]: ...
+        def _instance_refs(self, cls: ClassRef) -> List[ClassRef]: ...
 
     def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
         return self._ask(("param", path, scope, name), hops, lambda: self._param_values(path, scope, name, hops))
 
-    def _param_values(self, path: str, scope: str, name: str, hops: int) -> Values:
+    def param_values_on(self, path: str, scope: str, name: str, cls: ClassRef, hops: int = 0) -> Values:
+        """What parameter `name` of the method `scope` holds when the method runs on an instance of `cls`: the
+        join over the call sites whose receiver may be one, or is not known (`set_decoder(self, decoder)`,
+        inherited by every model, holds only what is given to this model's)."""
+        return self._ask(("param on", path, scope, name, cls), hops,
+                         lambda: self._param_values(path, scope, name, hops, cls))
+
+    def _param_values(self, path: str, scope: str, name: str, hops: int, on: Optional[ClassRef] = None) -> Values:
         tree = self.tree(path)
         node = tree.scopes.get(scope) if tree is not None else None
         if node is None or tensor_annotated(node, name):  # `x: torch.Tensor` holds no value the flow follows
@@ -67,13 +75,25 @@ class CallSites:
         method = self._is_method(tree, scope)
         star = name not in params and name in star_params(node)
         found: Set[Value] = set()
+        kinds = frozenset(self._instance_refs(on)) if on is not None and method else None
         for site in self.call_sites(path, scope, hops):
+            if kinds is not None and site.bound and not self._may_run_on(site, kinds, hops):
+                continue
             offset = 1 if method and site.bound else 0
             arguments = star_arguments(site.call, node, params, name, offset) if star else \
                 [a for a in [call_argument(site.call, params, name, offset)] if a is not None]
             for argument in arguments:
                 found.update(self.value(site.path, site.scope, argument, hops))
         return frozenset({Container(frozenset(found))}) if star else frozenset(found)
+
+    def _may_run_on(self, site: "CallSite", kinds: FrozenSet[ClassRef], hops: int) -> bool:
+        """May the method called at `site` (`obj.m(...)`) run on an instance of one of `kinds`? Yes where the
+        receiver holds no instance the flow knows."""
+        func = site.call.func
+        if not isinstance(func, ast.Attribute):
+            return True
+        held = [v for v in unprepared(self.value(site.path, site.scope, func.value, hops)) if isinstance(v, Instance)]
+        return not held or any(v.cls in kinds for v in held)
 
     @staticmethod
     def _is_method(tree: FileTree, scope: str) -> bool:

@@ -17,6 +17,9 @@ CPython's tree of the files involved:
   `**kwargs` parameter holds the keywords no named parameter takes;
 - a local name holds the join of its assignments (and `for` targets) in its
   function, then in the functions around it, then at module level;
+- a `self.` attribute the join of its assignments on the class's MRO and in
+  its subclasses; a method's parameter stored there (a setter) holds what the
+  calls on an instance of the class asked about give it (`param_values_on`);
 - an expression's value: a class call is an instance; `x.to(...)`, `.cuda()`,
   `torch.compile(x)`, `DDP(x)`, `copy.deepcopy(x)` and the like are `x`; a call of a project
   function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
@@ -25,7 +28,8 @@ CPython's tree of the files involved:
   an attribute of a `@dataclass` the argument its field took, of a
   `@property` what its getter returns;
   `getattr(obj, name)` is the attribute of each name the strings reaching
-  `name` spell (`flowstrings.py`; unknown: every method that fits), and
+  `name` spell (`flowstrings.py`, through names, parameters, attributes and
+  `getattr` itself; unknown: every method that fits), or its default, and
   `importlib.import_module("pkg.mod")` is read when its string is literal;
   `cls` in a `@classmethod` is the class it is called on;
   `a if c else b` and `a or b` join both;
@@ -49,9 +53,7 @@ from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argume
 from amplint.project.flowcalls import (
     array_index, dataclass_fields, is_classmethod, is_partial, last_name, star_params, super_owner,
 )
-from amplint.project.flowstrings import (
-    ANY, Patterns, assigned, default_of, formatted, is_parameter, join, literal, matches,
-)
+from amplint.project.flowstrings import ANY, StringFlow, matches
 from amplint.project.flowtrees import (ClassAssignments, FileTree, TreeShelf, class_assignments, dotted, lambda_key,
                                        param_names)
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
@@ -96,7 +98,7 @@ FANOUT_CALLS = frozenset({"MetricCollection"})
 PROPERTIES = frozenset({"property", "cached_property"})  # a method read as an attribute gives what it returns
 
 
-class Flow(CallSites):
+class Flow(CallSites, StringFlow):
     """Answers "what may this name hold?" over the project's trees, for the resolver."""
 
     def __init__(self, resolver: "Resolver", loader: "Loader") -> None:
@@ -355,8 +357,9 @@ class Flow(CallSites):
                 return _NONE
             inner = self.value(path, scope, node.args[0], hops)
             return frozenset({Container(elements(inner) | frozenset(v for v in inner if not isinstance(v, Container)))})
-        if name == "getattr" and len(node.args) >= 2:
-            return self._getattr(path, scope, node.args[0], node.args[1], hops)
+        if name == "getattr" and len(node.args) >= 2:  # `getattr(obj, name, default)`: the default too
+            return self._getattr(path, scope, node.args[0], node.args[1], hops).union(
+                *(self.value(path, scope, default, hops) for default in node.args[2:3]))
         if name == "import_module" and node.args and isinstance(node.args[0], ast.Constant) and \
                 isinstance(node.args[0].value, str):
             return frozenset(v for v in self._module_symbol(path, node.args[0].value.split("."))
@@ -407,36 +410,6 @@ class Flow(CallSites):
         classes = self.resolver.mro(instance.cls) if instance.exact else \
             [ref for ref, _, _ in self.instance_classes(instance.cls)]
         return list(dict.fromkeys(name for ref in classes for name in self._defs(ref)))
-
-    def strings(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Patterns:
-        """The attribute names an expression may give (`flowstrings`: names, or prefixes ending in `*`)."""
-        found = literal(node)
-        if found is not None:
-            return found
-        if isinstance(node, ast.IfExp):
-            return self.strings(path, scope, node.body, hops) | self.strings(path, scope, node.orelse, hops)
-        if isinstance(node, ast.JoinedStr):  # `f"loss_{kind}"`: each string `kind` may hold, in its place
-            return formatted(node, lambda part: self.strings(path, scope, part, hops))
-        assert isinstance(node, ast.Name)
-        return self._ask(("strings", path, scope, node.id), hops,
-                         lambda: self._name_strings(path, scope, node.id, hops))
-
-    def _name_strings(self, path: str, scope: str, name: str, hops: int) -> Patterns:
-        tree = self.tree(path)
-        if tree is None or scope not in tree.scopes:
-            return frozenset({ANY})
-        parts = [self.strings(path, scope, value, hops) for value in assigned(tree, scope, name)]
-        if is_parameter(tree, scope, name):
-            node = tree.scopes[scope]
-            default = default_of(node, name)
-            if default is not None:
-                parts.append(self.strings(path, scope, default, hops))
-            params, method = param_names(node), self._is_method(tree, scope)
-            for site in self.call_sites(path, scope, hops + 1):
-                argument = call_argument(site.call, params, name, 1 if method and site.bound else 0)
-                if argument is not None:
-                    parts.append(self.strings(site.path, site.scope, argument, hops + 1))
-        return join(parts) or frozenset({ANY})
 
     def prepared(self, path: str, scope: str, node: ast.Call, hops: int = 0) -> Optional[List[Values]]:
         """`accelerator.prepare(a, b, ...)` where the receiver may hold an `Accelerator(...)`: per argument, the
@@ -524,9 +497,19 @@ class Flow(CallSites):
 
     def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
         assigned = frozenset(v for path, scope, value in self.attr_assignments(cls, attr)
-                             for v in self.value(path, scope, value, hops))
+                             for v in self._stored(cls, path, scope, value, hops))
         getter = self._property(cls, attr) if not assigned else None
         return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
+
+    def _stored(self, cls: "ClassRef", path: str, scope: str, value: ast.expr, hops: int) -> Values:
+        """What `self.attr = value` in `scope` stores on an instance of `cls`: where `value` is a parameter of
+        the method, never rebound, what the calls on such an instance give it (`param_values_on`)."""
+        tree = self.tree(path) if isinstance(value, ast.Name) and scope != MODULE_KEY else None
+        node = tree.scopes.get(scope) if tree is not None else None
+        if node is None or value.id not in param_names(node)[1:] or \
+                tree.scope_facts(scope).bindings.get(value.id) or not self._is_method(tree, scope):
+            return self.value(path, scope, value, hops)
+        return self.param_values_on(path, scope, value.id, cls, hops + 1)
 
     def _property(self, cls: "ClassRef", attr: str) -> Optional[Tuple[str, str]]:
         """(path, key) of the getter when `attr` is a property of `cls` (`@property`, `@cached_property`)."""

@@ -6,14 +6,15 @@ a target network made with `copy.deepcopy`, a module switched with `.eval()`
 `cls(...)`, a module stored with `setattr` or `add_module`, a closure over the
 model, a module-level global set through `global`, a loop or comprehension over
 several models, a loss object called through `__call__`, a `@staticmethod`, and
-a method picked with `getattr` by a name that arrives as an argument. Each
+a method picked with `getattr` by a name that arrives as an argument or that the
+object keeps (a class attribute, a constructor argument, `getattr`'s default). Each
 takes the `Call` below it and returns a new one, like every other layer.
 """
 from __future__ import annotations
 
 from typing import List, Tuple
 
-from .codegen import Module, Project, indent
+from .codegen import DECOY, Module, Project, indent
 from .units import Call, inline_or_named, signature
 
 DOC = "Utilities around the training step."
@@ -160,13 +161,32 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:  # noqa: C901 - one br
         on = rng.choice(("", "()"))
         return Call(mod, lambda c, m, a, b: ([], f"{proj.ref(c, mod, cls)}{on}.{meth}({m}, {a}, {b})"))
 
-    # call_getattr: a method picked by a name that arrives as an argument
+    # call_getattr: a method picked by a name that arrives as an argument, or that the object keeps: a class
+    # attribute, a constructor argument stored on `self`, or `getattr`'s default. A sibling method computes a
+    # float16-prone log of probabilities and never runs: it is entered only where the name is not read.
     cls = proj.name("Objectives", "LossTable", "Criteria")
     meth = rng.choice(("nll", "likelihood", "density"))
-    mod.add([f"class {cls}:", '    """Objectives by name."""', "",
+    held = rng.choice(("argument", "class_attribute", "constructor", "default"))
+    unused = proj.name("calibrated", "smoothed_nll", "entropy_bonus")
+    attr = proj.name("loss_name", "objective_name", "criterion_")
+    body = [f"    {attr} = \"{meth}\"", ""] if held == "class_attribute" else [
+        f"    def __init__(self, {attr}: str = \"mse\") -> None:", f"        self.{attr} = {attr}", ""] \
+        if held == "constructor" else []
+    lines = [f"class {cls}:", '    """Objectives by name."""', "", *body,
              f"    def {meth}(self, {model}, {sig}) -> torch.Tensor:", *indent(_inner(inner, mod, model, h, x), 2), "",
              f"    def mse(self, {model}, {sig}) -> torch.Tensor:",
-             f"        return ({model}({h}) - {x}).pow(2).mean()"])
+             f"        return ({model}({h}) - {x}).pow(2).mean()", "",
+             f"    def {unused}(self, {model}, {sig}) -> torch.Tensor:",
+             f"        probs = torch.softmax({model}({h}), dim=-1)",
+             f"        return -torch.log(probs + 1e-10).mean(){DECOY}"]
+    if held != "argument":
+        picked = f'getattr(self, "{attr}", "{meth}")' if held == "default" else f"self.{attr}"
+        mod.add(lines + ["", f"    def run(self, {model}, {sig}) -> torch.Tensor:",
+                         '        """Runs the objective it names."""',
+                         f"        return getattr(self, {picked})({model}, {h}, {x})"])
+        given = f'"{meth}"' if held == "constructor" else ""
+        return Call(mod, lambda c, m, a, b: ([], f"{proj.ref(c, mod, cls)}({given}).run({m}, {a}, {b})"))
+    mod.add(lines)
     run = proj.name("run_named", "by_name_", "dispatch_")
     name = rng.choice(("name", "which", "loss_name"))
     pick = rng.choice(([f"return getattr({cls}(), {name})({model}, {h}, {x})"],

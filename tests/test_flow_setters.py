@@ -1,0 +1,116 @@
+"""What an inherited setter stores: `def set_head(self, head): self.head = head`, called on several models.
+
+`self.head` on an instance of `Policy` held the join over every call of `set_head`, on any receiver, so the
+head given to `Critic` was the policy's too, and its `Laplace.log_prob`, which the run computes outside any
+float16 region, was reported through `policy(x, y)`. A parameter stored on `self` now holds, for an
+instance of a class, what the calls on such an instance give it (`CallSites.param_values_on`); a call whose
+receiver the flow does not know still counts.
+
+Each project runs under `amplint trace`; the check reports exactly what the run computed in float16.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import found_places, traced_comparison
+
+MODEL = """\
+import torch
+from torch import nn
+from torch.distributions import Laplace, Normal
+
+
+class NormalHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Linear(4, 1)
+        self.sd = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return -Normal(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
+
+
+class LaplaceHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Linear(4, 1)
+        self.sd = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return -Laplace(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
+
+
+class Agent(nn.Module):
+    def set_head(self, head):
+        self.head = head
+
+    def forward(self, x, y):
+        return self.head(x, y)
+
+
+class Policy(Agent):
+    pass
+
+
+class Critic(Agent):
+    pass
+"""
+TRAIN = """\
+import torch
+from model import Agent, Critic, LaplaceHead, NormalHead, Policy
+{defs}
+
+def main():
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    policy, critic = Policy(), Critic()
+{setup}
+    with torch.autocast("cpu", dtype=torch.float16):
+        print(policy(x, y))
+    print(critic(x, y))
+
+
+main()
+"""
+NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")
+ATTACH = "\n\ndef attach(model, head):\n    model.set_head(head)\n"
+CONFIGURE = "\n\ndef configure(agent: Agent, head):\n    agent.set_head(head)\n"
+# name -> (helpers, the lines that set the heads, what is reported, what is reported that never runs in float16)
+CASES: Dict[str, Tuple[str, str, List[Tuple[str, int, int, str]], List[Tuple[str, int]]]] = {
+    # each model its own head: the policy's runs in float16, the critic's does not
+    "own_heads": ("", "    policy.set_head(NormalHead())\n    critic.set_head(LaplaceHead())", [NORMAL], []),
+    # a receiver the flow does not know (`*[policy]`): that call may set any model's head, and does set the policy's
+    "unknown_receiver": (CONFIGURE, "    configure(*[policy], head=NormalHead())\n    critic.set_head(LaplaceHead())",
+                         [NORMAL], []),
+    # the Laplace head given to the policy last: both may run in float16, the Laplace one does
+    "shared": ("", "    policy.set_head(NormalHead())\n    critic.set_head(LaplaceHead())\n"
+               "    if x.shape[0] > 1:\n        policy.set_head(LaplaceHead())", [NORMAL, LAPLACE], [("model.py", 13)]),
+    # through a helper that sets the head on the model it is given: its parameter joins both models, so the
+    # critic's head is still reported through the policy (the limit of this step: the helper is read once for
+    # all its callers)
+    "helper": (ATTACH, "    attach(policy, NormalHead())\n    attach(critic, LaplaceHead())", [NORMAL, LAPLACE],
+               [("model.py", 23)]),
+}
+
+
+def _project(root: Path, case: str) -> Path:
+    defs, setup, _, _ = CASES[case]
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'setters'\n")
+    (root / "model.py").write_text(MODEL)
+    (root / "train.py").write_text(TRAIN.format(defs=defs, setup=setup))
+    return root
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_setter_stores_for_each_model_what_it_is_given(tmp_path: Path, case: str) -> None:
+    assert found_places(_project(tmp_path / case, case)) == CASES[case][2]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_what_is_reported_is_what_the_run_computes_in_float16(tmp_path: Path, case: str) -> None:
+    report = traced_comparison(_project(tmp_path / case, case))
+    assert report["missed"] == [], report
+    assert [(u["path"], u["line"]) for u in report["unreached"]] == CASES[case][3], report
