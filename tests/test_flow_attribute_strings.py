@@ -156,3 +156,15 @@ def test_getattr_gives_its_default_too(tmp_path: Path) -> None:
     assert found_places(project) == [NLL]
     report = traced_comparison(project)
     assert (report["missed"], report["unreached"], report["sites"]) == ([], [], 1), report
+
+
+def test_a_name_stored_from_outside_the_class_is_read_too(tmp_path: Path) -> None:
+    """`model.loss_name = "other"` in the script: the class says `nll`, the run calls `other`. Both may run
+    statically, and the run's float16 `Laplace.log_prob` is found (the class attribute alone would miss it)."""
+    project = _project(tmp_path / "outside", "class_attribute")
+    train = (project / "train.py").read_text()
+    (project / "train.py").write_text(train.replace("    model = Head()\n",
+                                                    '    model = Head()\n    model.loss_name = "other"\n'))
+    assert found_places(project) == [NLL, OTHER]
+    report = traced_comparison(project)
+    assert (report["missed"], [(u["path"], u["line"]) for u in report["unreached"]]) == ([], [("model.py", 15)])

@@ -4,7 +4,8 @@
 head given to `Critic` was the policy's too, and its `Laplace.log_prob`, which the run computes outside any
 float16 region, was reported through `policy(x, y)`. A parameter stored on `self` now holds, for an
 instance of a class, what the calls on such an instance give it (`CallSites.param_values_on`); a call whose
-receiver the flow does not know still counts.
+receiver the flow does not know still counts. A head stored from outside the class (`policy.head = ...`) was
+not read at all; it is now, on the models its owner may hold (`Flow._stored_outside`).
 
 Each project runs under `amplint trace`; the check reports exactly what the run computed in float16.
 """
@@ -59,6 +60,8 @@ class Critic(Agent):
     pass
 """
 TRAIN = """\
+import types
+
 import torch
 from model import Agent, Critic, LaplaceHead, NormalHead, Policy
 {defs}
@@ -74,7 +77,7 @@ def main():
 
 main()
 """
-NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")
+NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")  # `model.py`'s sites
 ATTACH = "\n\ndef attach(model, head):\n    model.set_head(head)\n"
 CONFIGURE = "\n\ndef configure(agent: Agent, head):\n    agent.set_head(head)\n"
 # name -> (helpers, the lines that set the heads, what is reported, what is reported that never runs in float16)
@@ -87,6 +90,13 @@ CASES: Dict[str, Tuple[str, str, List[Tuple[str, int, int, str]], List[Tuple[str
     # the Laplace head given to the policy last: both may run in float16, the Laplace one does
     "shared": ("", "    policy.set_head(NormalHead())\n    critic.set_head(LaplaceHead())\n"
                "    if x.shape[0] > 1:\n        policy.set_head(LaplaceHead())", [NORMAL, LAPLACE], [("model.py", 13)]),
+    # a receiver reached through an object of a library class (`SimpleNamespace`): `holder.agent` is of no
+    # class the flow knows, so `set_head` is found by its name, and its call may set any model's head
+    "unknown_chain": ("", "    holder = types.SimpleNamespace(agent=policy)\n    holder.agent.set_head(NormalHead())\n"
+                      "    critic.set_head(LaplaceHead())", [NORMAL], []),
+    # the head stored from outside the class, on each model (`policy.head = ...`): no method of the class
+    # stores it, and the policy's `self.head` held nothing (the run's float16 site was missed)
+    "outside": ("", "    policy.head = NormalHead()\n    critic.head = LaplaceHead()", [NORMAL], []),
     # through a helper that sets the head on the model it is given: its parameter joins both models, so the
     # critic's head is still reported through the policy (the limit of this step: the helper is read once for
     # all its callers)

@@ -20,6 +20,7 @@ CPython's tree of the files involved:
 - a `self.` attribute the join of its assignments on the class's MRO and in
   its subclasses; a method's parameter stored there (a setter) holds what the
   calls on an instance of the class asked about give it (`param_values_on`);
+  a store from outside (`policy.head = h`) counts where its owner may hold one;
 - an expression's value: a class call is an instance; `x.to(...)`, `.cuda()`,
   `torch.compile(x)`, `DDP(x)`, `copy.deepcopy(x)` and the like are `x`; a call of a project
   function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
@@ -496,8 +497,9 @@ class Flow(CallSites, StringFlow):
         return self._ask(("attr", cls, attr), hops, lambda: self._attr_values(cls, attr, hops))
 
     def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
-        assigned = frozenset(v for path, scope, value in self.attr_assignments(cls, attr)
-                             for v in self._stored(cls, path, scope, value, hops))
+        assigned = frozenset(v for path, scope, value in self.attr_assignments(
+            cls, attr, lambda at, where, stored: bool(self.value(at, where, stored, hops)))
+            for v in self._stored(cls, path, scope, value, hops))
         getter = self._property(cls, attr) if not assigned else None
         return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
 
@@ -534,9 +536,11 @@ class Flow(CallSites, StringFlow):
         """The classes an instance of `cls` may be: its MRO, then its subclasses, each once."""
         return list(dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]))
 
-    def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
+    def attr_assignments(self, cls: "ClassRef", attr: str, wanted: "Optional[Callable[[str, str, ast.expr], bool]]"
+                         = None) -> Iterator[Tuple[str, str, ast.expr]]:
         """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class bodies
-        (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses."""
+        (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses,
+        and the stores from outside the class whose value the asker `wanted` (`_stored_outside`)."""
         for ref in self._instance_refs(cls):
             self.budget.charge()
             found = self._assignments(ref)
@@ -552,3 +556,19 @@ class Flow(CallSites, StringFlow):
                     argument = call_argument(site.call, fields, attr, 0)
                     if argument is not None:
                         yield site.path, site.scope, argument
+        yield from self._stored_outside(cls, attr, wanted or (lambda path, scope, value: True))
+
+    def _stored_outside(self, cls: "ClassRef", attr: str,
+                        wanted: "Callable[[str, str, ast.expr], bool]") -> Iterator[Tuple[str, str, ast.expr]]:
+        """`policy.head = NormalHead()` anywhere in the project, where `policy` may hold an instance of `cls`
+        (its MRO or a subclass): the files whose text stores `attr` on an owner other than `self`. The value is
+        asked about first (`wanted`): most stores hold nothing the asker follows (`m.weight = p`)."""
+        files = self.loader.storing(attr)
+        kinds = frozenset(self._instance_refs(cls)) if files else frozenset()
+        for path in files:
+            self.budget.charge()
+            tree = self.tree(path)
+            for scope, owner, value in tree.attr_stores(attr) if tree is not None else ():
+                if wanted(path, scope, value) and any(
+                        isinstance(v, Instance) and v.cls in kinds for v in unprepared(self.value(path, scope, owner))):
+                    yield path, scope, value

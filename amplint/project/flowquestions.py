@@ -25,8 +25,13 @@ class FlowQuestions:
     modules: "ModuleIndex"
     _parsed: "CPythonTrees"
     _def_index: Dict[str, set]
+    _store_index: Dict[str, set]
     _importers: Optional[Dict[str, Tuple[str, ...]]] = None
     _imports: Dict[str, Tuple[str, ...]]
+
+    def storing(self, attr: str) -> List[str]:
+        """The files whose text assigns `attr` on an owner other than `self` (text index), in order."""
+        return sorted(self._store_index.get(attr, ()))
 
     def defines(self, name: str) -> bool:
         """Does any project file have a `def name` line (text index)?"""

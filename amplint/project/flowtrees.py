@@ -34,6 +34,8 @@ class _ScopeFacts:
     self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]]  # attr -> (target, value) of `self.attr = value`
     lambdas: List[ast.Lambda]  # the lambdas written in the scope itself, in `own_nodes` order
     declared: FrozenSet[str] = frozenset()  # names it declares `global` or `nonlocal`
+    # attr -> (owner, value) of `owner.attr = value` where the owner is not `self` (`policy.head = NormalHead()`)
+    stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +75,11 @@ class FileTree:
                         for attr, pairs in noted.items():
                             found.setdefault(attr, []).extend((scope, value) for _, value in pairs)
         return found
+
+    def attr_stores(self, attr: str) -> List[Tuple[str, ast.expr, ast.expr]]:
+        """(scope, owner, value) of every `owner.attr = value` in the file whose owner is not `self`."""
+        return [(scope, owner, value) for scope, facts in self.facts.items()
+                for owner, value in facts.stores.get(attr, ())]
 
     def global_writers(self, name: str) -> List[str]:
         """The functions that assign the module's `name` after declaring it `global`."""
@@ -146,6 +153,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     calls: List[ast.Call] = []
     returns: List[ast.expr] = []
     self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
+    stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = {}
     lambdas: List[ast.Lambda] = []
 
     def bind(target: ast.AST, node: ast.AST) -> None:
@@ -171,6 +179,9 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 bind(target, node)
                 _note_self_attrs(target, node.value, self_attrs)
+                if isinstance(target, ast.Attribute) and not (isinstance(target.value, ast.Name) and
+                                                              target.value.id == "self"):
+                    stores.setdefault(target.attr, []).append((target.value, node.value))
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             bind(node.target, node)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
@@ -180,7 +191,8 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     if isinstance(scope, ast.Lambda):
         returns.append(scope.body)
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
-    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs, lambdas, frozenset(declared))
+    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs, lambdas, frozenset(declared),
+                       stores)
 
 
 def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:

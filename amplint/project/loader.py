@@ -65,6 +65,7 @@ class Loader(FlowQuestions, LeadQuestions):
         self._def_index: Dict[str, Set[str]] = {}
         self._region_files: Optional[List[str]] = None
         self._attr_index: Set[str] = set()
+        self._store_index: Dict[str, Set[str]] = {}
         self.used_names: Set[str] = set()  # every name some file uses as constructing a class (`constructed`)
         self._summaries: Dict[str, Optional[FileSummary]] = {}
         self._shapes: Dict[str, "FileShape"] = {}
@@ -99,6 +100,7 @@ class Loader(FlowQuestions, LeadQuestions):
         self.info, self._cpython_holders = found.info, found.holders
         self.errors.update(found.errors)
         self._subclass_index, self._def_index, self._attr_index = found.subclasses, found.defines, found.attributes
+        self._store_index = found.stores
         self.used_names = found.uses
         self._scanned_shapes = found.shapes
 

@@ -59,6 +59,9 @@ _FROM = re.compile(r"from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)
 _IMPORT = re.compile(r"import[ \t]+([^\n#;]+)")
 _DEF = re.compile(r"def[ \t]+(\w+)[ \t]*\(")
 _SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
+# `<owner>.attr = ...`, any owner: `policy.head = NormalHead()`, `heads["pi"].net = n` (and some non-code)
+_STORED_ATTR = re.compile(r"\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
+_SELF_OWNER = re.compile(r"(?<![\w.])self$")
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
@@ -216,6 +219,12 @@ def defined_names(text: str) -> List[str]:
 def assigned_attributes(text: str) -> List[str]:
     """Names of every `self.<name> = ...` in the file."""
     return sorted(set(_SELF_ATTR.findall(text)))
+
+
+def stored_attributes(text: str) -> List[str]:
+    """Names of every `owner.attr = ...` in the file whose owner is not `self` (a superset: no parse)."""
+    return sorted({match.group(1) for match in _STORED_ATTR.finditer(text)
+                   if not _SELF_OWNER.search(text, max(0, match.start() - 5), match.start())})
 
 
 def imported_names(text: str) -> List[str]:

@@ -496,15 +496,16 @@ class Resolver(Subclassing):
         return [Target(c.path, f"{c.name}.{name}", c, False, inferred=True) for c in classes]
 
     def _unknown_receiver(self, rest: Sequence[str], call: CallSummary, mark: Optional[int] = None) -> List[Target]:
-        """A call on an object of unknown class: by the method's name, else by the distributions it is given.
+        """A call on an object of unknown class (`rest`: the attributes after the last known one, the method
+        last): by the method's name, else by the distributions it is given.
 
         `mark`: `Doubts.mark()` before the receiver's class was looked for, if it was. When a speculative pass
         defers from there (`_deferred`), the class may be in a file it has not read: the receiver is not known
         to be unknown, the answer is [] (unsure), and the next pass, which has the file, decides.
         """
-        if len(rest) > 1 or (mark is not None and self._deferred(mark)):
+        if mark is not None and self._deferred(mark):
             return []
-        found = self.inferred(rest[0]) if rest else []
+        found = self.inferred(rest[-1]) if rest else []  # `holder.agent.set_head(h)`: the method called
         if not found and call.dist_args:
             found = self.typed(tuple(rest) or ("forward", "__call__"), call.dist_args)
         return found

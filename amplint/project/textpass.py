@@ -33,11 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
 SCAN_POOL_FILES = 1000
 
 # What the text says: flags, `single`, class bases named, defs, `self.<attr> =` names, the names imported, the
-# classes defined, the names used as constructing a class (`prefilter.used_names`) and whether a call may run
-# what `getattr` gives (`flowtrees.may_call_getattr`). It depends only on the text and the configured autocast
+# classes defined, the names used as constructing a class (`prefilter.used_names`), whether a call may run
+# what `getattr` gives (`flowtrees.may_call_getattr`) and the attributes stored on owners other than `self`
+# (`policy.head = ...`: `prefilter.stored_attributes`). It depends only on the text and the configured autocast
 # and distribution names: the disk cache keeps it, as `_KIND`.
 _Text = Tuple[prefilter.Flags, bool, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...],
-              Tuple[str, ...], Tuple[str, ...], bool]
+              Tuple[str, ...], Tuple[str, ...], bool, Tuple[str, ...]]
 # And the content digest (None with no cache), and the file's shape when a pool worker parsed it (`_scan_job`).
 _Scanned = Tuple[_Text, Optional[str], "Optional[FileShape]"]
 _KIND = "scan"
@@ -68,6 +69,7 @@ class TextPass:
     subclasses: Dict[str, Set[str]] = field(default_factory=dict)  # base name -> files with a class line naming it
     defines: Dict[str, Set[str]] = field(default_factory=dict)  # function name -> files with a `def` of it
     attributes: Set[str] = field(default_factory=set)  # every `self.<attr> =` name
+    stores: Dict[str, Set[str]] = field(default_factory=dict)  # attr -> files with an `owner.attr =`, owner not self
     uses: Set[str] = field(default_factory=set)  # every name some file uses as constructing a class
 
 
@@ -94,7 +96,7 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
                 found.errors[path] = outcome
                 continue
             text, content, shaped = outcome
-            flags, single, bases, names, attributes, imported, classes, uses, calls_getattr = text
+            flags, single, bases, names, attributes, imported, classes, uses, calls_getattr, stored = text
             if holder is not None:
                 found.holders[path] = holder
             if shaped is not None:
@@ -107,6 +109,8 @@ def read_texts(files: Sequence[str], trees: CPythonTrees, config: Config, pool: 
             for name in names:
                 found.defines.setdefault(name, set()).add(path)
             found.attributes.update(attributes)
+            for attr in stored:
+                found.stores.setdefault(attr, set()).add(path)
             found.uses.update(uses)
     if cache is not None:
         cache.save(_KIND, read, known, *options)
@@ -172,6 +176,7 @@ def _scan(text: str, config: Config, parsed: CPythonTrees) -> _Text:
         tuple(name for name, _ in classes),
         tuple(sorted(prefilter.used_names(text))),
         "getattr" in text and _calls_getattr(text, parsed),
+        tuple(prefilter.stored_attributes(text)),
     )
 
 
@@ -183,7 +188,7 @@ def _calls_getattr(text: str, parsed: CPythonTrees) -> bool:
 
 def _is_text(value: object) -> bool:
     """Is a cached value a `_Text`? (The codec checks each class's fields; a tuple's shape is checked here.)"""
-    return (isinstance(value, tuple) and len(value) == 9 and isinstance(value[0], prefilter.Flags)
+    return (isinstance(value, tuple) and len(value) == 10 and isinstance(value[0], prefilter.Flags)
             and isinstance(value[1], bool) and isinstance(value[8], bool)
             and all(isinstance(names, tuple) and all(isinstance(name, str) for name in names)
-                    for names in value[2:8]))
+                    for names in (*value[2:8], value[9])))
