@@ -5,12 +5,14 @@ and runs the slice; the counts are exact because the inputs are seeded and torch
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Dict, List
 
 import pytest
@@ -22,6 +24,7 @@ from amplint.verify.sliceimports import Finder, bases_of  # noqa: E402
 from amplint.verify.slicer import SliceNeeds, Slicer  # noqa: E402
 from amplint.verify.sliceemit import emit  # noqa: E402
 from amplint.verify.userentry import locate  # noqa: E402
+from amplint.verify.userentrysite import method_params  # noqa: E402
 from amplint.verify.userroles import role_in_expression, role_of_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -419,3 +422,15 @@ def test_an_import_circle_is_named_not_followed_forever(tmp_path: Path, monkeypa
     with pytest.raises(SliceNeeds) as raised:
         _slice(tmp_path, files, "nll", module="a.py")
     assert str(raised.value) == "the slice needs `helper`, which proj/a.py imports in a circle (used by `nll`)"
+
+
+def test_a_static_methods_parameters_keep_their_first() -> None:
+    """A call on an instance fills `self`, not a static method's first parameter: `Losses().nll(model, h)`
+    gives `model` to `model` (the same test the value flow uses, `flowcalls.is_staticmethod`)."""
+    tree = ast.parse("import builtins\n\n\nclass Losses:\n    @staticmethod\n    def nll(model, h):\n        pass\n\n"
+                     "    @builtins.staticmethod\n    def mse(model, h):\n        pass\n\n"
+                     "    def kl(self, model, h):\n        pass\n")
+    found = (SimpleNamespace(tree=tree), 1)
+    names = {member: [p.arg for p in method_params(found, member, skip_self=True)]  # type: ignore[arg-type,union-attr]
+             for member in ("nll", "mse", "kl")}
+    assert names == {"nll": ["model", "h"], "mse": ["model", "h"], "kl": ["model", "h"]}

@@ -148,11 +148,16 @@ def _decorated(node: Optional[ast.AST], name: str) -> bool:
     return any(last_name(d) == name for d in getattr(node, "decorator_list", ()))
 
 
+def is_staticmethod(node: Optional[ast.AST]) -> bool:
+    """A `@staticmethod`: a call on an instance or a class fills no parameter of its own."""
+    return _decorated(node, "staticmethod")
+
+
 def binds_first_parameter(tree: "FileTree", scope: str) -> bool:
     """Is `scope` a method whose first parameter a call on an instance or a class fills (`self`, `cls`): a def
     in a class body, not a `@staticmethod`? A static method's arguments were read one place off, so
     `Losses().nll(model, h)` gave `model` to the parameter `h`."""
-    return scope.rpartition(".")[0] in tree.classes and not _decorated(tree.scopes.get(scope), "staticmethod")
+    return scope.rpartition(".")[0] in tree.classes and not is_staticmethod(tree.scopes.get(scope))
 
 
 def last_name(node: ast.expr) -> str:

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
+from amplint.project.flowcalls import is_staticmethod
 from amplint.transforms import parse_chain
 from amplint.verify.slicebindings import assigned_names, loads
 from amplint.verify.slicer import Parsed
@@ -293,8 +294,7 @@ def method_params(found: Optional[Tuple[Parsed, int]], member: Optional[str],
     if not isinstance(node, FUNCTIONS):
         return None
     params = node.args.posonlyargs + node.args.args
-    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-    return params[1:] if skip_self and not static else params
+    return params[1:] if skip_self and not is_staticmethod(node) else params
 
 
 def arguments(call: ast.Call, params: Optional[List[ast.arg]], prefix: str,
