@@ -79,6 +79,7 @@ main()
 """
 NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")  # `model.py`'s sites
 ATTACH = "\n\ndef attach(model, head):\n    model.set_head(head)\n"
+SETUP = "\n\nclass Trainer:\n    def setup(self, agent, head):\n        agent.head = head\n"
 CONFIGURE = "\n\ndef configure(agent: Agent, head):\n    agent.set_head(head)\n"
 # name -> (helpers, the lines that set the heads, what is reported, what is reported that never runs in float16)
 CASES: Dict[str, Tuple[str, str, List[Tuple[str, int, int, str]], List[Tuple[str, int]]]] = {
@@ -97,6 +98,11 @@ CASES: Dict[str, Tuple[str, str, List[Tuple[str, int, int, str]], List[Tuple[str
     # the head stored from outside the class, on each model (`policy.head = ...`): no method of the class
     # stores it, and the policy's `self.head` held nothing (the run's float16 site was missed)
     "outside": ("", "    policy.head = NormalHead()\n    critic.head = LaplaceHead()", [NORMAL], []),
+    # stored from outside by a method of another class, from its parameter: read as that method's parameter,
+    # whatever the receiver of its calls (read per model, the trainer's calls were on no model, and both
+    # heads were lost); the method is read once for both models, as a helper is (below)
+    "another_class": (SETUP, "    trainer = Trainer()\n    trainer.setup(policy, NormalHead())\n"
+                      "    trainer.setup(critic, LaplaceHead())", [NORMAL, LAPLACE], [("model.py", 23)]),
     # through a helper that sets the head on the model it is given: its parameter joins both models, so the
     # critic's head is still reported through the policy (the limit of this step: the helper is read once for
     # all its callers)

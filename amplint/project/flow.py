@@ -45,7 +45,10 @@ which bounds the work; `MAX_HOPS` parameter-to-caller steps bound the recursion 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import (
+    TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple,
+    TypeVar,
+)
 
 from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
@@ -96,7 +99,8 @@ CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list"
 # Collections whose calls run the same method of every member: torchmetrics' `MetricCollection(metrics)`, whose
 # `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.
 FANOUT_CALLS = frozenset({"MetricCollection"})
-PROPERTIES = frozenset({"property", "cached_property"})  # a method read as an attribute gives what it returns
+PROPERTIES = frozenset({"property", "cached_property"})
+T = TypeVar("T")  # a method read as an attribute gives what it returns
 
 
 class Flow(CallSites, StringFlow):
@@ -497,18 +501,23 @@ class Flow(CallSites, StringFlow):
         return self._ask(("attr", cls, attr), hops, lambda: self._attr_values(cls, attr, hops))
 
     def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
-        assigned = frozenset(v for path, scope, value in self.attr_assignments(
-            cls, attr, lambda at, where, stored: bool(self.value(at, where, stored, hops)))
-            for v in self._stored(cls, path, scope, value, hops))
+        kinds = frozenset(self._instance_refs(cls))
+        assigned = frozenset(v for path, scope, value in self.own_assignments(cls, attr)
+                             for v in self._stored(cls, kinds, path, scope, value, hops)).union(
+            *self.stored_outside(cls, attr, lambda path, scope, value: self.value(path, scope, value, hops)))
         getter = self._property(cls, attr) if not assigned else None
         return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
 
-    def _stored(self, cls: "ClassRef", path: str, scope: str, value: ast.expr, hops: int) -> Values:
-        """What `self.attr = value` in `scope` stores on an instance of `cls`: where `value` is a parameter of
-        the method, never rebound, what the calls on such an instance give it (`param_values_on`)."""
+    def _stored(self, cls: "ClassRef", kinds: FrozenSet["ClassRef"], path: str, scope: str, value: ast.expr,
+                hops: int) -> Values:
+        """What an assignment of the attribute stores on an instance of `cls` (`kinds`: the classes one may be):
+        for `self.attr = value` in a method of one of them, with `value` a parameter of the method never
+        rebound, what the calls on such an instance give it (`param_values_on`). An argument a data class's
+        field takes, in a method of another class, is that method's parameter whatever the receiver."""
         tree = self.tree(path) if isinstance(value, ast.Name) and scope != MODULE_KEY else None
         node = tree.scopes.get(scope) if tree is not None else None
-        if node is None or value.id not in param_names(node)[1:] or \
+        if node is None or ClassRef(path, scope.rpartition(".")[0]) not in kinds or \
+                value.id not in param_names(node)[1:] or \
                 tree.scope_facts(scope).bindings.get(value.id) or not self._is_method(tree, scope):
             return self.value(path, scope, value, hops)
         return self.param_values_on(path, scope, value.id, cls, hops + 1)
@@ -536,11 +545,15 @@ class Flow(CallSites, StringFlow):
         """The classes an instance of `cls` may be: its MRO, then its subclasses, each once."""
         return list(dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]))
 
-    def attr_assignments(self, cls: "ClassRef", attr: str, wanted: "Optional[Callable[[str, str, ast.expr], bool]]"
-                         = None) -> Iterator[Tuple[str, str, ast.expr]]:
-        """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class bodies
-        (`attr = ...`, read at module scope) and `self.attr = ...` in the methods, on its MRO and in subclasses,
-        and the stores from outside the class whose value the asker `wanted` (`_stored_outside`)."""
+    def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
+        """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class's own
+        (`own_assignments`), and every store from outside the class whose owner may hold one."""
+        yield from self.own_assignments(cls, attr)
+        yield from self.stored_outside(cls, attr, lambda path, scope, value: (path, scope, value))
+
+    def own_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
+        """(path, scope, value) of the class bodies' `attr = ...` (read at module scope) and the methods'
+        `self.attr = ...`, on the MRO of `cls` and in its subclasses, and a data class field's arguments."""
         for ref in self._instance_refs(cls):
             self.budget.charge()
             found = self._assignments(ref)
@@ -556,19 +569,19 @@ class Flow(CallSites, StringFlow):
                     argument = call_argument(site.call, fields, attr, 0)
                     if argument is not None:
                         yield site.path, site.scope, argument
-        yield from self._stored_outside(cls, attr, wanted or (lambda path, scope, value: True))
 
-    def _stored_outside(self, cls: "ClassRef", attr: str,
-                        wanted: "Callable[[str, str, ast.expr], bool]") -> Iterator[Tuple[str, str, ast.expr]]:
-        """`policy.head = NormalHead()` anywhere in the project, where `policy` may hold an instance of `cls`
-        (its MRO or a subclass): the files whose text stores `attr` on an owner other than `self`. The value is
-        asked about first (`wanted`): most stores hold nothing the asker follows (`m.weight = p`)."""
+    def stored_outside(self, cls: "ClassRef", attr: str, read: Callable[[str, str, ast.expr], T]) -> Iterator[T]:
+        """What `read(path, scope, value)` gives of each `owner.attr = value` in the project (`policy.head =
+        NormalHead()`) whose owner may hold an instance of `cls` (its MRO or a subclass), where it gives
+        something: the files whose text stores `attr` on an owner other than `self`. The value is read before
+        the owner, and once: most stores hold nothing the asker follows (`m.weight = p`)."""
         files = self.loader.storing(attr)
         kinds = frozenset(self._instance_refs(cls)) if files else frozenset()
         for path in files:
             self.budget.charge()
             tree = self.tree(path)
             for scope, owner, value in tree.attr_stores(attr) if tree is not None else ():
-                if wanted(path, scope, value) and any(
+                got = read(path, scope, value)
+                if got and any(
                         isinstance(v, Instance) and v.cls in kinds for v in unprepared(self.value(path, scope, owner))):
-                    yield path, scope, value
+                    yield got

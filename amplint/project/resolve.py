@@ -507,7 +507,7 @@ class Resolver(Subclassing):
             return []
         found = self.inferred(rest[-1]) if rest else []  # `holder.agent.set_head(h)`: the method called
         if not found and call.dist_args:
-            found = self.typed(tuple(rest) or ("forward", "__call__"), call.dist_args)
+            found = self.typed(tuple(rest[-1:]) or ("forward", "__call__"), call.dist_args)
         return found
 
     def typed(self, names: Tuple[str, ...], slots: Tuple[str, ...]) -> List[Target]:
