@@ -3,9 +3,11 @@
 `self.head` on an instance of `Policy` held the join over every call of `set_head`, on any receiver, so the
 head given to `Critic` was the policy's too, and its `Laplace.log_prob`, which the run computes outside any
 float16 region, was reported through `policy(x, y)`. A parameter stored on `self` now holds, for an
-instance of a class, what the calls on such an instance give it (`CallSites.param_values_on`); a call whose
-receiver the flow does not know still counts. A head stored from outside the class (`policy.head = ...`) was
-not read at all; it is now, on the models its owner may hold (`Flow._stored_outside`).
+instance of a class, what the calls on such an instance give it; a call whose receiver the flow does not
+know still counts. A head stored from outside the class (`policy.head = ...`) was not read at all; it is
+now, on the models its owner may hold. Where the owner and the head are both parameters of a helper
+(`def attach(model, head)`, `Trainer.setup(self, agent, head)`), each call of the helper keeps its pair:
+the helper was read once for all its callers, and gave every model every head (`CallSites.given_where`).
 
 Each project runs under `amplint trace`; the check reports exactly what the run computed in float16.
 """
@@ -81,6 +83,10 @@ NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")
 ATTACH = "\n\ndef attach(model, head):\n    model.set_head(head)\n"
 SETUP = "\n\nclass Trainer:\n    def setup(self, agent, head):\n        agent.head = head\n"
 CONFIGURE = "\n\ndef configure(agent: Agent, head):\n    agent.set_head(head)\n"
+CHAIN = ATTACH + "\n\ndef prepare(net, head=None):\n    attach(head=head, model=net)\n"
+OWNED = ("\n\nclass Owned(Policy):\n    def __init__(self, head):\n        super().__init__()\n"
+         "        self.set_head(head)\n\n\nclass Audited(Critic):\n    def __init__(self, head):\n"
+         "        super().__init__()\n        self.set_head(head)\n")
 # name -> (helpers, the lines that set the heads, what is reported, what is reported that never runs in float16)
 CASES: Dict[str, Tuple[str, str, List[Tuple[str, int, int, str]], List[Tuple[str, int]]]] = {
     # each model its own head: the policy's runs in float16, the critic's does not
@@ -98,16 +104,20 @@ CASES: Dict[str, Tuple[str, str, List[Tuple[str, int, int, str]], List[Tuple[str
     # the head stored from outside the class, on each model (`policy.head = ...`): no method of the class
     # stores it, and the policy's `self.head` held nothing (the run's float16 site was missed)
     "outside": ("", "    policy.head = NormalHead()\n    critic.head = LaplaceHead()", [NORMAL], []),
-    # stored from outside by a method of another class, from its parameter: read as that method's parameter,
-    # whatever the receiver of its calls (read per model, the trainer's calls were on no model, and both
-    # heads were lost); the method is read once for both models, as a helper is (below)
+    # stored from outside by a method of another class, from its parameters: each call keeps its pair (read
+    # once for both models, the critic's head was reported through the policy)
     "another_class": (SETUP, "    trainer = Trainer()\n    trainer.setup(policy, NormalHead())\n"
-                      "    trainer.setup(critic, LaplaceHead())", [NORMAL, LAPLACE], [("model.py", 23)]),
-    # through a helper that sets the head on the model it is given: its parameter joins both models, so the
-    # critic's head is still reported through the policy (the limit of this step: the helper is read once for
-    # all its callers)
-    "helper": (ATTACH, "    attach(policy, NormalHead())\n    attach(critic, LaplaceHead())", [NORMAL, LAPLACE],
-               [("model.py", 23)]),
+                      "    trainer.setup(critic, LaplaceHead())", [NORMAL], []),
+    # through a helper that calls the setter of the model it is given: the same
+    "helper": (ATTACH, "    attach(policy, NormalHead())\n    attach(critic, LaplaceHead())", [NORMAL], []),
+    # through two helpers, by keyword, one with a default: the pair is kept at every step
+    "helper_chain": (CHAIN, "    prepare(policy, NormalHead())\n    prepare(critic, head=LaplaceHead())", [NORMAL], []),
+    # a constructor that calls the setter: the instance each construction makes is the receiver
+    "constructor": (OWNED, "    policy, critic = Owned(NormalHead()), Audited(LaplaceHead())", [NORMAL], []),
+    # the same helper given one model twice, and the other never: both heads may be the policy's
+    "helper_twice": (ATTACH, "    attach(policy, NormalHead())\n    if x.shape[0] > 1:\n"
+                     "        attach(policy, LaplaceHead())\n    attach(critic, NormalHead())",
+                     [NORMAL, LAPLACE], [("model.py", 13)]),
 }
 
 

@@ -59,14 +59,7 @@ class CallSites:
     def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
         return self._ask(("param", path, scope, name), hops, lambda: self._param_values(path, scope, name, hops))
 
-    def param_values_on(self, path: str, scope: str, name: str, cls: ClassRef, hops: int = 0) -> Values:
-        """What parameter `name` of the method `scope` holds when the method runs on an instance of `cls`: the
-        join over the call sites whose receiver may be one, or is not known (`set_decoder(self, decoder)`,
-        inherited by every model, holds only what is given to this model's)."""
-        return self._ask(("param on", path, scope, name, cls), hops,
-                         lambda: self._param_values(path, scope, name, hops, cls))
-
-    def _param_values(self, path: str, scope: str, name: str, hops: int, on: Optional[ClassRef] = None) -> Values:
+    def _param_values(self, path: str, scope: str, name: str, hops: int) -> Values:
         tree = self.tree(path)
         node = tree.scopes.get(scope) if tree is not None else None
         if node is None or tensor_annotated(node, name):  # `x: torch.Tensor` holds no value the flow follows
@@ -75,10 +68,7 @@ class CallSites:
         method = self._is_method(tree, scope)
         star = name not in params and name in star_params(node)
         found: Set[Value] = set()
-        kinds = frozenset(self._instance_refs(on)) if on is not None and method else None
         for site in self.call_sites(path, scope, hops):
-            if kinds is not None and site.bound and not self._may_run_on(site, kinds, hops):
-                continue
             offset = 1 if method and site.bound else 0
             arguments = star_arguments(site.call, node, params, name, offset) if star else \
                 [a for a in [call_argument(site.call, params, name, offset)] if a is not None]
@@ -86,14 +76,77 @@ class CallSites:
                 found.update(self.value(site.path, site.scope, argument, hops))
         return frozenset({Container(frozenset(found))}) if star else frozenset(found)
 
-    def _may_run_on(self, site: "CallSite", kinds: FrozenSet[ClassRef], hops: int) -> bool:
-        """May the method called at `site` (`obj.m(...)`) run on an instance of one of `kinds`? Yes where the
-        receiver holds no instance the flow knows."""
+    # --- one parameter read where another holds an instance of given classes ----------------------------
+    def given_where(self, path: str, scope: str, owner: Optional[ast.expr], value: ast.expr,
+                    kinds: FrozenSet[ClassRef], hops: int, strict: bool) -> Values:
+        """What `value`, read in `scope` of `path`, holds where `owner` may hold an instance of one of `kinds`
+        (`owner.head = value`, `owner.set_head(value)`). Where both are parameters of the function, never
+        rebound (`def attach(model, head)`, a setter's `self` and its argument), the join over its call sites
+        whose owner may hold one, of their value, read the same way there: each caller's pair is kept together
+        through any chain of helpers. Otherwise `value`'s values where `owner` may hold one; an owner that
+        holds no instance the flow knows (or is not given) may with `strict` False (a method found by its name,
+        on any receiver), never with `strict` True (any store of the attribute on anything)."""
+        pair = self._parameter_pair(path, scope, owner, value)
+        if pair is not None:
+            return self._ask(("given where", path, scope, *pair, kinds, strict), hops,
+                             lambda: self._given_by_callers(path, scope, pair, kinds, hops + 1, strict))
+        got = self.value(path, scope, value, hops)
+        return got if got and self.may_hold(path, scope, owner, kinds, hops, strict) else _NONE
+
+    def may_hold(self, path: str, scope: str, owner: Optional[ast.expr], kinds: FrozenSet[ClassRef], hops: int,
+                 strict: bool) -> bool:
+        """May `owner`, read in `scope`, hold an instance (or be a class) of one of `kinds`?"""
+        held = [v.cls for v in unprepared(self.value(path, scope, owner, hops))
+                if isinstance(v, (Instance, ClassValue))] if owner is not None else []
+        return any(cls in kinds for cls in held) or (not held and not strict)
+
+    def _parameter_pair(self, path: str, scope: str, owner: Optional[ast.expr],
+                        value: ast.expr) -> Optional[Tuple[str, str]]:
+        """(owner, value) when both are distinct parameters of the function `scope`, never rebound in it."""
+        if not (isinstance(owner, ast.Name) and isinstance(value, ast.Name)) or owner.id == value.id or \
+                scope == MODULE_KEY:
+            return None
+        tree = self.tree(path)
+        node = tree.scopes.get(scope) if tree is not None else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or tensor_annotated(node, value.id):
+            return None
+        params, bindings = param_names(node), tree.scope_facts(scope).bindings  # type: ignore[union-attr]
+        if owner.id not in params or value.id not in params or bindings.get(owner.id) or bindings.get(value.id):
+            return None
+        return owner.id, value.id
+
+    def _given_by_callers(self, path: str, scope: str, pair: Tuple[str, str], kinds: FrozenSet[ClassRef], hops: int,
+                          strict: bool) -> Values:
+        tree = self.tree(path)
+        node = tree.scopes[scope]  # type: ignore[union-attr]
+        params = param_names(node)
+        method = self._is_method(tree, scope)  # type: ignore[arg-type]
+        found: Set[Value] = set()
+        for site in self.call_sites(path, scope, hops):
+            offset = 1 if method and site.bound else 0
+            value = call_argument(site.call, params, pair[1], offset)
+            if value is None:
+                continue
+            owner = self._receiver(site, scope, params) if method and pair[0] == params[0] else \
+                call_argument(site.call, params, pair[0], offset)
+            found.update(self.given_where(site.path, site.scope, owner, value, kinds, hops, strict))
+        return frozenset(found)
+
+    def _receiver(self, site: "CallSite", scope: str, params: List[str]) -> Optional[ast.expr]:
+        """What a method's first parameter is at `site`: the receiver of `obj.m(...)` (the caller's own first
+        parameter for `super().m(...)`), the instance `Cls(...)` constructs, the object called for
+        `obj(...)`, or the first argument of `Base.m(obj, ...)`."""
         func = site.call.func
-        if not isinstance(func, ast.Attribute):
-            return True
-        held = [v for v in unprepared(self.value(site.path, site.scope, func.value, hops)) if isinstance(v, Instance)]
-        return not held or any(v.cls in kinds for v in held)
+        if not site.bound:
+            return call_argument(site.call, params, params[0], 0)
+        if isinstance(func, ast.Attribute):
+            if not is_super(func.value):
+                return func.value
+            tree = self.tree(site.path)
+            node = tree.scopes.get(site.scope) if tree is not None else None
+            first = param_names(node)[:1] if node is not None else []
+            return ast.Name(id=first[0], ctx=ast.Load()) if first else None
+        return site.call if scope.rpartition(".")[2] == "__init__" else func
 
     @staticmethod
     def _is_method(tree: FileTree, scope: str) -> bool:

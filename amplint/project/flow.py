@@ -19,8 +19,10 @@ CPython's tree of the files involved:
   function, then in the functions around it, then at module level;
 - a `self.` attribute the join of its assignments on the class's MRO and in
   its subclasses; a method's parameter stored there (a setter) holds what the
-  calls on an instance of the class asked about give it (`param_values_on`);
-  a store from outside (`policy.head = h`) counts where its owner may hold one;
+  calls on an instance of the class asked about give it, and a store from
+  outside (`policy.head = h`) counts where its owner may hold one: where owner
+  and value are both parameters (`def attach(model, head)`), each call site's
+  pair is read together (`CallSites.given_where`);
 - an expression's value: a class call is an instance; `x.to(...)`, `.cuda()`,
   `torch.compile(x)`, `DDP(x)`, `copy.deepcopy(x)` and the like are `x`; a call of a project
   function is what it returns; `d[k]`, `d.values()`, `.items()` pairs and list
@@ -504,23 +506,23 @@ class Flow(CallSites, StringFlow):
         kinds = frozenset(self._instance_refs(cls))
         assigned = frozenset(v for path, scope, value in self.own_assignments(cls, attr)
                              for v in self._stored(cls, kinds, path, scope, value, hops)).union(
-            *self.stored_outside(cls, attr, lambda path, scope, value: self.value(path, scope, value, hops)))
+            *(self.given_where(path, scope, owner, value, kinds, hops, True)
+              for path, scope, owner, value in self._outside_stores(attr)))
         getter = self._property(cls, attr) if not assigned else None
         return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
 
     def _stored(self, cls: "ClassRef", kinds: FrozenSet["ClassRef"], path: str, scope: str, value: ast.expr,
                 hops: int) -> Values:
         """What an assignment of the attribute stores on an instance of `cls` (`kinds`: the classes one may be):
-        for `self.attr = value` in a method of one of them, with `value` a parameter of the method never
-        rebound, what the calls on such an instance give it (`param_values_on`). An argument a data class's
-        field takes, in a method of another class, is that method's parameter whatever the receiver."""
-        tree = self.tree(path) if isinstance(value, ast.Name) and scope != MODULE_KEY else None
+        for `self.attr = value` in a method of one of them, what `value` holds where `self` is one
+        (`given_where`: a setter's parameter, what the calls on such an instance give it). An argument a data
+        class's field takes, in a method of another class, is read as it is, whatever the receiver."""
+        tree = self.tree(path) if scope != MODULE_KEY else None
         node = tree.scopes.get(scope) if tree is not None else None
-        if node is None or ClassRef(path, scope.rpartition(".")[0]) not in kinds or \
-                value.id not in param_names(node)[1:] or \
-                tree.scope_facts(scope).bindings.get(value.id) or not self._is_method(tree, scope):
+        first = param_names(node)[:1] if node is not None and self._is_method(tree, scope) else []  # type: ignore
+        if not first or ClassRef(path, scope.rpartition(".")[0]) not in kinds:
             return self.value(path, scope, value, hops)
-        return self.param_values_on(path, scope, value.id, cls, hops + 1)
+        return self.given_where(path, scope, ast.Name(id=first[0], ctx=ast.Load()), value, kinds, hops, False)
 
     def _property(self, cls: "ClassRef", attr: str) -> Optional[Tuple[str, str]]:
         """(path, key) of the getter when `attr` is a property of `cls` (`@property`, `@cached_property`)."""
@@ -573,15 +575,18 @@ class Flow(CallSites, StringFlow):
     def stored_outside(self, cls: "ClassRef", attr: str, read: Callable[[str, str, ast.expr], T]) -> Iterator[T]:
         """What `read(path, scope, value)` gives of each `owner.attr = value` in the project (`policy.head =
         NormalHead()`) whose owner may hold an instance of `cls` (its MRO or a subclass), where it gives
-        something: the files whose text stores `attr` on an owner other than `self`. The value is read before
-        the owner, and once: most stores hold nothing the asker follows (`m.weight = p`)."""
-        files = self.loader.storing(attr)
-        kinds = frozenset(self._instance_refs(cls)) if files else frozenset()
-        for path in files:
+        something. The value is read before the owner: most stores hold nothing the asker follows (`m.weight = p`)."""
+        kinds = frozenset(self._instance_refs(cls)) if self.loader.storing(attr) else frozenset()
+        for path, scope, owner, value in self._outside_stores(attr):
+            got = read(path, scope, value)
+            if got and self.may_hold(path, scope, owner, kinds, 0, True):
+                yield got
+
+    def _outside_stores(self, attr: str) -> Iterator[Tuple[str, str, ast.expr, ast.expr]]:
+        """(path, scope, owner, value) of each `owner.attr = value` in the files whose text stores `attr` on an
+        owner other than `self`."""
+        for path in self.loader.storing(attr):
             self.budget.charge()
             tree = self.tree(path)
             for scope, owner, value in tree.attr_stores(attr) if tree is not None else ():
-                got = read(path, scope, value)
-                if got and any(
-                        isinstance(v, Instance) and v.cls in kinds for v in unprepared(self.value(path, scope, owner))):
-                    yield got
+                yield path, scope, owner, value

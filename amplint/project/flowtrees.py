@@ -156,9 +156,9 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = {}
     lambdas: List[ast.Lambda] = []
 
-    def bind(target: ast.AST, node: ast.AST) -> None:
+    def bind(target: ast.AST, node: ast.AST) -> None:  # `a, b = ...`, not the `self` of `self.x = ...`
         for name in ast.walk(target):
-            if isinstance(name, ast.Name):
+            if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
                 bindings.setdefault(name.id, []).append(node)
 
     for node in own_nodes(scope):

@@ -7,8 +7,11 @@ a target network made with `copy.deepcopy`, a module switched with `.eval()`
 model, a module-level global set through `global`, a loop or comprehension over
 several models, a loss object called through `__call__`, a `@staticmethod`, and
 a method picked with `getattr` by a name that arrives as an argument or that the
-object keeps (a class attribute, a constructor argument, `getattr`'s default). Each
-takes the `Call` below it and returns a new one, like every other layer.
+object keeps (a class attribute, a constructor argument, `getattr`'s default), and
+an objective that a helper gives to an object (stored from outside, through a
+setter, or by another class's method) beside a second object of a sibling class
+that the same helper gives a decoy. Each takes the `Call` below it and returns a
+new one, like every other layer.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from .units import Call, inline_or_named, signature
 
 DOC = "Utilities around the training step."
 HABITS = ("model_deepcopy", "model_eval", "model_classmethod", "model_setattr", "model_closure", "model_global",
-          "model_iter", "call_dunder", "call_staticmethod", "call_getattr")
+          "model_iter", "call_dunder", "call_staticmethod", "call_getattr",
+          "call_attach")
 
 
 def _inner(inner: Call, mod: Module, m: str, a: str, b: str) -> List[str]:
@@ -161,6 +165,9 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:  # noqa: C901 - one br
         on = rng.choice(("", "()"))
         return Call(mod, lambda c, m, a, b: ([], f"{proj.ref(c, mod, cls)}{on}.{meth}({m}, {a}, {b})"))
 
+    if kind == "call_attach":
+        return _attach(proj, mod, inner)
+
     # call_getattr: a method picked by a name that arrives as an argument, or that the object keeps: a class
     # attribute, a constructor argument stored on `self`, or `getattr`'s default. A sibling method computes a
     # float16-prone log of probabilities and never runs: it is entered only where the name is not read.
@@ -194,3 +201,55 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:  # noqa: C901 - one br
     mod.add([f"def {run}({name}: str, {model}, {sig}) -> torch.Tensor:", '    """Runs the objective named."""',
              *indent(pick)])
     return Call(mod, lambda c, m, a, b: ([], f'{proj.ref(c, mod, run)}("{meth}", {m}, {a}, {b})'))
+
+
+def _attach(proj: Project, mod: Module, inner: Call) -> Call:
+    """The objective held by an object, given to it by a helper: a function that stores it from outside, one that
+    calls the holder's setter, or a method of another class that stores it. The same helper gives a second holder,
+    of a sibling class that never runs, an objective computing a float16-prone log of probabilities (a decoy):
+    read once for all its callers, the helper hands the decoy to the first holder too."""
+    rng = proj.rng
+    model, h, x = signature(proj)
+    sig = f"{h}: torch.Tensor, {x}: torch.Tensor"
+    base, runner, other = (proj.name("Stage", "Component", "Slot_"), proj.name("Learner", "Fitter", "Runner_"),
+                           proj.name("Evaluator_", "Monitor", "Auditor"))
+    main, spare = proj.name("MainObjective", "Primary", "FitLoss"), proj.name("SpareObjective", "Diagnostic", "Probe_")
+    attr = rng.choice(("loss_fn", "objective", "criterion"))
+    holder, fn = rng.choice(("holder", "target", "obj")), rng.choice(("fn", "loss", "objective_"))
+    how = rng.choice(("store", "setter", "method"))
+    store = f"{holder}.set_{attr}({fn})" if how == "setter" else f"{holder}.{attr} = {fn}"
+    mod.add([f"class {main}:", '    """The objective the learner trains with."""', "",
+             f"    def __call__(self, {model}, {sig}) -> torch.Tensor:", *indent(_inner(inner, mod, model, h, x), 2)])
+    mod.add([f"class {spare}:", '    """A diagnostic objective, kept for the evaluator."""', "",
+             f"    def __call__(self, {model}, {sig}) -> torch.Tensor:",
+             f"        probs = torch.softmax({model}({h}), dim=-1)",
+             f"        return -torch.log(probs + 1e-10).mean(){DECOY}"])
+    mod.add([f"class {base}:", '    """Runs the objective a helper gives it."""', "",
+             f"    def set_{attr}(self, {fn}) -> None:", f"        self.{attr} = {fn}", "",
+             f"    def step(self, {model}, {sig}) -> torch.Tensor:", f"        return self.{attr}({model}, {h}, {x})"])
+    mod.add([f"class {runner}({base}):", '    """Trains with its objective."""'])
+    mod.add([f"class {other}({base}):", '    """Evaluates with its objective."""'])
+    if how == "method":
+        wiring, give = proj.name("Wiring", "Assembler", "Builder_"), proj.name("install", "wire", "equip")
+        mod.add([f"class {wiring}:", '    """Gives each holder its objective."""', "",
+                 f"    def {give}(self, {holder}, {fn}) -> None:", f"        {store}"])
+    else:
+        wiring, give = "", proj.name("attach", "equip", "give_objective")
+        mod.add([f"def {give}({holder}, {fn}) -> None:", '    """Gives the holder its objective."""', f"    {store}"])
+    keywords = rng.random() < 0.5
+
+    def render(c: Module, m: str, a: str, b: str) -> Tuple[List[str], str]:
+        first, second = proj.name("learner", "fitter", "trainer_"), proj.name("evaluator", "monitor_", "auditor")
+        prelude: List[str] = []
+        if wiring:
+            tool = proj.name("wiring", "assembler", "builder")
+            prelude.append(f"{tool} = {proj.ref(c, mod, wiring)}()")
+            helper = f"{tool}.{give}"
+        else:
+            helper = proj.ref(c, mod, give)
+        prelude += [f"{first} = {proj.ref(c, mod, runner)}()", f"{second} = {proj.ref(c, mod, other)}()"]
+        for obj, made in ((first, main), (second, spare)):
+            made = f"{proj.ref(c, mod, made)}()"
+            prelude.append(f"{helper}({fn}={made}, {holder}={obj})" if keywords else f"{helper}({obj}, {made})")
+        return prelude, f"{first}.step({m}, {a}, {b})"
+    return Call(mod, render)

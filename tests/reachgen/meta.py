@@ -56,6 +56,7 @@ CALL_HOPS = (
     "call_dunder",       # a loss object whose __call__ runs the computation
     "call_staticmethod",  # a @staticmethod of a namespace class
     "call_getattr",      # a method picked by getattr with a name passed in as an argument
+    "call_attach",       # an objective a helper gives to an object, a decoy to a sibling class's object
 )
 # How the distribution (or the parameters of hand-written math) reach the computation.
 DIST_HOPS = (
