@@ -70,13 +70,17 @@ ARITHMETIC_METHODS = frozenset({"add", "mul", "sub", "div"})
 SELECT_FUNCTIONS = frozenset({"torch.where"})
 # Factories make float32 tensors (torch's default dtype) even inside an autocast region: autocast casts the
 # inputs of the ops on its lists, it does not change what a factory makes. `*_like` factories copy their
-# argument's dtype instead, so they are elementwise transforms here.
+# argument's dtype instead, so they are elementwise transforms here. Data read back from disk (a checkpoint's
+# tensors) keeps the dtype it was saved with, which no autocast op made: it counts as made here too.
 FACTORY_FUNCTIONS = frozenset(
     {
         "torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.full", "torch.arange", "torch.linspace",
         "torch.logspace", "torch.tensor", "torch.empty", "torch.eye", "torch.normal", "torch.randint",
+        "torch.load", "safetensors.torch.load_file",
     }
 )
+# Factories whose positional arguments are all sizes: integers, never a tensor's values.
+SIZE_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.eye"})
 LIKE_FACTORIES = frozenset(
     {"torch.randn_like", "torch.rand_like", "torch.zeros_like", "torch.ones_like", "torch.full_like",
      "torch.empty_like", "torch.logit", "torch.special.logit"}

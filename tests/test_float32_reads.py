@@ -430,3 +430,52 @@ def test_only_the_item_asked_for_is_proved(tmp_path: Path) -> None:
     root = _project(tmp_path, {"heads.py": head, "objective.py": STORED_OBJECTIVE.replace("KEY", '"dist"')})
     assert "torch.float16" in _log_dtypes(root)
     assert _findings(root) == [("pkg/objective.py", 7, 16, "AMP001")]
+
+
+# A float32 buffer a class keeps (`DARPPseudoLabelingHook.pseudo_orig` of a semi-supervised learning library):
+# made by a factory divided by a size, refreshed from itself, read back from a checkpoint. Every assignment is
+# float32 where the refresh is given a cast tensor: `self.k` is an integer (the factory takes it as a size),
+# `smooth` reads the attribute being asked about (assumed float32 while it is asked), and `torch.load` gives
+# data no autocast op made. Given the float16 scale, the table and its log are float16.
+PRIOR = '''\
+import torch
+
+
+class Prior:
+    def __init__(self, n, k):
+        self.k = k
+        self.table = torch.ones(n, k) / self.k
+
+    def refresh(self, new):
+        self.table = new / new.sum(dim=1, keepdim=True)
+
+    def smooth(self):
+        self.table = (self.table + 1e-6) / (self.table + 1e-6).sum(dim=1, keepdim=True)
+
+    def restore(self, path):
+        state = torch.load(path)
+        self.table = state["table"]
+
+    def entropy(self):
+        return -(self.table * torch.log(self.table + 1e-6)).sum(1)
+'''
+PRIOR_OBJECTIVE = '''\
+from pkg.prior import Prior
+
+
+def objective(model, h, y):
+    loc, scale = model(h)
+    prior = Prior(8, y.shape[1])
+    prior.refresh(scale.float())
+    prior.smooth()
+    return (loc - y).pow(2).mean() + prior.entropy().mean()
+'''
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("cast", [True, False])
+def test_a_buffer_made_refreshed_and_loaded_as_float32_is_float32(tmp_path: Path, cast: bool) -> None:
+    objective = PRIOR_OBJECTIVE if cast else _uncast(PRIOR_OBJECTIVE)
+    root = _project(tmp_path, {"prior.py": PRIOR, "heads.py": PARAMS_HEAD, "objective.py": objective})
+    assert ("torch.float16" in _log_dtypes(root)) is not cast
+    assert _findings(root) == ([] if cast else [("pkg/objective.py", 9, 38, "AMP001")])

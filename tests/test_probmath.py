@@ -163,6 +163,16 @@ def _shapes(source: str) -> List[Tuple[str, str, Optional[float]]]:
             [("log-of-prob", "torch.log(cdf_plus.clamp(min=1e-12))", 1e-12)],
             id="log-of-a-cdf-helper",
         ),
+        pytest.param(
+            "def f(w, eps=1e-10):\n    return torch.log(w / (w.sum(-1, keepdim=True) + eps))\n",
+            [("log-of-prob", "torch.log(w / (w.sum(-1, keepdim=True) + eps))", None)],
+            id="normalised-by-its-own-sum",
+        ),
+        pytest.param(
+            "def f(counts, i):\n    return torch.log(counts[i] / torch.sum(counts))\n",
+            [("log-of-prob", "torch.log(counts[i] / torch.sum(counts))", None)],
+            id="an-element-over-the-sum",
+        ),
     ],
 )
 def test_probability_shapes(source: str, expected: list) -> None:
@@ -184,6 +194,12 @@ def test_probability_shapes(source: str, expected: list) -> None:
             "def f(posterior_sigma):\n    return torch.log(posterior_sigma)\n", id="log-of-a-scale"),
         pytest.param(
             "def f(logits):\n    probs = logits * 2\n    return torch.log(probs)\n", id="local-named-probs-not-probs"),
+        pytest.param(  # SI-SDR: a ratio of two energies, in decibels
+            "def f(target, res, eps=1e-8):\n"
+            "    return 10 * torch.log10((target ** 2).sum(-1) / ((res ** 2).sum(-1) + eps) + eps)\n",
+            id="log-of-a-ratio-of-sums"),
+        pytest.param(
+            "def f(inter, union):\n    return -torch.log(inter.sum() / (union.sum() + 1e-6))\n", id="log-of-iou-sums"),
     ],
 )
 def test_near_misses_are_not_probability_math(source: str) -> None:

@@ -270,7 +270,7 @@ def _is_prob_operation(operation: Tuple[str, Any, Any], tree: Reader, depth: int
     of two (`torch.sigmoid(a) - torch.sigmoid(b)`: a discretized logistic's mass, a CDF difference)."""
     operator, left, right = operation
     if operator == "/":
-        return _is_sum(right, tree) or (is_prob(left, tree, depth) and is_prob(right, tree, depth))
+        return _normalises(left, right, tree) or (is_prob(left, tree, depth) and is_prob(right, tree, depth))
     if operator == "*":
         return (is_prob(left, tree, depth) and _is_scale(right, tree)) or (
             is_prob(right, tree, depth) and _is_scale(left, tree))
@@ -340,9 +340,21 @@ def last_factor(node: Any, tree: Nodes) -> Any:
         node = operation[2]
 
 
-def _is_sum(node: Any, tree: Reader) -> bool:
-    node, _ = strip_floor(unwrap(node, tree), tree)
-    return tree.method_call(node, SUM_METHODS) is not None or tree.function_call(node, SUM_FUNCTIONS) is not None
+def _normalises(left: Any, right: Any, tree: Reader) -> bool:
+    """`x / x.sum(-1, keepdim=True)`, `e[i] / torch.sum(e)`: `right` is a sum (floored or not) of what `left`
+    is, or of what it is a part of. A ratio of two sums of different things (`(t ** 2).sum() / (r ** 2).sum()`,
+    a signal-to-noise ratio; intersection over union) is no normalisation."""
+    right, _ = strip_floor(unwrap(right, tree), tree)
+    call = tree.method_call(right, SUM_METHODS)
+    summed = tree.receiver(call) if call is not None else None
+    if summed is None:
+        call = tree.function_call(right, SUM_FUNCTIONS)
+        summed = None if call is None else tree.first_arg(call)
+    if summed is None:
+        return False
+    root = _root_name(summed, tree)
+    return tree.same(unwrap(left, tree), unwrap(summed, tree)) or (
+        root is not None and root == _root_name(left, tree))
 
 
 def is_sum_of_exp(node: Any, tree: Reader, depth: int = DEPTH) -> bool:

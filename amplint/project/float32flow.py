@@ -21,7 +21,7 @@ float32. The judge reads the answers as `Float32Reads` contexts (`Collector`'s
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from amplint.facts.astmathenv import parameters
 from amplint.facts.astnodes import is_number, is_wide, tensorish, transform_operands
@@ -33,7 +33,7 @@ from amplint.project.flowtrees import dotted, own_nodes, param_names
 from amplint.project.reaching import reaching
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef
-from amplint.torchnames import distribution_name
+from amplint.torchnames import SIZE_FACTORIES, distribution_name
 
 _Key = Tuple[str, ...]
 ItemKey = Optional[Union[int, str]]  # an element of a tuple or list, or an item of a dict, by its literal
@@ -47,6 +47,9 @@ class Float32Flow:
         self._tables: Dict[str, ImportTable] = {}
         self._answers: Dict[_Key, bool] = {}
         self._busy: Set[_Key] = set()
+        self._assumed: Set[_Key] = set()  # attributes assumed float32 while they are asked
+        self._sizes: Dict[Tuple[str, str], FrozenSet[str]] = {}  # (path, scope) -> what it passes as sizes
+        self._given: List[_Key] = []  # the answers in the order they were given
 
     def reads(self, path: str, scope: str) -> Tuple[str, ...]:
         """The reads of function `scope` of `path` (its parameters and locals, attributes of them and of `self`)
@@ -67,15 +70,43 @@ class Float32Flow:
 
     # --- memo ----------------------------------------------------------------------------------------------
     def _ask(self, key: _Key, hops: int, compute) -> bool:
+        """An attribute met again while it is asked (`self.p = self.p * s + 1e-6`) is assumed float32: each of its
+        assignments is then asked with that assumption, and where one fails, the answers given under it are
+        dropped. Any other cycle, and a bound, is not proved."""
+        if key in self._busy and key[0] == "attr":
+            self._assumed.add(key)
+            return True
         if hops > MAX_HOPS or key in self._busy:
-            return False  # a bound, or a cycle: not proved
+            return False
         if key not in self._answers:
+            since = len(self._given)
             self._busy.add(key)
             try:
-                self._answers[key] = compute()
+                answer = compute()
             finally:
                 self._busy.discard(key)
+            if key in self._assumed:
+                self._assumed.discard(key)
+                for given in self._given[since:] if not answer else ():
+                    self._answers.pop(given, None)
+            self._answers[key] = answer
+            self._given.append(key)
         return self._answers[key]
+
+    def _is_size(self, path: str, scope: str, node: ast.expr) -> bool:
+        """Is `node` a name or attribute the function also passes as a size (`torch.ones(n, k) / k`)? A size is
+        an integer, never a float16 tensor."""
+        text = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if text is None or scope == MODULE_KEY:
+            return False
+        if (path, scope) not in self._sizes:
+            tree = self.flow.tree(path)
+            calls = tree.scope_facts(scope).calls if tree is not None and scope in tree.scopes else []
+            table = self._table(path)
+            self._sizes[(path, scope)] = frozenset(
+                ".".join(parts) for call in calls if not ast_qualnames(call.func, table).isdisjoint(SIZE_FACTORIES)
+                for arg in call.args if (parts := dotted(arg)) is not None)
+        return ".".join(text) in self._sizes[(path, scope)]
 
     def _table(self, path: str) -> ImportTable:
         if path not in self._tables:
@@ -93,7 +124,7 @@ class Float32Flow:
                 return self.expression(path, scope, chosen, hops)
             if not isinstance(node, (ast.Name, ast.Call)):
                 key = None  # what the item comes out of: float32 as a whole, or not proved
-        if is_number(node):
+        if is_number(node) or self._is_size(path, scope, node):
             return True
         if isinstance(node, ast.Name):
             return node.id not in ("self", "cls") and self._ask(

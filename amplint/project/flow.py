@@ -47,24 +47,19 @@ which bounds the work; `MAX_HOPS` parameter-to-caller steps bound the recursion 
 from __future__ import annotations
 
 import ast
-from typing import (
-    TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple,
-    TypeVar,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
-from amplint.project.flowcalls import (
-    array_index, dataclass_fields, is_classmethod, is_partial, last_name, star_params, super_owner,
-)
+from amplint.project.flowattrs import AttributeFlow
+from amplint.project.flowcalls import array_index, is_classmethod, is_partial, star_params, super_owner
 from amplint.project.flowstrings import ANY, StringFlow, matches
-from amplint.project.flowtrees import (ClassAssignments, FileTree, TreeShelf, class_assignments, dotted, lambda_key,
-                                       param_names)
+from amplint.project.flowtrees import ClassAssignments, FileTree, TreeShelf, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
-    Value, Values, elements,
+    Value, Values, any_keyed, elements, items, keyed,
     modules_of as _modules, unprepared,
 )
 from amplint.project.memo import Doubts
@@ -98,14 +93,13 @@ SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double",
 WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel", "DDP", "FullyShardedDataParallel",
                             "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper", "deepcopy", "copy"})
 CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
+KEYED_CONTAINERS = frozenset({"ModuleDict", "dict", "OrderedDict"})  # built from a dict, they keep its keys
 # Collections whose calls run the same method of every member: torchmetrics' `MetricCollection(metrics)`, whose
 # `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.
 FANOUT_CALLS = frozenset({"MetricCollection"})
-PROPERTIES = frozenset({"property", "cached_property"})
-T = TypeVar("T")  # a method read as an attribute gives what it returns
 
 
-class Flow(CallSites, StringFlow):
+class Flow(CallSites, StringFlow, AttributeFlow):
     """Answers "what may this name hold?" over the project's trees, for the resolver."""
 
     def __init__(self, resolver: "Resolver", loader: "Loader") -> None:
@@ -123,15 +117,6 @@ class Flow(CallSites, StringFlow):
     # --- trees -----------------------------------------------------------------------------------------
     def tree(self, path: str) -> Optional[FileTree]:
         return self._trees.get(path)
-
-    def _assignments(self, ref: "ClassRef") -> Optional[ClassAssignments]:
-        """What the class assigns (None where the project does not hold it), read from its tree once."""
-        if ref not in self._classes:
-            tree = self.tree(ref.path)
-            node = tree.classes.get(ref.name) if tree is not None else None
-            self._classes[ref] = None if node is None else class_assignments(  # type: ignore[union-attr]
-                tree, ref.name, dataclass_fields(node))
-        return self._classes[ref]
 
     def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values:
         """One question, memoized. Past `MAX_HOPS`, or inside its own answer (a cycle), it answers nothing, and
@@ -184,6 +169,10 @@ class Flow(CallSites, StringFlow):
                 return _NONE
             facts = tree.scope_facts(current)
             found = set(self._assigned(path, current, facts.bindings.get(name, ()), name, hops))
+            filled = self.filled([(path, current, key, value) for key, value in facts.elements[name]], hops) \
+                if name in facts.elements else None  # `heads["pi"] = head`, `layers.append(block)`
+            if filled is not None and filled.elements:
+                found.add(filled)
             for writer in tree.global_writers(name) if current == MODULE_KEY else ():  # `global M; M = model`
                 found.update(self._assigned(path, writer, tree.scope_facts(writer).bindings[name], name, hops))
             if current != MODULE_KEY and (name in param_names(node) or name in star_params(node)):
@@ -276,10 +265,13 @@ class Flow(CallSites, StringFlow):
         if isinstance(node, ast.Subscript):
             if array_index(node.slice):
                 return _NONE  # `logits[:, -1, :]`: an array's elements, never a module or a distribution
-            return elements(self.value(path, scope, node.value, hops))
-        if isinstance(node, (ast.Dict,)):
-            return frozenset({Container(frozenset(v for item in node.values if item is not None
-                                                  for v in self.value(path, scope, item, hops)))})
+            return self._item(path, scope, self.value(path, scope, node.value, hops), node.slice, hops)
+        if isinstance(node, ast.Dict):  # `{**more}`: its elements, and no keys
+            return frozenset({keyed((
+                key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None,
+                self.value(path, scope, item, hops) if key is not None else
+                elements(self.value(path, scope, item, hops)),
+            ) for key, item in zip(node.keys, node.values))})
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return frozenset({Container(frozenset(v for item in node.elts
                                                   for v in self.value(path, scope, item, hops)))})
@@ -355,14 +347,21 @@ class Flow(CallSites, StringFlow):
         prepared = self.prepared(path, scope, node, hops) if name == "prepare" else None
         if prepared is not None:  # `accelerator.prepare(model)`; of several, a tuple (`_bound` unpacks it)
             return prepared[0] if len(prepared) == 1 else frozenset({Container(frozenset().union(*prepared))})
-        if isinstance(func, ast.Attribute) and name in ELEMENT_READS:  # `bundle.get("policy")`, `d.pop(k, None)`
-            held = elements(self.value(path, scope, func.value, hops))
+        if isinstance(func, ast.Attribute) and name in ELEMENT_READS and node.args:  # `bundle.get("policy")`
+            held = self._item(path, scope, self.value(path, scope, func.value, hops), node.args[0], hops)
             if held:
                 return held | frozenset(v for default in node.args[1:2] for v in self.value(path, scope, default, hops))
         if name in CONTAINERS:
+            if name == "dict" and not node.args and node.keywords:  # `dict(policy=p, critic=c)`
+                return self.value(path, scope, ast.Dict(keys=[None if k.arg is None else ast.Constant(k.arg)
+                                                              for k in node.keywords],
+                                                        values=[k.value for k in node.keywords]), hops)
             if not node.args:
                 return _NONE
             inner = self.value(path, scope, node.args[0], hops)
+            dicts = [v for v in inner if isinstance(v, Container) and v.keyed is not None]
+            if name in KEYED_CONTAINERS and len(dicts) == len(inner) == 1:  # `nn.ModuleDict({...})`: its keys too
+                return frozenset(dicts)
             return frozenset({Container(elements(inner) | frozenset(v for v in inner if not isinstance(v, Container)))})
         if name == "getattr" and len(node.args) >= 2:  # `getattr(obj, name, default)`: the default too
             return self._getattr(path, scope, node.args[0], node.args[1], hops).union(
@@ -381,6 +380,26 @@ class Flow(CallSites, StringFlow):
             else:
                 targets.update(dict.fromkeys(self.runs(callee) or ()))
         return frozenset(found).union(*(self.returns(at, key, hops + 1) for at, key in targets))
+
+    def filled(self, stores: Sequence[Tuple[str, str, Optional[ast.expr], ast.expr]], hops: int) -> Container:
+        """The container that element stores (path, scope, key, value) fill: by key where every key is a string
+        the flow knows (a literal, or a name holding known strings: stored under each), otherwise by element."""
+        pairs: List[Tuple[Optional[str], Values]] = []
+        for path, scope, key, value in stores:
+            held = self.value(path, scope, value, hops)
+            patterns = self.strings(path, scope, key, hops) if key is not None else frozenset()
+            known = bool(patterns) and not any(p.endswith(ANY) for p in patterns)
+            pairs.extend([(p, held) for p in sorted(patterns)] if known else [(None, held)])
+        return keyed(pairs)
+
+    def _item(self, path: str, scope: str, held: Values, key: ast.expr, hops: int) -> Values:
+        """`held[key]`: by key where a container is keyed and the strings `key` may be are all known
+        (`heads["policy"]`, `REGISTRY[name]` with `name = "gaussian"`), otherwise any element."""
+        if not any_keyed(held):
+            return elements(held)
+        patterns = self.strings(path, scope, key, hops)
+        known = bool(patterns) and not any(p.endswith(ANY) for p in patterns)
+        return items(held, frozenset(patterns) if known else None)
 
     def _getattr(self, path: str, scope: str, owner: ast.expr, name: ast.expr, hops: int) -> Values:
         """`getattr(owner, name)`: the attribute of each name `name` may hold; where only a prefix (or nothing)
@@ -496,97 +515,3 @@ class Flow(CallSites, StringFlow):
         except RecursionError:  # an expression nested past Python's stack: not followed
             self.resolver.doubts.cut_by_stack()
             return _NONE, []
-
-    # --- attributes ------------------------------------------------------------------------------------
-    def attr_values(self, cls: "ClassRef", attr: str, hops: int = 0) -> Values:
-        """What `self.<attr>` may hold on an instance of `cls`: every assignment on its MRO and in subclasses."""
-        return self._ask(("attr", cls, attr), hops, lambda: self._attr_values(cls, attr, hops))
-
-    def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
-        kinds = frozenset(self._instance_refs(cls))
-        assigned = frozenset(v for path, scope, value in self.own_assignments(cls, attr)
-                             for v in self._stored(cls, kinds, path, scope, value, hops)).union(
-            *(self.given_where(path, scope, owner, value, kinds, hops, True)
-              for path, scope, owner, value in self._outside_stores(attr)))
-        getter = self._property(cls, attr) if not assigned else None
-        return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
-
-    def _stored(self, cls: "ClassRef", kinds: FrozenSet["ClassRef"], path: str, scope: str, value: ast.expr,
-                hops: int) -> Values:
-        """What an assignment of the attribute stores on an instance of `cls` (`kinds`: the classes one may be):
-        for `self.attr = value` in a method of one of them, what `value` holds where `self` is one
-        (`given_where`: a setter's parameter, what the calls on such an instance give it). An argument a data
-        class's field takes, in a method of another class, is read as it is, whatever the receiver."""
-        tree = self.tree(path) if scope != MODULE_KEY else None
-        node = tree.scopes.get(scope) if tree is not None else None
-        first = param_names(node)[:1] if node is not None and self._is_method(tree, scope) else []  # type: ignore
-        if not first or ClassRef(path, scope.rpartition(".")[0]) not in kinds:
-            return self.value(path, scope, value, hops)
-        return self.given_where(path, scope, ast.Name(id=first[0], ctx=ast.Load()), value, kinds, hops, False)
-
-    def _property(self, cls: "ClassRef", attr: str) -> Optional[Tuple[str, str]]:
-        """(path, key) of the getter when `attr` is a property of `cls` (`@property`, `@cached_property`)."""
-        ref = self._first_defining(cls, attr)
-        tree = self.tree(ref.path) if ref is not None else None
-        node = tree.scopes.get(f"{ref.name}.{attr}") if tree is not None and ref is not None else None
-        decorators = getattr(node, "decorator_list", ())
-        if ref is None or not any(last_name(d) in PROPERTIES for d in decorators):
-            return None
-        return ref.path, f"{ref.name}.{attr}"
-
-    def instance_classes(
-        self, cls: "ClassRef",
-    ) -> Iterator[Tuple["ClassRef", Optional[FileTree], Optional[ast.ClassDef]]]:
-        """The classes an instance of `cls` may be (its MRO, then its subclasses), each with its file's tree and
-        its `class` node (None where the project does not hold it)."""
-        for ref in self._instance_refs(cls):
-            tree = self.tree(ref.path)
-            yield ref, tree, tree.classes.get(ref.name) if tree is not None else None
-
-    def _instance_refs(self, cls: "ClassRef") -> List["ClassRef"]:
-        """The classes an instance of `cls` may be: its MRO, then its subclasses, each once."""
-        return list(dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]))
-
-    def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
-        """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class's own
-        (`own_assignments`), and every store from outside the class whose owner may hold one."""
-        yield from self.own_assignments(cls, attr)
-        yield from self.stored_outside(cls, attr, lambda path, scope, value: (path, scope, value))
-
-    def own_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
-        """(path, scope, value) of the class bodies' `attr = ...` (read at module scope) and the methods'
-        `self.attr = ...`, on the MRO of `cls` and in its subclasses, and a data class field's arguments."""
-        for ref in self._instance_refs(cls):
-            self.budget.charge()
-            found = self._assignments(ref)
-            if found is None:
-                continue
-            for value in found.body.get(attr, ()):
-                yield ref.path, MODULE_KEY, value
-            for scope, value in found.methods.get(attr, ()):
-                yield ref.path, scope, value
-            fields = found.fields
-            if fields is not None and attr in fields:  # `Setup(model=m)`: the argument its field takes
-                for site in self.call_sites(ref.path, f"{ref.name}.__init__"):
-                    argument = call_argument(site.call, fields, attr, 0)
-                    if argument is not None:
-                        yield site.path, site.scope, argument
-
-    def stored_outside(self, cls: "ClassRef", attr: str, read: Callable[[str, str, ast.expr], T]) -> Iterator[T]:
-        """What `read(path, scope, value)` gives of each `owner.attr = value` in the project (`policy.head =
-        NormalHead()`) whose owner may hold an instance of `cls` (its MRO or a subclass), where it gives
-        something. The value is read before the owner: most stores hold nothing the asker follows (`m.weight = p`)."""
-        kinds = frozenset(self._instance_refs(cls)) if self.loader.storing(attr) else frozenset()
-        for path, scope, owner, value in self._outside_stores(attr):
-            got = read(path, scope, value)
-            if got and self.may_hold(path, scope, owner, kinds, 0, True):
-                yield got
-
-    def _outside_stores(self, attr: str) -> Iterator[Tuple[str, str, ast.expr, ast.expr]]:
-        """(path, scope, owner, value) of each `owner.attr = value` in the files whose text stores `attr` on an
-        owner other than `self`."""
-        for path in self.loader.storing(attr):
-            self.budget.charge()
-            tree = self.tree(path)
-            for scope, owner, value in tree.attr_stores(attr) if tree is not None else ():
-                yield path, scope, owner, value

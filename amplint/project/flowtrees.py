@@ -36,6 +36,8 @@ class _ScopeFacts:
     declared: FrozenSet[str] = frozenset()  # names it declares `global` or `nonlocal`
     # attr -> (owner, value) of `owner.attr = value` where the owner is not `self` (`policy.head = NormalHead()`)
     stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = field(default_factory=dict)
+    # a container's dotted name -> (key, value) of `heads[key] = value`, `layers.append(value)` (key None)
+    elements: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -155,6 +157,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
     stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = {}
     lambdas: List[ast.Lambda] = []
+    elements: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]] = {}
 
     def bind(target: ast.AST, node: ast.AST) -> None:  # `a, b = ...`, not the `self` of `self.x = ...`
         for name in ast.walk(target):
@@ -165,6 +168,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
         if isinstance(node, ast.Call):
             calls.append(node)
             _note_stored_attr(node, self_attrs)
+            _note_element_call(node, elements)
         elif isinstance(node, ast.Lambda):
             lambdas.append(node)
         elif isinstance(node, ast.Return) and node.value is not None:
@@ -182,6 +186,9 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
                 if isinstance(target, ast.Attribute) and not (isinstance(target.value, ast.Name) and
                                                               target.value.id == "self"):
                     stores.setdefault(target.attr, []).append((target.value, node.value))
+                owner = dotted(target.value) if isinstance(target, ast.Subscript) else None
+                if owner is not None:  # `self.heads[name] = head`
+                    elements.setdefault(".".join(owner), []).append((target.slice, node.value))
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             bind(node.target, node)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
@@ -192,7 +199,7 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
         returns.append(scope.body)
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
     return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs, lambdas, frozenset(declared),
-                       stores)
+                       stores, elements)
 
 
 def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
@@ -249,6 +256,16 @@ def _is_getattr(node: ast.AST) -> bool:
 
 # Methods that store their second argument as an attribute named by their first: `self.add_module("net", m)`.
 _STORING_METHODS = frozenset({"add_module", "register_module"})
+_ELEMENT_METHODS = {"append": 0, "insert": 1}  # a list's methods that store one element: its argument's position
+
+
+def _note_element_call(call: ast.Call, found: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]]) -> None:
+    """`layers.append(block)`, `layers.insert(0, block)`: an element stored with no key."""
+    func, args = call.func, call.args
+    position = _ELEMENT_METHODS.get(func.attr) if isinstance(func, ast.Attribute) else None
+    owner = dotted(func.value) if position is not None else None  # type: ignore[union-attr]
+    if owner is not None and len(args) == position + 1 and not call.keywords:  # type: ignore[operator]
+        found.setdefault(".".join(owner), []).append((None, args[-1]))
 
 
 def _note_stored_attr(call: ast.Call, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
@@ -417,13 +434,22 @@ class ClassAssignments:
     body: Dict[str, List[ast.expr]]  # `attr = value` in the class body, by name
     methods: Dict[str, List[Tuple[str, ast.expr]]]  # (method scope, value) of `self.attr = value`, by name
     fields: Optional[List[str]]  # a `@dataclass`'s or `NamedTuple`'s fields (`flowcalls.dataclass_fields`)
+    # (method scope, key, value) of `self.attr[key] = value` and `self.attr.append(value)` (key None), by name
+    elements: Dict[str, List[Tuple[str, Optional[ast.expr], ast.expr]]] = field(default_factory=dict)
 
 
 def class_assignments(tree: FileTree, name: str, fields: Optional[List[str]]) -> ClassAssignments:
     body: Dict[str, List[ast.expr]] = {}
+    elements: Dict[str, List[Tuple[str, Optional[ast.expr], ast.expr]]] = {}
     for item in tree.classes[name].body:
         if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None:
             targets = item.targets if isinstance(item, ast.Assign) else [item.target]
             for each in dict.fromkeys(t.id for t in targets if isinstance(t, ast.Name)):
                 body.setdefault(each, []).append(item.value)
-    return ClassAssignments(body, tree.self_attrs(name), fields)
+        scope = f"{name}.{getattr(item, 'name', '')}"
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope in tree.scopes:
+            for owner, stored in tree.scope_facts(scope).elements.items():
+                root, _, attr = owner.partition(".")
+                if root == "self" and attr and "." not in attr:
+                    elements.setdefault(attr, []).extend((scope, key, value) for key, value in stored)
+    return ClassAssignments(body, tree.self_attrs(name), fields, elements)

@@ -6,7 +6,7 @@ answers (the call sites, the prepared models, the dtypes across calls) can name 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import FrozenSet, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, Optional, Set, Tuple, Union
 
 from amplint.project.accelvalues import Accelerated, Prepared
 from amplint.project.symbols import ClassRef, _Func, _Instance, _Module
@@ -26,9 +26,11 @@ class ClassValue:
 
 @dataclass(frozen=True)
 class Container:
-    """A dict, list, tuple, `nn.ModuleDict`: its elements, joined (keys are not told apart)."""
+    """A dict, list, tuple, `nn.ModuleDict`: its elements, joined, and for a dict whose keys are all string
+    literals (`{"policy": NormalHead(), "critic": LaplaceHead()}`) what each key holds (`keyed`, sorted)."""
 
     elements: FrozenSet["Value"]
+    keyed: Optional[Tuple[Tuple[str, FrozenSet["Value"]], ...]] = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,39 @@ NONE: Values = frozenset()
 
 def elements(values: Values) -> Values:
     return frozenset(e for v in values if isinstance(v, (Container, Fanout)) for e in v.elements)
+
+
+def keyed(pairs: Iterable[Tuple[Optional[str], Values]]) -> Container:
+    """The container a dict display (or `dict(k=v)`) builds from its (key, values) pairs, a key None where it is
+    not a string literal (`**more`, `{name: head}`): then it is read by element only."""
+    held: Dict[str, Set[Value]] = {}
+    loose: Set[Value] = set()
+    whole = True
+    for key, values in pairs:
+        whole = whole and key is not None
+        (held.setdefault(key, set()) if key is not None else loose).update(values)
+    by_key = tuple((key, frozenset(held[key])) for key in sorted(held))
+    return Container(frozenset(loose).union(*held.values()), by_key if whole else None)
+
+
+def items(values: Values, keys: Optional[FrozenSet[str]]) -> Values:
+    """What `container[key]` may be, for a key that may be any of `keys` (None: not known): a keyed container's
+    values under those keys where it has every one of them (a key it lacks may have been stored later, by a
+    subscript the flow does not read), otherwise every element."""
+    found: Set[Value] = set()
+    for value in values:
+        if not isinstance(value, (Container, Fanout)):
+            continue
+        by_key = dict(value.keyed) if isinstance(value, Container) and value.keyed is not None else None
+        if by_key is not None and keys is not None and keys <= by_key.keys():
+            found.update(v for key in keys for v in by_key[key])
+        else:
+            found.update(value.elements)
+    return frozenset(found)
+
+
+def any_keyed(values: Values) -> bool:
+    return any(isinstance(v, Container) and v.keyed is not None for v in values)
 
 
 def unprepared(values: Values) -> Values:

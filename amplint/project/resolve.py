@@ -396,6 +396,11 @@ class Resolver(Subclassing):
             held = self._self_attr(own, parts[1])  # `self.policy(...)`, `self.policy.act(...)`
             if not held and len(parts) == 2:  # calling an `nn.Sequential` runs each of its modules
                 held = self._self_attr(own, parts[1] + "[]")
+            if parts[1].endswith("[]") and len({i.cls for i in held}) != 1:  # `self.heads["policy"](x)`: by key
+                keyed = self.flow.call_values(path, function.key, call.line, call.column,
+                                              parts[2] if len(parts) == 3 else None)
+                if keyed[0]:
+                    return self.flowed_targets(*keyed)
             if not held:
                 attr = parts[1]
                 values = flow.elements(self.flow.attr_values(own, attr[:-2])) if attr.endswith("[]") else \

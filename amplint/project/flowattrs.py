@@ -1,0 +1,155 @@
+"""What a `self.` attribute holds: the attribute half of `flow.Flow`.
+
+An attribute holds the join of its assignments on the MRO of the class asked about and in its subclasses: the
+class bodies' `attr = ...`, the methods' `self.attr = ...`, a data class field's arguments, the stores made
+from outside the class (`policy.head = NormalHead()`) whose owner may hold such an instance, and, where
+nothing assigns it, what a `@property` of that name returns. A method's parameter stored on `self` (a
+setter), and a store from outside whose owner and value are both a function's parameters, are read per call
+site (`CallSites.given_where`).
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, TypeVar
+
+from amplint.project.callsites import call_argument
+from amplint.project.flowcalls import dataclass_fields, last_name
+from amplint.project.flowtrees import ClassAssignments, FileTree, class_assignments, param_names
+from amplint.project.flowvalues import Container, Values
+from amplint.project.summary import MODULE_KEY
+from amplint.project.symbols import ClassRef
+
+PROPERTIES = frozenset({"property", "cached_property"})
+T = TypeVar("T")
+
+
+class AttributeFlow:
+    """The attribute half of `flow.Flow` (which defines `tree`, `value`, `returns` and the memo this reads)."""
+
+    if TYPE_CHECKING:  # pragma: no cover - provided by `flow.Flow` and `callsites.CallSites`
+        resolver: Any
+        loader: Any
+        budget: Any
+        _classes: Dict[ClassRef, Optional[ClassAssignments]]
+
+        def tree(self, path: str) -> Optional[FileTree]: ...
+        def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values: ...
+        def returns(self, path: str, scope: str, hops: int = 0) -> Values: ...
+        def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values: ...
+        def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]: ...
+        def _is_method(self, tree: FileTree, scope: str) -> bool: ...
+        def call_sites(self, path: str, scope: str, hops: int = 0) -> Tuple[Any, ...]: ...
+        def filled(self, stores: Sequence[Tuple[str, str, Optional[ast.expr], ast.expr]], hops: int) -> Container: ...
+
+        def given_where(self, path: str, scope: str, owner: Optional[ast.expr], value: ast.expr,
+                        kinds: FrozenSet[ClassRef], hops: int, strict: bool) -> Values: ...
+
+        def may_hold(self, path: str, scope: str, owner: Optional[ast.expr], kinds: FrozenSet[ClassRef], hops: int,
+                     strict: bool) -> bool: ...
+
+    def _assignments(self, ref: "ClassRef") -> Optional[ClassAssignments]:
+        """What the class assigns (None where the project does not hold it), read from its tree once."""
+        if ref not in self._classes:
+            tree = self.tree(ref.path)
+            node = tree.classes.get(ref.name) if tree is not None else None
+            self._classes[ref] = None if node is None else class_assignments(  # type: ignore[union-attr]
+                tree, ref.name, dataclass_fields(node))
+        return self._classes[ref]
+
+    def attr_values(self, cls: "ClassRef", attr: str, hops: int = 0) -> Values:
+        """What `self.<attr>` may hold on an instance of `cls`: every assignment on its MRO and in subclasses."""
+        return self._ask(("attr", cls, attr), hops, lambda: self._attr_values(cls, attr, hops))
+
+    def _attr_values(self, cls: "ClassRef", attr: str, hops: int) -> Values:
+        kinds = frozenset(self._instance_refs(cls))
+        assigned = frozenset(v for path, scope, value in self.own_assignments(cls, attr)
+                             for v in self._stored(cls, kinds, path, scope, value, hops)).union(
+            *(self.given_where(path, scope, owner, value, kinds, hops, True)
+              for path, scope, owner, value in self._outside_stores(attr)))
+        elements = [(ref.path, scope, key, value) for ref in kinds for scope, key, value in
+                    getattr(self._assignments(ref), "elements", {}).get(attr, ())]
+        filled = self.filled(elements, hops) if elements else None  # `self.heads[name] = head` in a method
+        if filled is not None and filled.elements:  # (`self.buf[i] = x` of a tensor fills nothing the flow follows)
+            assigned |= {filled}
+        getter = self._property(cls, attr) if not assigned else None
+        return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
+
+    def _stored(self, cls: "ClassRef", kinds: FrozenSet["ClassRef"], path: str, scope: str, value: ast.expr,
+                hops: int) -> Values:
+        """What an assignment of the attribute stores on an instance of `cls` (`kinds`: the classes one may be):
+        for `self.attr = value` in a method of one of them, what `value` holds where `self` is one
+        (`given_where`: a setter's parameter, what the calls on such an instance give it). An argument a data
+        class's field takes, in a method of another class, is read as it is, whatever the receiver."""
+        tree = self.tree(path) if scope != MODULE_KEY else None
+        node = tree.scopes.get(scope) if tree is not None else None
+        first = param_names(node)[:1] if node is not None and self._is_method(tree, scope) else []  # type: ignore
+        if not first or ClassRef(path, scope.rpartition(".")[0]) not in kinds:
+            return self.value(path, scope, value, hops)
+        return self.given_where(path, scope, ast.Name(id=first[0], ctx=ast.Load()), value, kinds, hops, False)
+
+    def _property(self, cls: "ClassRef", attr: str) -> Optional[Tuple[str, str]]:
+        """(path, key) of the getter when `attr` is a property of `cls` (`@property`, `@cached_property`)."""
+        ref = self._first_defining(cls, attr)
+        tree = self.tree(ref.path) if ref is not None else None
+        node = tree.scopes.get(f"{ref.name}.{attr}") if tree is not None and ref is not None else None
+        decorators = getattr(node, "decorator_list", ())
+        if ref is None or not any(last_name(d) in PROPERTIES for d in decorators):
+            return None
+        return ref.path, f"{ref.name}.{attr}"
+
+    def instance_classes(
+        self, cls: "ClassRef",
+    ) -> Iterator[Tuple["ClassRef", Optional[FileTree], Optional[ast.ClassDef]]]:
+        """The classes an instance of `cls` may be (its MRO, then its subclasses), each with its file's tree and
+        its `class` node (None where the project does not hold it)."""
+        for ref in self._instance_refs(cls):
+            tree = self.tree(ref.path)
+            yield ref, tree, tree.classes.get(ref.name) if tree is not None else None
+
+    def _instance_refs(self, cls: "ClassRef") -> List["ClassRef"]:
+        """The classes an instance of `cls` may be: its MRO, then its subclasses, each once."""
+        return list(dict.fromkeys([*self.resolver.mro(cls), *self.resolver.subclasses(cls)]))
+
+    def attr_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
+        """(path, scope, value) of each assignment of `attr` an instance of `cls` may hold: the class's own
+        (`own_assignments`), and every store from outside the class whose owner may hold one."""
+        yield from self.own_assignments(cls, attr)
+        yield from self.stored_outside(cls, attr, lambda path, scope, value: (path, scope, value))
+
+    def own_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
+        """(path, scope, value) of the class bodies' `attr = ...` (read at module scope) and the methods'
+        `self.attr = ...`, on the MRO of `cls` and in its subclasses, and a data class field's arguments."""
+        for ref in self._instance_refs(cls):
+            self.budget.charge()
+            found = self._assignments(ref)
+            if found is None:
+                continue
+            for value in found.body.get(attr, ()):
+                yield ref.path, MODULE_KEY, value
+            for scope, value in found.methods.get(attr, ()):
+                yield ref.path, scope, value
+            fields = found.fields
+            if fields is not None and attr in fields:  # `Setup(model=m)`: the argument its field takes
+                for site in self.call_sites(ref.path, f"{ref.name}.__init__"):
+                    argument = call_argument(site.call, fields, attr, 0)
+                    if argument is not None:
+                        yield site.path, site.scope, argument
+
+    def stored_outside(self, cls: "ClassRef", attr: str, read: Callable[[str, str, ast.expr], T]) -> Iterator[T]:
+        """What `read(path, scope, value)` gives of each `owner.attr = value` in the project (`policy.head =
+        NormalHead()`) whose owner may hold an instance of `cls` (its MRO or a subclass), where it gives
+        something. The value is read before the owner: most stores hold nothing the asker follows (`m.weight = p`)."""
+        kinds = frozenset(self._instance_refs(cls)) if self.loader.storing(attr) else frozenset()
+        for path, scope, owner, value in self._outside_stores(attr):
+            got = read(path, scope, value)
+            if got and self.may_hold(path, scope, owner, kinds, 0, True):
+                yield got
+
+    def _outside_stores(self, attr: str) -> Iterator[Tuple[str, str, ast.expr, ast.expr]]:
+        """(path, scope, owner, value) of each `owner.attr = value` in the files whose text stores `attr` on an
+        owner other than `self`."""
+        for path in self.loader.storing(attr):
+            self.budget.charge()
+            tree = self.tree(path)
+            for scope, owner, value in tree.attr_stores(attr) if tree is not None else ():
+                yield path, scope, owner, value

@@ -1,0 +1,53 @@
+"""The flow's containers: a dict display kept by key, what a subscript reads of it, and the element stores a
+scope makes (`flowvalues.keyed`, `flowvalues.items`, `flowtrees` element stores)."""
+from __future__ import annotations
+
+import ast
+
+from amplint.project.flowtrees import class_assignments, index_tree
+from amplint.project.flowvalues import Container, Fanout, Function, items, keyed
+
+A, B, C = Function("m.py", "a"), Function("m.py", "b"), Function("m.py", "c")
+
+
+def test_a_dict_with_literal_keys_keeps_what_each_key_holds() -> None:
+    made = keyed([("pi", frozenset({A})), ("v", frozenset({B})), ("pi", frozenset({C}))])
+    assert made == Container(frozenset({A, B, C}), (("pi", frozenset({A, C})), ("v", frozenset({B}))))
+
+
+def test_a_key_that_is_no_literal_keeps_only_the_elements() -> None:
+    assert keyed([("pi", frozenset({A})), (None, frozenset({B}))]) == Container(frozenset({A, B}))
+
+
+def test_a_subscript_reads_the_keys_it_may_spell_and_every_element_otherwise() -> None:
+    heads = frozenset({keyed([("pi", frozenset({A})), ("v", frozenset({B}))])})
+    assert items(heads, frozenset({"pi"})) == {A}
+    assert items(heads, frozenset({"pi", "v"})) == {A, B}
+    assert items(heads, None) == {A, B}  # a key the flow cannot spell
+    assert items(heads, frozenset({"q"})) == {A, B}  # a key the display lacks: stored later, maybe
+    listed = frozenset({Container(frozenset({A, B})), Fanout(frozenset({C}))})
+    assert items(listed, frozenset({"pi"})) == {A, B, C}  # a list, or a collection of metrics: any element
+
+
+def test_a_scope_records_its_element_stores_and_an_attribute_store_binds_no_name() -> None:
+    tree = index_tree(ast.parse(
+        "class Agent:\n"
+        "    def __init__(self, names):\n"
+        "        self.heads = {}\n"
+        "        for name in names:\n"
+        "            self.heads[name] = make(name)\n"
+        "        self.heads['pi'] = Head()\n"
+        "        blocks = []\n"
+        "        blocks.append(Block())\n"
+        "        blocks.insert(0, First())\n"
+        "        blocks.append(Block(), 1)\n"  # no list's append: not a store
+        "        self.out = blocks\n"))
+    facts = tree.scope_facts("Agent.__init__")
+    assert {owner: sorted((ast.unparse(k) if k is not None else "", ast.unparse(v)) for k, v in stored)
+            for owner, stored in facts.elements.items()} == {
+        "self.heads": [("'pi'", "Head()"), ("name", "make(name)")],
+        "blocks": [("", "Block()"), ("", "First()")]}
+    assert "self" not in facts.bindings and set(facts.bindings) == {"name", "blocks"}
+    stores = class_assignments(tree, "Agent", None).elements
+    assert {attr: sorted((scope, ast.unparse(v)) for scope, _, v in found) for attr, found in stores.items()} == {
+        "heads": [("Agent.__init__", "Head()"), ("Agent.__init__", "make(name)")]}

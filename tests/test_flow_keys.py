@@ -1,0 +1,134 @@
+"""A container read by key: `self.heads["policy"]`, `REGISTRY[name]`, `bundle.get("pi")`, and one filled by stores.
+
+A dict's elements were joined whatever the key, so `self.heads["policy"](x, y)` entered the critic's head too,
+and its `Laplace.log_prob`, which the run computes outside any float16 region, was reported. A dict whose keys
+are all string literals now keeps what each key holds (`flowvalues.Container.keyed`), and a subscript whose key
+the flow can spell (a literal, a name or parameter holding known strings: `flowstrings`) reads only those keys;
+any other key still reads every element. A container filled by stores (`self.heads[name] = NormalHead()` in a
+loop, `blocks.append(block)`) held nothing, and its heads were missed; the stores now fill it.
+
+Each project runs under `amplint trace`; the check reports exactly what the run computed in float16.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import found_places, traced_comparison
+
+MODEL = """\
+import torch
+from torch import nn
+from torch.distributions import Laplace, Normal
+
+
+class NormalHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Linear(4, 1)
+        self.sd = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return -Normal(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
+
+
+class LaplaceHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Linear(4, 1)
+        self.sd = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return -Laplace(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
+"""
+TRAIN = """\
+import os
+
+import torch
+from torch import nn
+from model import LaplaceHead, NormalHead
+
+REGISTRY = {{"normal": NormalHead, "laplace": LaplaceHead}}
+LOCAL = {{"pi": NormalHead(), "v": LaplaceHead()}}
+
+
+class Agent(nn.Module):
+    def __init__(self, names=("policy",)):
+        super().__init__()
+{init}
+
+    def act(self, key, x, y):
+        return self.heads[key](x, y)
+
+    def forward(self, x, y):
+{forward}
+
+
+def main():
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    agent = Agent()
+    name = "normal"
+    with torch.autocast("cpu", dtype=torch.float16):
+        print({inside})
+    print({outside})
+
+
+main()
+"""
+HEADS = '        self.heads = nn.ModuleDict({"policy": NormalHead(), "critic": LaplaceHead()})'
+POLICY = '        return self.heads["policy"](x, y)'
+NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")  # `model.py`'s sites
+# name -> (__init__'s body, forward's body, what runs in float16, what runs outside, what is reported, what is
+# reported that never runs in float16)
+CASES: Dict[str, Tuple[str, str, str, str, List[Tuple[str, int, int, str]], List[Tuple[str, int]]]] = {
+    # an `nn.ModuleDict` display read by a literal key in the region, by the other key outside it
+    "module_dict": (HEADS, POLICY, "agent(x, y)", 'agent.heads["critic"](x, y)', [NORMAL], []),
+    # the same built from `dict(k=v)`
+    "dict_keywords": ('        self.heads = nn.ModuleDict(dict(policy=NormalHead(), critic=LaplaceHead()))', POLICY,
+                      "agent(x, y)", 'agent.heads["critic"](x, y)', [NORMAL], []),
+    # a module-level dict read with `.get` and a literal key
+    "get": (HEADS, POLICY, 'LOCAL.get("pi")(x, y)', 'LOCAL["v"](x, y)', [NORMAL], []),
+    # a registry of classes read with a name that holds one known string
+    "registry_name": (HEADS, POLICY, "REGISTRY[name]()(x, y)", 'REGISTRY["laplace"]()(x, y)', [NORMAL], []),
+    # the key a parameter, given a literal by its only caller
+    "key_parameter": (HEADS, POLICY, 'agent.act("policy", x, y)', 'agent.heads["critic"](x, y)', [NORMAL], []),
+    # a key the flow cannot spell: every element, so the critic's head is reported too
+    "unknown_key": (HEADS, '        return self.heads[os.environ.get("HEAD", "policy")](x, y)', "agent(x, y)",
+                    'agent.heads["critic"](x, y)', [NORMAL, LAPLACE], [("model.py", 23)]),
+    # stored by key after the container is made: by key too
+    "stored_by_key": ('        self.heads = nn.ModuleDict()\n        self.heads["policy"] = NormalHead()\n'
+                      '        self.heads["critic"] = LaplaceHead()', POLICY, "agent(x, y)",
+                      'agent.heads["critic"](x, y)', [NORMAL], []),
+    # filled in a loop under names from a parameter, and every element called (missed: the dict held nothing)
+    "filled_in_loop": ('        self.heads = nn.ModuleDict()\n        for name in names:\n'
+                       '            self.heads[name] = NormalHead()',
+                       '        return sum(self.heads[k](x, y) for k in self.heads)', "agent(x, y)", "0",
+                       [NORMAL], []),
+    # a list filled by `append`, then wrapped in an `nn.ModuleList` and iterated (missed: the list held nothing)
+    "appended": ('        blocks = []\n        blocks.append(NormalHead())\n        self.heads = nn.ModuleList(blocks)',
+                 '        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n'
+                 '        return total', "agent(x, y)", "0", [NORMAL], []),
+}
+
+
+def _project(root: Path, case: str) -> Path:
+    init, forward, inside, outside, _, _ = CASES[case]
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'keys'\n")
+    (root / "model.py").write_text(MODEL)
+    (root / "train.py").write_text(TRAIN.format(init=init, forward=forward, inside=inside, outside=outside))
+    return root
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_container_is_read_by_key(tmp_path: Path, case: str) -> None:
+    assert found_places(_project(tmp_path / case, case)) == CASES[case][4]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_what_is_reported_is_what_the_run_computes_in_float16(tmp_path: Path, case: str) -> None:
+    report = traced_comparison(_project(tmp_path / case, case))
+    assert report["missed"] == [], report
+    assert [(u["path"], u["line"]) for u in report["unreached"]] == CASES[case][5], report
