@@ -132,3 +132,63 @@ def test_what_is_reported_is_what_the_run_computes_in_float16(tmp_path: Path, ca
     report = traced_comparison(_project(tmp_path / case, case))
     assert report["missed"] == [], report
     assert [(u["path"], u["line"]) for u in report["unreached"]] == CASES[case][5], report
+
+
+REGISTRY = """\
+MODELS = {}
+
+
+def register(name):
+    def deco(cls):
+        MODELS[name] = cls
+        return cls
+    return deco
+"""
+REGISTERED = """\
+from model import LaplaceHead, NormalHead
+from registry import register
+
+
+@register("normal")
+class Policy(NormalHead):
+    pass
+
+
+@register("laplace")
+class Critic(LaplaceHead):
+    pass
+"""
+REGISTRY_TRAIN = """\
+import torch
+import heads  # noqa: F401 - registers the heads
+from registry import MODELS
+
+
+def main():
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    net = MODELS[{key}]()
+    with torch.autocast("cpu", dtype=torch.float16):
+        print(net(x, y))
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize("key, reported, unreached", [
+    # a key from the environment: either class may be made, and the Laplace one is not
+    ('__import__("os").environ.get("HEAD", "normal")', [NORMAL, LAPLACE], [("model.py", 23)]),
+    # a literal key: each call of `register` makes a `deco` of its own, which the flow reads once for both, so
+    # the name each class is stored under is not known (the limit of this step: read by element)
+    ('"normal"', [NORMAL, LAPLACE], [("model.py", 23)]),
+])
+def test_a_registering_decorator_fills_its_registry(tmp_path: Path, key: str, reported: list, unreached: list) -> None:
+    """`@register("normal") class Policy`: the decorator `register("normal")` gives is called with the class, and
+    stores it in the module's `MODELS` (missed: the registry held nothing, and no head was reached)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'registry'\n")
+    for name, text in {"model.py": MODEL, "registry.py": REGISTRY, "heads.py": REGISTERED,
+                       "train.py": REGISTRY_TRAIN.format(key=key)}.items():
+        (tmp_path / name).write_text(text)
+    assert found_places(tmp_path) == reported
+    report = traced_comparison(tmp_path)
+    assert report["missed"] == [] and [(u["path"], u["line"]) for u in report["unreached"]] == unreached, report

@@ -4,8 +4,10 @@ A call site is a direct call (in the function's file or one that imports it, a s
 a constructor call of a class whose `__init__` it is, `super().__init__(...)` in a subclass, a call through
 the parameter a function was handed to, `functools.partial(f, ...)`, a call of an element of a dict, list or
 tuple the function is stored in (`OBJECTIVES[name](...)`), `cls(...)` in a classmethod (a constructor call), a
-call of an instance (its `__call__` or `forward`), a call of what `getattr` picks by a computed name, and,
-through a function that forwards `*args, **kwargs`, that function's own call sites (`flowcalls`).
+call of an instance (its `__call__` or `forward`), a call of what `getattr` picks by a computed name, a
+decorator applied to a class or function (`@register("normal") class Policy` calls what `register("normal")`
+gives with `Policy`), and, through a function that forwards `*args, **kwargs`, that function's own call
+sites (`flowcalls`).
 """
 from __future__ import annotations
 
@@ -196,6 +198,8 @@ class CallSites:
         heir_files = {c.path for c in heirs} if constructor else set()
         if constructor:
             yield from self._class_constructions(path, scope, ClassRef(path, owner), heirs, hops)
+        if owner not in tree.classes:
+            yield from self._decorations(path, scope, hops)
         if "<locals>" in scope:
             files = [path]
         else:
@@ -230,6 +234,21 @@ class CallSites:
                         yield CallSite(caller, caller_scope, bound_call(call), False)
                     continue
                 yield from self._through_parameter(caller, caller_scope, call, path, scope, short, hops)
+
+    def _decorations(self, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
+        """A decorator that is, or gives, this function, applied to a class or function: a call of it with what
+        it decorates (`@register("normal") class Policy` calls `register.<locals>.deco(Policy)`), looked for in
+        the files that name the function's outermost def."""
+        outermost = scope.split(".", 1)[0]
+        for caller in dict.fromkeys([path, *self.loader.importers(path)]):
+            self.budget.charge()
+            caller_tree = self.tree(caller) if self.loader.mentions(caller, outermost) else None
+            for at, decorator, name in caller_tree.decorated if caller_tree is not None else ():
+                if _names(decorator, outermost) and \
+                        Function(path, scope) in self.value(caller, at, decorator, hops + 1):
+                    call = ast.copy_location(ast.Call(func=decorator, args=[ast.Name(id=name, ctx=ast.Load())],
+                                                      keywords=[]), decorator)
+                    yield CallSite(caller, at, call, False)
 
     def _class_constructions(self, path: str, scope: str, owner: ClassRef, heirs: List[ClassRef],
                              hops: int) -> Iterator["CallSite"]:
@@ -337,6 +356,12 @@ class CallSite:
     scope: str
     call: ast.Call
     bound: bool  # called on an instance or a class: the first parameter (`self`) is not an argument
+
+
+def _names(node: ast.AST, name: str) -> bool:
+    """Does the expression spell `name` (a name, or an attribute's last part)?"""
+    return any(isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name
+               for n in ast.walk(node))
 
 
 def _holds(value: Optional[ast.AST], name: str) -> bool:

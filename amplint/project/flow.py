@@ -169,8 +169,8 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                 return _NONE
             facts = tree.scope_facts(current)
             found = set(self._assigned(path, current, facts.bindings.get(name, ()), name, hops))
-            filled = self.filled([(path, current, key, value) for key, value in facts.elements[name]], hops) \
-                if name in facts.elements else None  # `heads["pi"] = head`, `layers.append(block)`
+            stores = tree.element_stores(name, current)  # `heads["pi"] = head`, `layers.append(block)`
+            filled = self.filled([(path, *store) for store in stores], hops) if stores else None
             if filled is not None and filled.elements:
                 found.add(filled)
             for writer in tree.global_writers(name) if current == MODULE_KEY else ():  # `global M; M = model`

@@ -55,6 +55,10 @@ class FileTree:
     # (scope, call) of the calls a filter keeps (`_calls_of_getattr`, `_calls_of_values`), by the filter's name
     picked_calls: Dict[str, List[Tuple[str, ast.Call]]] = field(default_factory=dict)
     size: int = 0  # the source's length: what keeping the tree costs (`TreeShelf`)
+    # (scope, decorator, name) of each class or function (no method) a decorator is applied to, in the scope
+    # that binds its name: `@register("normal") class Policy` calls what `register("normal")` gives on `Policy`
+    decorated: List[Tuple[str, ast.expr, str]] = field(default_factory=list)
+    storing_elements: Optional[Dict[str, List[str]]] = None  # a container's name -> the scopes storing into it
 
     def scope_facts(self, scope: str) -> _ScopeFacts:
         return self.facts[scope]
@@ -92,6 +96,25 @@ class FileTree:
         found = [key for key, parent in self.parents.items()
                  if parent == scope and "<lambda@" in key.rpartition(".")[2]]
         return found + [inner for key in found for inner in self.lambdas_in(key)]
+
+    def element_stores(self, name: str, binder: str) -> List[Tuple[str, Optional[ast.expr], ast.expr]]:
+        """(scope, key, value) of the element stores on `name` (`heads[k] = v`, `heads.append(v)`) made in
+        `binder` or in a function in it that does not bind `name` itself (`MODELS[name] = cls` in a registering
+        decorator mutates the module's `MODELS`)."""
+        if self.storing_elements is None:  # which scopes store elements into each name: most store none
+            self.storing_elements = {}
+            for scope, facts in self.facts.items():
+                for each in facts.elements:
+                    self.storing_elements.setdefault(each, []).append(scope)
+        found: List[Tuple[str, Optional[ast.expr], ast.expr]] = []
+        for scope in self.storing_elements.get(name, ()):
+            facts = self.facts[scope]
+            owner = scope
+            while owner != MODULE_KEY and name not in self.facts[owner].bound and owner in self.parents:
+                owner = self.parents[owner]
+            if owner == binder:
+                found.extend((scope, key, value) for key, value in facts.elements[name])
+        return found
 
     def calls_named(self, name: str) -> List[Tuple[str, ast.Call]]:
         if self.calls_by_name is None:
@@ -288,8 +311,13 @@ def index_tree(tree: ast.Module) -> FileTree:
     parents: Dict[str, str] = {}
     classes: Dict[str, ast.ClassDef] = {}
 
+    decorated: List[Tuple[str, ast.expr, str]] = []
+
     def visit(body: Iterable[ast.AST], prefix: str, scope: str, in_function: bool) -> None:
         for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+                    not prefix or prefix.endswith("<locals>.")):  # not a method: its name is bound in `scope`
+                decorated.extend((scope, decorator, node.name) for decorator in node.decorator_list)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 key = f"{prefix}{node.name}"
                 scopes[key], parents[key] = node, scope
@@ -320,7 +348,7 @@ def index_tree(tree: ast.Module) -> FileTree:
 
     for key in list(scopes):
         read(key)
-    return FileTree(tree, scopes, parents, classes, facts)
+    return FileTree(tree, scopes, parents, classes, facts, decorated=decorated)
 
 
 def lambda_key(owner: str, node: ast.Lambda) -> str:
