@@ -101,6 +101,10 @@ CASES: Dict[str, Tuple[str, str, List[Tuple[str, int, int, str]], List[Tuple[str
     # class the flow knows, so `set_head` is found by its name, and its call may set any model's head
     "unknown_chain": ("", "    holder = types.SimpleNamespace(agent=policy)\n    holder.agent.set_head(NormalHead())\n"
                       "    critic.set_head(LaplaceHead())", [NORMAL], []),
+    # a receiver that is an expression of no known class (a library call's result): `set_head` is found by its
+    # name, as for `holder.agent` (missed: an expression's method was followed only on a value the flow knew)
+    "expression_receiver": ("\nimport random\n", "    random.choice([policy]).set_head(NormalHead())\n"
+                            "    critic.set_head(LaplaceHead())", [NORMAL], []),
     # the head stored from outside the class, on each model (`policy.head = ...`): no method of the class
     # stores it, and the policy's `self.head` held nothing (the run's float16 site was missed)
     "outside": ("", "    policy.head = NormalHead()\n    critic.head = LaplaceHead()", [NORMAL], []),

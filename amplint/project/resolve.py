@@ -379,8 +379,12 @@ class Resolver(Subclassing):
         if root == EXPRESSION:  # `Scorer().evaluate(x)`: what the expression holds, when a project method may run
             if len(parts) == 2 and not self.loader.may_define_usefully(parts[1]):
                 return []  # `x.float().view(-1)`: no project method of that name
-            return self.flowed_targets(*self.flow.call_values(path, function.key, call.line, call.column,
-                                                              parts[1] if len(parts) == 2 else None))
+            values, methods = self.flow.call_values(path, function.key, call.line, call.column,
+                                                    parts[1] if len(parts) == 2 else None)
+            found = self.flowed_targets(values, methods)
+            if found or len(parts) != 2 or any(isinstance(v, flow.Instance) for v in flow.unprepared(values)):
+                return found
+            return self._unknown_receiver(parts[1:], call)  # `random.choice(agents).set_head(h)`: by its name
         if root in ("self", "cls") and function.class_name is not None:
             own = receiver if receiver is not None else ClassRef(path, function.class_name)
             exact = exact if receiver is not None else False

@@ -1,7 +1,7 @@
 """How the model object is built: which class, looked up how, instantiated where, wrapped in what.
 
-The lookups (a registry dict, `getattr` on a module, `importlib`), a class
-passed as a parameter, a factory in another module and the wrappers
+The lookups (a registry dict, written out or filled by a registering decorator,
+`getattr` on a module, `importlib`), a class passed as a parameter, a factory in another module and the wrappers
 (`.to("cpu")`, a project module whose forward calls the inner one) compose;
 `build` returns a function that renders the construction inside a caller.
 """
@@ -66,7 +66,16 @@ def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple
         other = rng.choice(("linear", "point", "plain"))
         entries = [(key, proj.ref(reg, head_mod, head)), (other, proj.ref(reg, head_mod, sup.other))]
         rng.shuffle(entries)
-        reg.add([f"{table} = {{", *[f'    "{a}": {b},' for a, b in entries], "}"])
+        if rng.random() < 0.5:  # a dict display
+            reg.add([f"{table} = {{", *[f'    "{a}": {b},' for a, b in entries], "}"])
+        else:  # filled by a registering decorator, applied to a subclass of each head
+            register = proj.name("register", "register_head", "registered")
+            reg.add([f"{table} = {{}}"])
+            reg.add([f"def {register}(name: str):", '    """Stores the class it decorates under `name`."""', "",
+                     "    def deco(cls):", f"        {table}[name] = cls", "        return cls", "", "    return deco"])
+            for a, b in entries:
+                reg.add([f'@{register}("{a}")', f"class {proj.name(a.capitalize() + 'Entry')}({b}):",
+                         '    """The head, under its registered name."""'])
         registry = (reg, table, key)
         below.append(reg)
     builder: Optional[Tuple[Module, str]] = None
