@@ -52,6 +52,35 @@ def check_json(root: Path, *extra: str) -> List[Dict[str, Any]]:
     return json.loads(done.stdout) if done.stdout.startswith("[") else []  # type: ignore[no-any-return]
 
 
+# A module with two heads, each a density its `forward` returns: `Normal.log_prob` at 13:17, `Laplace.log_prob`
+# at 23:17 (the value-flow tests give one to each model and check which one a float16 run computes).
+TWO_HEADS = """\
+import torch
+from torch import nn
+from torch.distributions import Laplace, Normal
+
+
+class NormalHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Linear(4, 1)
+        self.sd = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return -Normal(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
+
+
+class LaplaceHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Linear(4, 1)
+        self.sd = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return -Laplace(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
+"""
+
+
 def found_places(root: Path) -> List[Tuple[str, int, int, str]]:
     """(path, line, column, code) of each finding of `amplint check` run in `root`."""
     return [(f["path"], f["line"], f["column"], f["code"]) for f in check_json(root, "--exit-zero")]

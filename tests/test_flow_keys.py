@@ -16,33 +16,8 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import found_places, traced_comparison
+from conftest import TWO_HEADS as MODEL, found_places, traced_comparison
 
-MODEL = """\
-import torch
-from torch import nn
-from torch.distributions import Laplace, Normal
-
-
-class NormalHead(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.mu = nn.Linear(4, 1)
-        self.sd = nn.Linear(4, 1)
-
-    def forward(self, x, y):
-        return -Normal(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
-
-
-class LaplaceHead(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.mu = nn.Linear(4, 1)
-        self.sd = nn.Linear(4, 1)
-
-    def forward(self, x, y):
-        return -Laplace(self.mu(x), torch.sigmoid(self.sd(x))).log_prob(y).mean()
-"""
 TRAIN = """\
 import os
 

@@ -239,9 +239,10 @@ class CallSites:
         """A decorator that is, or gives, this function, applied to a class or function: a call of it with what
         it decorates (`@register("normal") class Policy` calls `register.<locals>.deco(Policy)`), looked for in
         the files that name the function's outermost def."""
-        outermost = scope.split(".", 1)[0]
+        outermost, nested = scope.split(".", 1)[0], "<locals>" in scope
         for caller in dict.fromkeys([path, *self.loader.importers(path)]):
-            self.budget.charge()
+            if nested:  # the files a top-level function's call sites are looked for in are charged there
+                self.budget.charge()
             caller_tree = self.tree(caller) if self.loader.mentions(caller, outermost) else None
             for at, decorator, name in caller_tree.decorated if caller_tree is not None else ():
                 if _names(decorator, outermost) and \

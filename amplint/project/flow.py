@@ -54,12 +54,12 @@ from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
 from amplint.project.flowattrs import AttributeFlow
-from amplint.project.flowcalls import array_index, is_classmethod, is_partial, star_params, super_owner
+from amplint.project.flowcalls import array_index, is_classmethod, is_partial, last_name, star_params, super_owner
 from amplint.project.flowstrings import ANY, StringFlow, matches
 from amplint.project.flowtrees import ClassAssignments, FileTree, TreeShelf, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
-    Value, Values, any_keyed, elements, items, keyed,
+    Filled, Value, Values, any_keyed, elements, items, keyed,
     modules_of as _modules, unprepared,
 )
 from amplint.project.memo import Doubts
@@ -169,10 +169,8 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                 return _NONE
             facts = tree.scope_facts(current)
             found = set(self._assigned(path, current, facts.bindings.get(name, ()), name, hops))
-            stores = tree.element_stores(name, current)  # `heads["pi"] = head`, `layers.append(block)`
-            filled = self.filled([(path, *store) for store in stores], hops) if stores else None
-            if filled is not None and filled.elements:
-                found.add(filled)
+            if tree.element_stores(name, current):  # `heads["pi"] = head`, `layers.append(block)`
+                found.add(Filled((path, current, name)))
             for writer in tree.global_writers(name) if current == MODULE_KEY else ():  # `global M; M = model`
                 found.update(self._assigned(path, writer, tree.scope_facts(writer).bindings[name], name, hops))
             if current != MODULE_KEY and (name in param_names(node) or name in star_params(node)):
@@ -237,7 +235,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                 yield from (v for t, held in zip(target.elts, prepared) if isinstance(t, ast.Name) and t.id == name
                             for v in held)
             elif any(isinstance(t, ast.Name) and t.id == name for t in target.elts):
-                yield from elements(self.value(path, scope, value, hops))  # `a, b = models`
+                yield from self.elements_of(self.value(path, scope, value, hops), hops)  # `a, b = models`
 
     def _iterated(self, path: str, scope: str, target: ast.AST, source: ast.expr, name: str,
                   hops: int) -> Iterator[Value]:
@@ -251,7 +249,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and \
                 source.func.attr in ("items", "values") and not source.args:
             source = source.func.value
-        yield from elements(self.value(path, scope, source, hops))
+        yield from self.elements_of(self.value(path, scope, source, hops), hops)
 
     # --- expressions -----------------------------------------------------------------------------------
     def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values:
@@ -270,7 +268,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
             return frozenset({keyed((
                 key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None,
                 self.value(path, scope, item, hops) if key is not None else
-                elements(self.value(path, scope, item, hops)),
+                self.elements_of(self.value(path, scope, item, hops), hops),
             ) for key, item in zip(node.keys, node.values))})
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return frozenset({Container(frozenset(v for item in node.elts
@@ -340,15 +338,17 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         if isinstance(func, ast.Attribute) and name == "clone":  # `metrics.clone(prefix="val/")`: the same members
             return frozenset(v for v in self.value(path, scope, func.value, hops) if isinstance(v, Fanout))
         if name in FANOUT_CALLS and node.args:  # `MetricCollection({"nll": NLL(), ...})`, `MetricCollection([a, b])`
-            given = frozenset(v for arg in node.args for v in self.value(path, scope, arg, hops))
-            return frozenset({Fanout(elements(given) | frozenset(v for v in given if isinstance(v, Instance)))})
+            given = self.expand(frozenset(v for arg in node.args for v in self.value(path, scope, arg, hops)), hops)
+            members = self.elements_of(given, hops) | frozenset(v for v in given if isinstance(v, Instance))
+            return frozenset({Fanout(members)})
         if name in WRAPPING_CALLS and node.args:
             return _modules(self.value(path, scope, node.args[0], hops))
         prepared = self.prepared(path, scope, node, hops) if name == "prepare" else None
         if prepared is not None:  # `accelerator.prepare(model)`; of several, a tuple (`_bound` unpacks it)
             return prepared[0] if len(prepared) == 1 else frozenset({Container(frozenset().union(*prepared))})
-        if isinstance(func, ast.Attribute) and name in ELEMENT_READS and node.args:  # `bundle.get("policy")`
-            held = self._item(path, scope, self.value(path, scope, func.value, hops), node.args[0], hops)
+        if isinstance(func, ast.Attribute) and name in ELEMENT_READS:  # `bundle.get("policy")`, `xs.pop()`
+            held = self.value(path, scope, func.value, hops)
+            held = self._item(path, scope, held, node.args[0], hops) if node.args else self.elements_of(held, hops)
             if held:
                 return held | frozenset(v for default in node.args[1:2] for v in self.value(path, scope, default, hops))
         if name in CONTAINERS:
@@ -358,7 +358,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                                                         values=[k.value for k in node.keywords]), hops)
             if not node.args:
                 return _NONE
-            inner = self.value(path, scope, node.args[0], hops)
+            inner = self.expand(self.value(path, scope, node.args[0], hops), hops)
             dicts = [v for v in inner if isinstance(v, Container) and v.keyed is not None]
             if name in KEYED_CONTAINERS and len(dicts) == len(inner) == 1:  # `nn.ModuleDict({...})`: its keys too
                 return frozenset(dicts)
@@ -381,6 +381,30 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                 targets.update(dict.fromkeys(self.runs(callee) or ()))
         return frozenset(found).union(*(self.returns(at, key, hops + 1) for at, key in targets))
 
+    def expand(self, values: Values, hops: int = 0) -> Values:
+        """`values` with each `Filled` container made: what its element stores hold."""
+        if not any(isinstance(v, Filled) for v in values):
+            return values
+        return frozenset().union(*(self._ask(("filled", v.owner), hops, lambda v=v: self._fill(v, hops))
+                                   if isinstance(v, Filled) else frozenset({v}) for v in values))
+
+    def _fill(self, value: Filled, hops: int) -> Values:
+        if len(value.owner) == 3:  # a name: (path, binding scope, name)
+            path, binder, name = value.owner
+            tree = self.tree(path)  # type: ignore[arg-type]
+            stores = [(path, *store) for store in tree.element_stores(name, binder)] if tree is not None else []
+        else:  # a `self.` attribute: (class, attribute)
+            cls, attr = value.owner
+            stores = [(ref.path, scope, key, stored) for ref in self._instance_refs(cls) for scope, key, stored in
+                      getattr(self._assignments(ref), "elements", {}).get(attr, ())]
+        kept = [store for store in stores if _made_object(self.tree(store[0]), store[1], store[3])]
+        return frozenset({self.filled(kept, hops)}) if kept else _NONE
+
+    def elements_of(self, values: Values, hops: int = 0) -> Values:
+        """The elements of the containers among `values`, filled ones made (and the elements' own too: a list of
+        lists read by element)."""
+        return self.expand(elements(self.expand(values, hops)), hops)
+
     def filled(self, stores: Sequence[Tuple[str, str, Optional[ast.expr], ast.expr]], hops: int) -> Container:
         """The container that element stores (path, scope, key, value) fill: by key where every key is a string
         the flow knows (a literal, or a name holding known strings: stored under each), otherwise by element."""
@@ -395,6 +419,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
     def _item(self, path: str, scope: str, held: Values, key: ast.expr, hops: int) -> Values:
         """`held[key]`: by key where a container is keyed and the strings `key` may be are all known
         (`heads["policy"]`, `REGISTRY[name]` with `name = "gaussian"`), otherwise any element."""
+        held = self.expand(held, hops)
         if not any_keyed(held):
             return elements(held)
         patterns = self.strings(path, scope, key, hops)
@@ -515,3 +540,22 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         except RecursionError:  # an expression nested past Python's stack: not followed
             self.resolver.doubts.cut_by_stack()
             return _NONE, []
+
+
+def _made_object(tree: Optional[FileTree], scope: str, value: ast.expr) -> bool:
+    """May a stored element be a module, a class or a function by its form: a class constructed
+    (`NormalHead()`), a lambda, a parameter of the storing function (`MODELS[name] = cls` in a registering
+    decorator), or a name the function binds only to those? A tensor is never one (`outputs.append(h)`,
+    `kwargs["mask"] = mask`): following every store cost more than the rest of a run on large code."""
+    if isinstance(value, ast.Lambda):
+        return True
+    if isinstance(value, ast.Call):
+        return last_name(value.func)[:1].isupper()
+    node = tree.scopes.get(scope) if tree is not None and isinstance(value, ast.Name) else None
+    if node is None:
+        return False
+    bindings = tree.scope_facts(scope).bindings.get(value.id, [])  # type: ignore[union-attr]
+    if not bindings:
+        return scope != MODULE_KEY and value.id in param_names(node)
+    return all(isinstance(b, ast.Assign) and isinstance(b.value, (ast.Call, ast.Lambda)) and
+               _made_object(tree, scope, b.value) for b in bindings)

@@ -10,12 +10,12 @@ site (`CallSites.given_where`).
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple, TypeVar
 
 from amplint.project.callsites import call_argument
 from amplint.project.flowcalls import dataclass_fields, last_name
 from amplint.project.flowtrees import ClassAssignments, FileTree, class_assignments, param_names
-from amplint.project.flowvalues import Container, Values
+from amplint.project.flowvalues import Filled, Values
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef
 
@@ -39,7 +39,6 @@ class AttributeFlow:
         def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]: ...
         def _is_method(self, tree: FileTree, scope: str) -> bool: ...
         def call_sites(self, path: str, scope: str, hops: int = 0) -> Tuple[Any, ...]: ...
-        def filled(self, stores: Sequence[Tuple[str, str, Optional[ast.expr], ast.expr]], hops: int) -> Container: ...
 
         def given_where(self, path: str, scope: str, owner: Optional[ast.expr], value: ast.expr,
                         kinds: FrozenSet[ClassRef], hops: int, strict: bool) -> Values: ...
@@ -66,11 +65,8 @@ class AttributeFlow:
                              for v in self._stored(cls, kinds, path, scope, value, hops)).union(
             *(self.given_where(path, scope, owner, value, kinds, hops, True)
               for path, scope, owner, value in self._outside_stores(attr)))
-        elements = [(ref.path, scope, key, value) for ref in kinds for scope, key, value in
-                    getattr(self._assignments(ref), "elements", {}).get(attr, ())]
-        filled = self.filled(elements, hops) if elements else None  # `self.heads[name] = head` in a method
-        if filled is not None and filled.elements:  # (`self.buf[i] = x` of a tensor fills nothing the flow follows)
-            assigned |= {filled}
+        if any(attr in getattr(self._assignments(ref), "elements", {}) for ref in kinds):
+            assigned |= {Filled((cls, attr))}  # `self.heads[name] = head` in a method: made where read by element
         getter = self._property(cls, attr) if not assigned else None
         return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
 

@@ -34,6 +34,16 @@ class Container:
 
 
 @dataclass(frozen=True)
+class Filled:
+    """The container that element stores fill (`heads[k] = head`, `layers.append(block)`), found only where it is
+    read by element (`Flow.expand`): most stores are tensors' (`outputs.append(h)`), and following them for every
+    question on the name cost more than the rest. `owner`: (path, binding scope, name) of a name, or the class and
+    attribute of a `self.` attribute."""
+
+    owner: Tuple[object, ...]
+
+
+@dataclass(frozen=True)
 class Fanout:
     """A collection whose method calls run on each member (`FANOUT_CALLS`); indexed, it is one of them."""
 
@@ -59,7 +69,8 @@ class MethodOf:
     patterns: Tuple[str, ...]
 
 
-Value = Union[Instance, Function, ClassValue, Module, Container, Fanout, BoundMethod, MethodOf, Accelerated, Prepared]
+Value = Union[Instance, Function, ClassValue, Module, Container, Filled, Fanout, BoundMethod, MethodOf, Accelerated,
+              Prepared]
 Values = FrozenSet[Value]
 NONE: Values = frozenset()
 

@@ -407,7 +407,7 @@ class Resolver(Subclassing):
                     return self.flowed_targets(*keyed)
             if not held:
                 attr = parts[1]
-                values = flow.elements(self.flow.attr_values(own, attr[:-2])) if attr.endswith("[]") else \
+                values = self.flow.elements_of(self.flow.attr_values(own, attr[:-2])) if attr.endswith("[]") else \
                     self.flow.attr_values(own, attr)  # `self.heads[]`: an element of what `self.heads` holds
                 return self.flowed_targets(values, parts[2:]) or self._unknown_receiver(parts[2:], call, mark)
             return self._targets([s for instance in held for s in self._attribute(instance, parts[2:])])
