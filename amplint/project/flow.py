@@ -47,7 +47,9 @@ which bounds the work; `MAX_HOPS` parameter-to-caller steps bound the recursion 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import (
+    TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple,
+)
 
 from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
@@ -394,9 +396,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
             tree = self.tree(path)  # type: ignore[arg-type]
             stores = [(path, *store) for store in tree.element_stores(name, binder)] if tree is not None else []
         else:  # a `self.` attribute: (class, attribute)
-            cls, attr = value.owner
-            stores = [(ref.path, scope, key, stored) for ref in self._instance_refs(cls) for scope, key, stored in
-                      getattr(self._assignments(ref), "elements", {}).get(attr, ())]
+            stores = self.element_stores_on(*value.owner)  # type: ignore[arg-type]
         kept = [store for store in stores if _made_object(self.tree(store[0]), store[1], store[3])]
         return frozenset({self.filled(kept, hops)}) if kept else _NONE
 
@@ -411,20 +411,20 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         pairs: List[Tuple[Optional[str], Values]] = []
         for path, scope, key, value in stores:
             held = self.value(path, scope, value, hops)
-            patterns = self.strings(path, scope, key, hops) if key is not None else frozenset()
-            known = bool(patterns) and not any(p.endswith(ANY) for p in patterns)
-            pairs.extend([(p, held) for p in sorted(patterns)] if known else [(None, held)])
+            spelled = self._spelled(path, scope, key, hops) if key is not None else None
+            pairs.extend([(each, held) for each in sorted(spelled)] if spelled else [(None, held)])
         return keyed(pairs)
 
     def _item(self, path: str, scope: str, held: Values, key: ast.expr, hops: int) -> Values:
         """`held[key]`: by key where a container is keyed and the strings `key` may be are all known
         (`heads["policy"]`, `REGISTRY[name]` with `name = "gaussian"`), otherwise any element."""
         held = self.expand(held, hops)
-        if not any_keyed(held):
-            return elements(held)
+        return items(held, self._spelled(path, scope, key, hops)) if any_keyed(held) else elements(held)
+
+    def _spelled(self, path: str, scope: str, key: ast.expr, hops: int) -> Optional[FrozenSet[str]]:
+        """The strings a key may be, where every one is known (None: not known, or no string)."""
         patterns = self.strings(path, scope, key, hops)
-        known = bool(patterns) and not any(p.endswith(ANY) for p in patterns)
-        return items(held, frozenset(patterns) if known else None)
+        return patterns if patterns and not any(p.endswith(ANY) for p in patterns) else None
 
     def _getattr(self, path: str, scope: str, owner: ast.expr, name: ast.expr, hops: int) -> Values:
         """`getattr(owner, name)`: the attribute of each name `name` may hold; where only a prefix (or nothing)

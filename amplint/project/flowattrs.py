@@ -65,10 +65,16 @@ class AttributeFlow:
                              for v in self._stored(cls, kinds, path, scope, value, hops)).union(
             *(self.given_where(path, scope, owner, value, kinds, hops, True)
               for path, scope, owner, value in self._outside_stores(attr)))
-        if any(attr in getattr(self._assignments(ref), "elements", {}) for ref in kinds):
-            assigned |= {Filled((cls, attr))}  # `self.heads[name] = head` in a method: made where read by element
+        if self.element_stores_on(cls, attr):  # `self.heads[name] = head` in a method: made where read by element
+            assigned |= {Filled((cls, attr))}
         getter = self._property(cls, attr) if not assigned else None
         return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
+
+    def element_stores_on(self, cls: "ClassRef", attr: str) -> List[Tuple[str, str, Optional[ast.expr], ast.expr]]:
+        """(path, scope, key, value) of each `self.attr[key] = value` and `self.attr.append(value)` (key None) in a
+        method of the classes an instance of `cls` may be."""
+        return [(ref.path, scope, key, value) for ref in self._instance_refs(cls)
+                for scope, key, value in getattr(self._assignments(ref), "elements", {}).get(attr, ())]
 
     def _stored(self, cls: "ClassRef", kinds: FrozenSet["ClassRef"], path: str, scope: str, value: ast.expr,
                 hops: int) -> Values:
