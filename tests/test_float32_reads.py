@@ -56,6 +56,14 @@ def _head(imports: str, returned: str) -> str:
 WRAPPER_HEAD = _head("from torch.distributions import Normal\nfrom pkg.belief import Belief",
                      "Belief(Normal(loc.float(), raw.exp().float()))")
 PARAMS_HEAD = _head("", "loc, raw.exp()")
+SUBCLASS = '''\
+from torch.distributions import Normal
+
+
+class MyNormal(Normal):
+    pass
+'''
+SUBCLASS_HEAD = _head("from pkg.dists import MyNormal", "MyNormal(loc.float(), raw.exp().float())")
 NORMAL_HEAD = _head("from torch.distributions import Normal", "Normal(loc.float(), raw.exp().float())")
 
 
@@ -288,6 +296,11 @@ CASES = {
                          ("pkg/objective.py", 7, 16, "AMP001")),
     "stored_tuple_element": ({"heads.py": TUPLE_HEAD, "objective.py": STORED_OBJECTIVE.replace("KEY", "0")},
                              ("pkg/objective.py", 7, 16, "AMP001")),
+    # The project's own distribution class, built from casts by a head in another file, stored on `self` by one
+    # method and read by another (generated seed 908): a float32 distribution, as torch's classes are.
+    "stored_subclass": ({"dists.py": SUBCLASS, "heads.py": SUBCLASS_HEAD,
+                         "objective.py": STORED_OBJECTIVE.replace("out[KEY]", "out")},
+                        ("pkg/objective.py", 7, 16, "AMP001")),
     # A model handed over in a dict and taken out with `.get`.
     "dict_get": ({"heads.py": NORMAL_HEAD, "objective.py": BUNDLE_OBJECTIVE, "step.py": BUNDLE_STEP},
                  ("pkg/objective.py", 3, 12, "AMP001")),
@@ -398,13 +411,6 @@ def test_the_bindings_that_reach_the_call_decide(tmp_path: Path, name: str) -> N
     assert _findings(root) == ([("pkg/density.py", 11, 16, "AMP003")] if reported else [])
 
 
-SUBCLASS = '''\
-from torch.distributions import Normal
-
-
-class MyNormal(Normal):
-    pass
-'''
 SUBCLASS_OBJECTIVE = '''\
 from pkg.dists import MyNormal
 

@@ -1,11 +1,16 @@
-"""The flow's containers: a dict display kept by key, what a subscript reads of it, and the element stores a
-scope makes (`flowvalues.keyed`, `flowvalues.items`, `flowtrees` element stores)."""
+"""The flow's containers: a dict display kept by key, what a subscript reads of it, the element stores a scope
+makes and which of them are followed (`flowvalues.keyed`, `flowvalues.items`, `flowtrees` element stores,
+`storeforms`), and when two spellings of a computed name may meet (`flowstrings.overlap`)."""
 from __future__ import annotations
 
 import ast
 
+import pytest
+
+from amplint.project.flowstrings import overlap
 from amplint.project.flowtrees import class_assignments, index_tree
 from amplint.project.flowvalues import Container, Fanout, Function, items, keyed
+from amplint.project.storeforms import made_object
 
 A, B, C = Function("m.py", "a"), Function("m.py", "b"), Function("m.py", "c")
 
@@ -51,3 +56,45 @@ def test_a_scope_records_its_element_stores_and_an_attribute_store_binds_no_name
     stores = class_assignments(tree, "Agent", None).elements
     assert {attr: sorted((scope, ast.unparse(v)) for scope, _, v in found) for attr, found in stores.items()} == {
         "heads": [("Agent.__init__", "Head()"), ("Agent.__init__", "make(name)")]}
+
+
+FORMS = """\
+def fill(heads, *args, **kwargs):
+    made = [Head()]
+    total = h + r
+    picked = heads["pi"]
+    loop = loop
+    for name, head in heads.items():
+        pass
+    for member in made:
+        pass
+    for key, value in kwargs.items():
+        pass
+    for part in picked:
+        pass
+    for loop in loop:
+        pass
+"""
+
+
+@pytest.mark.parametrize("value, made", [
+    ("Head()", True), ("build_head(cfg)", True), ('HEADS["pi"](cfg)', True), ('Head().to("cpu")', True),
+    ("lambda x: x", True), ("heads", True), ("head", True), ("member", True), ("made", False),
+    ("total", False), ("picked", False), ("value", False), ("part", False), ("args", False), ("loop", False),
+    ("h + r", False), ('heads["pi"]', False),
+])
+def test_a_stored_value_is_followed_where_its_form_may_make_an_object(value: str, made: bool) -> None:
+    """A call's result, a lambda, a parameter, or a name bound only to those or by a loop over one (or over a
+    display): a module may be stored. A subscript, arithmetic, `**kwargs`' values, a name bound to itself, a
+    list stored whole: not followed (tensors, in the code that stores most)."""
+    tree = index_tree(ast.parse(FORMS))
+    assert made_object(tree, "fill", ast.parse(value, mode="eval").body) is made
+
+
+@pytest.mark.parametrize("first, second, fit", [
+    ({"head_pi"}, {"head_pi"}, True), ({"head_pi"}, {"head_v"}, False), ({"head_*"}, {"head_pi"}, True),
+    ({"head_pi"}, {"head_*"}, True), ({"head_*"}, {"h*"}, True), ({"h*"}, {"head_*"}, True),
+    ({"head_*"}, {"tail_*"}, False), ({"*"}, {"critic"}, True), ({"pi", "v"}, {"q", "v"}, True),
+])
+def test_two_spellings_overlap_where_one_name_may_fit_both(first: set, second: set, fit: bool) -> None:
+    assert overlap(frozenset(first), frozenset(second)) is fit

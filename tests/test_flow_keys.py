@@ -5,7 +5,10 @@ and its `Laplace.log_prob`, which the run computes outside any float16 region, w
 are all string literals now keeps what each key holds (`flowvalues.Container.keyed`), and a subscript whose key
 the flow can spell (a literal, a name or parameter holding known strings: `flowstrings`) reads only those keys;
 any other key still reads every element. A container filled by stores (`self.heads[name] = NormalHead()` in a
-loop, `blocks.append(block)`) held nothing, and its heads were missed; the stores now fill it.
+loop, `blocks.append(block)`) held nothing, and its heads were missed; the stores now fill it, with a call's
+result (`build_head()`, `REGISTRY[k]()`, `.to(...)`) or a loop's variable. An attribute stored under a computed
+name (`setattr(self, f"head_{name}", m)`) is read where a name or prefix it may spell is asked. A registering
+decorator's store keeps each class under the name its own decoration gave.
 
 Each project runs under `amplint trace`; the check reports exactly what the run computed in float16.
 """
@@ -19,11 +22,17 @@ import pytest
 from conftest import TWO_HEADS as MODEL, found_places, traced_comparison
 
 TRAIN = """\
+import copy
 import os
 
 import torch
 from torch import nn
 from model import LaplaceHead, NormalHead
+
+
+def build_head():
+    return NormalHead()
+
 
 REGISTRY = {{"normal": NormalHead, "laplace": LaplaceHead}}
 LOCAL = {{"pi": NormalHead(), "v": LaplaceHead()}}
@@ -54,6 +63,9 @@ main()
 """
 HEADS = '        self.heads = nn.ModuleDict({"policy": NormalHead(), "critic": LaplaceHead()})'
 POLICY = '        return self.heads["policy"](x, y)'
+FILLED = '        self.heads = nn.ModuleDict()\n        for name in names:\n            self.heads[name] = {}'
+COMPUTED = '        for name in names:\n            setattr(self, {}, NormalHead())\n        self.critic = LaplaceHead()'
+EVERY = '        return sum(self.heads[k](x, y) for k in self.heads)'
 NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")  # `model.py`'s sites
 # name -> (__init__'s body, forward's body, what runs in float16, what runs outside, what is reported, what is
 # reported that never runs in float16)
@@ -77,14 +89,45 @@ CASES: Dict[str, Tuple[str, str, str, str, List[Tuple[str, int, int, str]], List
                       '        self.heads["critic"] = LaplaceHead()', POLICY, "agent(x, y)",
                       'agent.heads["critic"](x, y)', [NORMAL], []),
     # filled in a loop under names from a parameter, and every element called (missed: the dict held nothing)
-    "filled_in_loop": ('        self.heads = nn.ModuleDict()\n        for name in names:\n'
-                       '            self.heads[name] = NormalHead()',
-                       '        return sum(self.heads[k](x, y) for k in self.heads)', "agent(x, y)", "0",
-                       [NORMAL], []),
+    "filled_in_loop": (FILLED.format("NormalHead()"), EVERY, "agent(x, y)", "0", [NORMAL], []),
+    # filled with what a call returns: a factory function, a registry's class called, `.to`, `copy.deepcopy`
+    # (each missed: only a capitalized constructor's store was followed, so the dict held nothing)
+    "filled_by_factory": (FILLED.format("build_head()"), EVERY, "agent(x, y)", "0", [NORMAL], []),
+    "filled_from_registry": (FILLED.format('REGISTRY["normal"]()'), EVERY, "agent(x, y)", "0", [NORMAL], []),
+    "filled_moved": (FILLED.format('NormalHead().to("cpu")'), EVERY, "agent(x, y)", "0", [NORMAL], []),
+    "filled_copies": ("        head = NormalHead()\n" + FILLED.format("copy.deepcopy(head)"), EVERY, "agent(x, y)",
+                      "0", [NORMAL], []),
+    # filled in a loop over a display's items, or over a name bound to one (missed: a loop's variable was not
+    # followed)
+    "filled_from_items": ('        self.heads = nn.ModuleDict()\n        for name, head in {"policy": NormalHead()}.items():\n'
+                          '            self.heads[name] = head', EVERY, "agent(x, y)", "0", [NORMAL], []),
+    "filled_from_values": ('        made = [NormalHead()]\n        self.heads = nn.ModuleList()\n        for head in made:\n'
+                           '            self.heads.append(head)',
+                           '        return sum(head(x, y) for head in self.heads)', "agent(x, y)", "0", [NORMAL], []),
+    # the same stored by key: read by key, so the critic's head, called only outside the region, is not reported
+    "factories_by_key": ('        self.heads = nn.ModuleDict()\n        self.heads["policy"] = build_head()\n'
+                         '        self.heads["critic"] = copy.deepcopy(LaplaceHead())', POLICY, "agent(x, y)",
+                         'agent.heads["critic"](x, y)', [NORMAL], []),
     # a list filled by `append`, then wrapped in an `nn.ModuleList` and iterated (missed: the list held nothing)
     "appended": ('        blocks = []\n        blocks.append(NormalHead())\n        self.heads = nn.ModuleList(blocks)',
                  '        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n'
                  '        return total', "agent(x, y)", "0", [NORMAL], []),
+    # attributes stored under a computed name (`setattr`, `add_module`), read by a name or a prefix (each missed:
+    # only a literal name was a store); the critic, stored under a literal name, runs only outside the region
+    "setattr_named": (COMPUTED.format("name"), '        return self.policy(x, y)', "agent(x, y)", "agent.critic(x, y)",
+                      [NORMAL], []),
+    "setattr_formatted": (COMPUTED.format('f"head_{name}"'), '        return getattr(self, "head_policy")(x, y)',
+                          "agent(x, y)", "agent.critic(x, y)", [NORMAL], []),
+    "setattr_read_by_prefix": (COMPUTED.format('f"head_{name}"'),
+                               '        total = 0\n        for k in ("policy",):\n'
+                               '            total = total + getattr(self, f"head_{k}")(x, y)\n        return total',
+                               "agent(x, y)", "agent.critic(x, y)", [NORMAL], []),
+    "add_module_computed": ('        for i, name in enumerate(names):\n            self.add_module("head%d" % i, NormalHead())\n'
+                            '        self.critic = LaplaceHead()', '        return self.head0(x, y)', "agent(x, y)",
+                            "agent.critic(x, y)", [NORMAL], []),
+    "appended_factory": ('        blocks = []\n        blocks.append(build_head())\n        self.heads = nn.ModuleList(blocks)',
+                         '        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n'
+                         '        return total', "agent(x, y)", "0", [NORMAL], []),
 }
 
 
@@ -150,18 +193,39 @@ main()
 """
 
 
-@pytest.mark.parametrize("key, reported, unreached", [
+CALLED = """\
+from model import LaplaceHead, NormalHead
+from registry import register
+
+
+class Policy(NormalHead):
+    pass
+
+
+class Critic(LaplaceHead):
+    pass
+
+
+register("normal")(Policy)
+register("laplace")(Critic)
+"""
+
+
+@pytest.mark.parametrize("key, registered, reported, unreached", [
     # a key from the environment: either class may be made, and the Laplace one is not
-    ('__import__("os").environ.get("HEAD", "normal")', [NORMAL, LAPLACE], [("model.py", 23)]),
-    # a literal key: each call of `register` makes a `deco` of its own, which the flow reads once for both, so
-    # the name each class is stored under is not known (the limit of this step: read by element)
-    ('"normal"', [NORMAL, LAPLACE], [("model.py", 23)]),
+    ('__import__("os").environ.get("HEAD", "normal")', REGISTERED, [NORMAL, LAPLACE], [("model.py", 23)]),
+    # a literal key: each decoration stores its class under the name its own `register(...)` call gave (the flow
+    # read one `deco` for both, so each class was under both names, and the Laplace head was reported)
+    ('"normal"', REGISTERED, [NORMAL], []),
+    # the same, the decorator called by hand
+    ('"normal"', CALLED, [NORMAL], []),
 ])
-def test_a_registering_decorator_fills_its_registry(tmp_path: Path, key: str, reported: list, unreached: list) -> None:
+def test_a_registering_decorator_fills_its_registry(tmp_path: Path, key: str, registered: str, reported: list,
+                                                     unreached: list) -> None:
     """`@register("normal") class Policy`: the decorator `register("normal")` gives is called with the class, and
     stores it in the module's `MODELS` (missed: the registry held nothing, and no head was reached)."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'registry'\n")
-    for name, text in {"model.py": MODEL, "registry.py": REGISTRY, "heads.py": REGISTERED,
+    for name, text in {"model.py": MODEL, "registry.py": REGISTRY, "heads.py": registered,
                        "train.py": REGISTRY_TRAIN.format(key=key)}.items():
         (tmp_path / name).write_text(text)
     assert found_places(tmp_path) == reported

@@ -57,6 +57,7 @@ class CallSites:
         def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]: ...
         def runs(self, callee: Value) -> Optional[List[Tuple[str, str]]]: ...
         def _instance_refs(self, cls: ClassRef) -> List[ClassRef]: ...
+        def _spelled(self, path: str, scope: str, key: ast.expr, hops: int) -> Optional[FrozenSet[str]]: ...
 
     def param_values(self, path: str, scope: str, name: str, hops: int = 0) -> Values:
         return self._ask(("param", path, scope, name), hops, lambda: self._param_values(path, scope, name, hops))
@@ -94,6 +95,35 @@ class CallSites:
                              lambda: self._given_by_callers(path, scope, pair, kinds, hops + 1, strict))
         got = self.value(path, scope, value, hops)
         return got if got and self.may_hold(path, scope, owner, kinds, hops, strict) else _NONE
+
+    def factory_pairs(self, path: str, scope: str, key: ast.expr, value: ast.expr,
+                      hops: int) -> Optional[List[Tuple[Optional[FrozenSet[str]], Values]]]:
+        """`TABLE[name] = cls` in the function a decorator factory returns (`def register(name): def deco(cls):`):
+        per call of it, the strings its factory's call gives `name` (None: not all known) with what the call
+        gives `cls`, so that `@register("normal") class Policy` stores `Policy` under "normal" alone. None where
+        the key is not a parameter of the enclosing function or the value not one of this function (or either
+        is rebound): the store is read as it is."""
+        tree = self.tree(path)
+        outer = tree.parents.get(scope) if tree is not None and isinstance(key, ast.Name) and \
+            isinstance(value, ast.Name) else None
+        inner_node, outer_node = (tree.scopes.get(scope), tree.scopes.get(outer)) if outer else (None, None)
+        if not isinstance(inner_node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                not isinstance(outer_node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        inner, factory = param_names(inner_node), param_names(outer_node)
+        facts, outer_facts = tree.scope_facts(scope), tree.scope_facts(outer)  # type: ignore[union-attr, arg-type]
+        if value.id not in inner or facts.bindings.get(value.id) or key.id in facts.bound or \
+                key.id not in factory or outer_facts.bindings.get(key.id):  # type: ignore[attr-defined]
+            return None
+        pairs: List[Tuple[Optional[FrozenSet[str]], Values]] = []
+        for site in self.call_sites(path, scope, hops):
+            argument = call_argument(site.call, inner, value.id, 0)  # type: ignore[attr-defined]
+            made = site.call.func  # `register("normal")`, the decorator that called it
+            given = call_argument(made, factory, key.id, 0) if isinstance(made, ast.Call) else None  # type: ignore
+            if argument is not None:
+                pairs.append((self._spelled(site.path, site.scope, given, hops) if given is not None else None,
+                              self.value(site.path, site.scope, argument, hops)))
+        return pairs
 
     def may_hold(self, path: str, scope: str, owner: Optional[ast.expr], kinds: FrozenSet[ClassRef], hops: int,
                  strict: bool) -> bool:
@@ -237,18 +267,24 @@ class CallSites:
 
     def _decorations(self, path: str, scope: str, hops: int) -> Iterator["CallSite"]:
         """A decorator that is, or gives, this function, applied to a class or function: a call of it with what
-        it decorates (`@register("normal") class Policy` calls `register.<locals>.deco(Policy)`), looked for in
-        the files that name the function's outermost def."""
+        it decorates (`@register("normal") class Policy` calls `register.<locals>.deco(Policy)`); and for a
+        function its factory returns, a call of the factory's result (`register("normal")(Policy)`). Looked for
+        in the files that name the function's outermost def or its factory."""
         outermost, nested = scope.split(".", 1)[0], "<locals>" in scope
+        factory = scope.rpartition(".<locals>.")[0].rpartition(".")[2] if nested else outermost
         for caller in dict.fromkeys([path, *self.loader.importers(path)]):
             if nested:  # the files a top-level function's call sites are looked for in are charged there
                 self.budget.charge()
-            caller_tree = self.tree(caller) if self.loader.mentions(caller, outermost) else None
+            named = self.loader.mentions(caller, outermost) or self.loader.mentions(caller, factory)
+            caller_tree = self.tree(caller) if named else None
             for at, decorator, name in caller_tree.decorated if caller_tree is not None else ():
-                if _names(decorator, outermost) and \
+                if (_names(decorator, outermost) or _names(decorator, factory)) and \
                         Function(path, scope) in self.value(caller, at, decorator, hops + 1):
                     call = ast.copy_location(ast.Call(func=decorator, args=[ast.Name(id=name, ctx=ast.Load())],
                                                       keywords=[]), decorator)
+                    yield CallSite(caller, at, call, False)
+            for at, call in caller_tree.calls_named(f"{factory}()") if caller_tree is not None and nested else ():
+                if Function(path, scope) in self.value(caller, at, call.func, hops + 1):
                     yield CallSite(caller, at, call, False)
 
     def _class_constructions(self, path: str, scope: str, owner: ClassRef, heirs: List[ClassRef],

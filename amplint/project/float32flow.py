@@ -50,6 +50,8 @@ class Float32Flow:
         self._assumed: Set[_Key] = set()  # attributes assumed float32 while they are asked
         self._sizes: Dict[Tuple[str, str], FrozenSet[str]] = {}  # (path, scope) -> what it passes as sizes
         self._given: List[_Key] = []  # the answers in the order they were given
+        # the configured distributions, with the project's own subclasses (`distsubclasses`)
+        self._distributions = frozenset(flow.loader.config.extend_distributions)
 
     def reads(self, path: str, scope: str) -> Tuple[str, ...]:
         """The reads of function `scope` of `path` (its parameters and locals, attributes of them and of `self`)
@@ -156,7 +158,7 @@ class Float32Flow:
         table = self._table(path)
         if is_wide(node, table, lambda name: False):
             return True  # a cast or a factory
-        if distribution_name(ast_qualnames(node.func, table)) is not None:  # a float32 distribution
+        if distribution_name(ast_qualnames(node.func, table), self._distributions) is not None:  # a float32 one
             tensors = [a for a in [*node.args, *(k.value for k in node.keywords)] if tensorish(a)]
             return all(self.expression(path, scope, a, hops) for a in tensors)
         operands = transform_operands(node, table)  # `x.float().clamp(min=1e-3)`, `torch.exp(x.float())`

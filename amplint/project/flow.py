@@ -56,7 +56,7 @@ from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
 from amplint.project.flowattrs import AttributeFlow
-from amplint.project.flowcalls import array_index, is_classmethod, is_partial, last_name, star_params, super_owner
+from amplint.project.flowcalls import array_index, is_classmethod, is_partial, star_params, super_owner
 from amplint.project.flowstrings import ANY, StringFlow, matches
 from amplint.project.flowtrees import ClassAssignments, FileTree, TreeShelf, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
@@ -65,6 +65,7 @@ from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `
     modules_of as _modules, unprepared,
 )
 from amplint.project.memo import Doubts
+from amplint.project.storeforms import made_object
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
 
@@ -397,7 +398,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
             stores = [(path, *store) for store in tree.element_stores(name, binder)] if tree is not None else []
         else:  # a `self.` attribute: (class, attribute)
             stores = self.element_stores_on(*value.owner)  # type: ignore[arg-type]
-        kept = [store for store in stores if _made_object(self.tree(store[0]), store[1], store[3])]
+        kept = [store for store in stores if made_object(self.tree(store[0]), store[1], store[3])]
         return frozenset({self.filled(kept, hops)}) if kept else _NONE
 
     def elements_of(self, values: Values, hops: int = 0) -> Values:
@@ -407,12 +408,15 @@ class Flow(CallSites, StringFlow, AttributeFlow):
 
     def filled(self, stores: Sequence[Tuple[str, str, Optional[ast.expr], ast.expr]], hops: int) -> Container:
         """The container that element stores (path, scope, key, value) fill: by key where every key is a string
-        the flow knows (a literal, or a name holding known strings: stored under each), otherwise by element."""
+        the flow knows (a literal, or a name holding known strings: stored under each), otherwise by element. A
+        decorator factory's store is read per decoration (`factory_pairs`)."""
         pairs: List[Tuple[Optional[str], Values]] = []
         for path, scope, key, value in stores:
-            held = self.value(path, scope, value, hops)
-            spelled = self._spelled(path, scope, key, hops) if key is not None else None
-            pairs.extend([(each, held) for each in sorted(spelled)] if spelled else [(None, held)])
+            given = self.factory_pairs(path, scope, key, value, hops) if key is not None else None
+            for spelled, held in given if given is not None else [(
+                    self._spelled(path, scope, key, hops) if key is not None else None,
+                    self.value(path, scope, value, hops))]:
+                pairs.extend([(each, held) for each in sorted(spelled)] if spelled else [(None, held)])
         return keyed(pairs)
 
     def _item(self, path: str, scope: str, held: Values, key: ast.expr, hops: int) -> Values:
@@ -428,7 +432,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
 
     def _getattr(self, path: str, scope: str, owner: ast.expr, name: ast.expr, hops: int) -> Values:
         """`getattr(owner, name)`: the attribute of each name `name` may hold; where only a prefix (or nothing)
-        of it is known, every method of the owner's classes whose name fits (`flowstrings`)."""
+        of it is known, every method and attribute of the owner's classes whose name fits (`flowstrings`)."""
         patterns = self.strings(path, scope, name, hops)
         found: Set[Value] = set()
         for attr in sorted(p for p in patterns if not p.endswith(ANY)):
@@ -438,6 +442,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         for held in unprepared(self.value(path, scope, owner, hops)) if wild else ():
             if isinstance(held, Instance):
                 found.add(MethodOf(held, wild))
+                found.update(self.fitting(held.cls, frozenset(wild), hops))
         return frozenset(found)
 
     def method_targets(self, value: "BoundMethod | MethodOf") -> "List[Target]":
@@ -540,22 +545,3 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         except RecursionError:  # an expression nested past Python's stack: not followed
             self.resolver.doubts.cut_by_stack()
             return _NONE, []
-
-
-def _made_object(tree: Optional[FileTree], scope: str, value: ast.expr) -> bool:
-    """May a stored element be a module, a class or a function by its form: a class constructed
-    (`NormalHead()`), a lambda, a parameter of the storing function (`MODELS[name] = cls` in a registering
-    decorator), or a name the function binds only to those? A tensor is never one (`outputs.append(h)`,
-    `kwargs["mask"] = mask`): following every store cost more than the rest of a run on large code."""
-    if isinstance(value, ast.Lambda):
-        return True
-    if isinstance(value, ast.Call):
-        return last_name(value.func)[:1].isupper()
-    node = tree.scopes.get(scope) if tree is not None and isinstance(value, ast.Name) else None
-    if node is None:
-        return False
-    bindings = tree.scope_facts(scope).bindings.get(value.id, [])  # type: ignore[union-attr]
-    if not bindings:
-        return scope != MODULE_KEY and value.id in param_names(node)
-    return all(isinstance(b, ast.Assign) and isinstance(b.value, (ast.Call, ast.Lambda)) and
-               _made_object(tree, scope, b.value) for b in bindings)

@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List
 
 from amplint.project.callsites import call_argument
 from amplint.project.flowcalls import dataclass_fields, last_name
-from amplint.project.flowtrees import ClassAssignments, FileTree, class_assignments, param_names
+from amplint.project.flowstrings import ANY, Patterns, matches, overlap
+from amplint.project.flowtrees import (
+    COMPUTED, ClassAssignments, FileTree, class_assignments, computed_value, param_names, stored_attr,
+)
 from amplint.project.flowvalues import Filled, Values
+from amplint.project.storeforms import made_object
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef
 
@@ -35,6 +39,7 @@ class AttributeFlow:
         def tree(self, path: str) -> Optional[FileTree]: ...
         def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values: ...
         def returns(self, path: str, scope: str, hops: int = 0) -> Values: ...
+        def strings(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Patterns: ...
         def _ask(self, key: Tuple[object, ...], hops: int, compute: Callable[[], Values]) -> Values: ...
         def _first_defining(self, cls: ClassRef, name: str) -> Optional[ClassRef]: ...
         def _is_method(self, tree: FileTree, scope: str) -> bool: ...
@@ -69,6 +74,33 @@ class AttributeFlow:
             assigned |= {Filled((cls, attr))}
         getter = self._property(cls, attr) if not assigned else None
         return self.returns(*getter, hops + 1) if getter is not None else assigned  # `@property def net(self)`
+
+    def fitting(self, cls: "ClassRef", patterns: Patterns, hops: int = 0) -> Values:
+        """What the attributes of an instance of `cls` whose names may fit `patterns` hold
+        (`getattr(self, f"head_{k}")`): those its classes assign under a name a prefix fits, and the computed
+        stores (`setattr(self, f"head_{k}", m)`) whose names may fit. A name not known at all (`getattr(self,
+        name)`) reads the computed stores only: every attribute of a large hierarchy (NeMo's `ModelPT`, 459
+        of them) cost more than the rest of the run, and the methods such a call may run are read already
+        (`MethodOf`)."""
+        prefixes = frozenset(p for p in patterns if p != ANY)
+        names = {attr for ref in self._instance_refs(cls) for attr in self._assigned_names(ref)
+                 if attr != COMPUTED and matches(prefixes, attr)} if prefixes else set()
+        found = frozenset().union(*(self.attr_values(cls, attr, hops) for attr in sorted(names)))
+        return found.union(*(self.value(path, scope, value, hops) for path, scope, name, value in self._computed(cls)
+                             if overlap(self.strings(path, scope, name, hops), patterns)))
+
+    def _assigned_names(self, ref: "ClassRef") -> List[str]:
+        found = self._assignments(ref)
+        return [] if found is None else [*found.body, *found.methods, *found.elements, *(found.fields or ())]
+
+    def _computed(self, cls: "ClassRef") -> Iterator[Tuple[str, str, ast.expr, ast.expr]]:
+        """(path, scope, name, value) of each `setattr(self, name, value)` with a computed name, on the classes an
+        instance of `cls` may be, whose value may be a module by its form (`storeforms`)."""
+        for ref in self._instance_refs(cls):
+            for scope, call in getattr(self._assignments(ref), "methods", {}).get(COMPUTED, ()):
+                name, value = stored_attr(call)  # type: ignore[arg-type, misc]
+                if made_object(self.tree(ref.path), scope, value):
+                    yield ref.path, scope, name, value
 
     def element_stores_on(self, cls: "ClassRef", attr: str) -> List[Tuple[str, str, Optional[ast.expr], ast.expr]]:
         """(path, scope, key, value) of each `self.attr[key] = value` and `self.attr.append(value)` (key None) in a
@@ -120,7 +152,10 @@ class AttributeFlow:
 
     def own_assignments(self, cls: "ClassRef", attr: str) -> Iterator[Tuple[str, str, ast.expr]]:
         """(path, scope, value) of the class bodies' `attr = ...` (read at module scope) and the methods'
-        `self.attr = ...`, on the MRO of `cls` and in its subclasses, and a data class field's arguments."""
+        `self.attr = ...`, on the MRO of `cls` and in its subclasses, and a data class field's arguments; and of
+        each `setattr(self, name, value)` whose name may spell `attr` and whose value may be a module by its form
+        (`_computed`: `setattr(self, k, v)` over `**kwargs` is not followed). `COMPUTED` asks for every such
+        store's value."""
         for ref in self._instance_refs(cls):
             self.budget.charge()
             found = self._assignments(ref)
@@ -128,14 +163,17 @@ class AttributeFlow:
                 continue
             for value in found.body.get(attr, ()):
                 yield ref.path, MODULE_KEY, value
-            for scope, value in found.methods.get(attr, ()):
-                yield ref.path, scope, value
+            for scope, value in found.methods.get(attr, ()):  # `COMPUTED`: the value of every such store
+                yield ref.path, scope, computed_value(value) if attr == COMPUTED else value  # type: ignore[arg-type]
             fields = found.fields
             if fields is not None and attr in fields:  # `Setup(model=m)`: the argument its field takes
                 for site in self.call_sites(ref.path, f"{ref.name}.__init__"):
                     argument = call_argument(site.call, fields, attr, 0)
                     if argument is not None:
                         yield site.path, site.scope, argument
+        for path, scope, name, value in self._computed(cls) if attr != COMPUTED else ():
+            if matches(self.strings(path, scope, name), attr):
+                yield path, scope, value
 
     def stored_outside(self, cls: "ClassRef", attr: str, read: Callable[[str, str, ast.expr], T]) -> Iterator[T]:
         """What `read(path, scope, value)` gives of each `owner.attr = value` in the project (`policy.head =

@@ -39,6 +39,13 @@ def matches(patterns: Patterns, name: str) -> bool:
     return any(p == name or (p.endswith(ANY) and name.startswith(p[:-1])) for p in patterns)
 
 
+def overlap(first: Patterns, second: Patterns) -> bool:
+    """May a name fit both: `head_*` and `head_pi`, `head_*` and `h*`?"""
+    return any(matches(first, q) or matches(second, p) or
+               p.endswith(ANY) and q.endswith(ANY) and (p.startswith(q[:-1]) or q.startswith(p[:-1]))
+               for p in first for q in second)
+
+
 def literal(node: ast.AST) -> Optional[Patterns]:
     """The patterns an expression gives without looking further than itself (None: it needs the flow)."""
     if isinstance(node, ast.Constant):

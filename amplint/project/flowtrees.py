@@ -31,7 +31,6 @@ class _ScopeFacts:
     bound: FrozenSet[str]  # every name the scope binds (parameters, stores, imports), less `global`/`nonlocal` ones
     calls: List[ast.Call]
     returns: List[ast.expr]
-    self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]]  # attr -> (target, value) of `self.attr = value`
     lambdas: List[ast.Lambda]  # the lambdas written in the scope itself, in `own_nodes` order
     declared: FrozenSet[str] = frozenset()  # names it declares `global` or `nonlocal`
     # attr -> (owner, value) of `owner.attr = value` where the owner is not `self` (`policy.head = NormalHead()`)
@@ -64,7 +63,8 @@ class FileTree:
         return self.facts[scope]
 
     def self_attrs(self, class_key: str) -> Dict[str, List[Tuple[str, ast.expr]]]:
-        """Per attribute, (method scope, value) of every `self.attr = value` in the class's own methods."""
+        """Per attribute, (method scope, value) of every `self.attr = value` in the class's own methods; under
+        `COMPUTED`, (method scope, the storing call) of each store whose name is computed."""
         found = self.class_attrs.get(class_key)
         if found is None:
             found = self.class_attrs[class_key] = {}
@@ -160,6 +160,10 @@ class FileTree:
                     node.func.attr if isinstance(node.func, ast.Attribute) else None  # `Scorer().evaluate(x)`
                 if last is not None:
                     by_name.setdefault(last, []).append((scope, node))
+                elif isinstance(node.func, ast.Call):  # `register("normal")(Policy)`: under `register()`
+                    inner = dotted(node.func.func)
+                    if inner is not None:
+                        by_name.setdefault(f"{inner[-1]}()", []).append((scope, node))
                 for argument in node.args:
                     if isinstance(argument, ast.Name):
                         by_argument.setdefault(argument.id, []).append((scope, node))
@@ -177,7 +181,6 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     declared: Set[str] = set()
     calls: List[ast.Call] = []
     returns: List[ast.expr] = []
-    self_attrs: Dict[str, List[Tuple[ast.AST, ast.expr]]] = {}
     stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = {}
     lambdas: List[ast.Lambda] = []
     elements: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]] = {}
@@ -190,7 +193,6 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     for node in own_nodes(scope):
         if isinstance(node, ast.Call):
             calls.append(node)
-            _note_stored_attr(node, self_attrs)
             _note_element_call(node, elements)
         elif isinstance(node, ast.Lambda):
             lambdas.append(node)
@@ -205,7 +207,6 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 bind(target, node)
-                _note_self_attrs(target, node.value, self_attrs)
                 if isinstance(target, ast.Attribute) and not (isinstance(target.value, ast.Name) and
                                                               target.value.id == "self"):
                     stores.setdefault(target.attr, []).append((target.value, node.value))
@@ -221,8 +222,8 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     if isinstance(scope, ast.Lambda):
         returns.append(scope.body)
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
-    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, self_attrs, lambdas, frozenset(declared),
-                       stores, elements)
+    return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, lambdas, frozenset(declared), stores,
+                       elements)
 
 
 def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
@@ -277,6 +278,7 @@ def _is_getattr(node: ast.AST) -> bool:
         len(node.args) >= 2
 
 
+COMPUTED = "*"  # the attribute of a store whose name is no literal (`setattr(self, name, m)`): every name it may be
 # Methods that store their second argument as an attribute named by their first: `self.add_module("net", m)`.
 _STORING_METHODS = frozenset({"add_module", "register_module"})
 _ELEMENT_METHODS = {"append": 0, "insert": 1}  # a list's methods that store one element: its argument's position
@@ -291,19 +293,35 @@ def _note_element_call(call: ast.Call, found: Dict[str, List[Tuple[Optional[ast.
         found.setdefault(".".join(owner), []).append((None, args[-1]))
 
 
-def _note_stored_attr(call: ast.Call, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
-    """`setattr(self, "net", m)` and `self.add_module("net", m)` with a literal name: `self.net = m`."""
+def stored_attr(call: ast.Call) -> Optional[Tuple[ast.expr, ast.expr]]:
+    """(name, value) of `setattr(self, name, value)` or `self.add_module(name, value)` (None: neither)."""
     func, args = call.func, call.args
     if isinstance(func, ast.Name) and func.id == "setattr" and len(args) == 3 and \
             isinstance(args[0], ast.Name) and args[0].id == "self":
-        name, value = args[1], args[2]
-    elif isinstance(func, ast.Attribute) and func.attr in _STORING_METHODS and len(args) == 2 and \
+        return args[1], args[2]
+    if isinstance(func, ast.Attribute) and func.attr in _STORING_METHODS and len(args) == 2 and \
             isinstance(func.value, ast.Name) and func.value.id == "self":
-        name, value = args[0], args[1]
-    else:
+        return args[0], args[1]
+    return None
+
+
+def computed_value(call: ast.Call) -> ast.expr:
+    """The value a store under `COMPUTED` stores (its entry holds the storing call)."""
+    return stored_attr(call)[1]  # type: ignore[index]
+
+
+def _note_stored_attr(call: ast.Call, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
+    """`setattr(self, "net", m)` and `self.add_module("net", m)` with a literal name: `self.net = m`. With any
+    other name (`setattr(self, f"head_{k}", m)`), the call itself under `COMPUTED`: its name is spelled where an
+    attribute is asked (`stored_attr`)."""
+    pair = stored_attr(call)
+    if pair is None:
         return
+    name, value = pair
     if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier():
         found.setdefault(name.value, []).append((call, value))
+    else:
+        found.setdefault(COMPUTED, []).append((call, call))
 
 
 def index_tree(tree: ast.Module) -> FileTree:

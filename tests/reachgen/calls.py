@@ -20,6 +20,11 @@ LAYERS = ("model_param", "model_ctor_self", "model_dict", "model_list", "model_m
     + idioms.IDIOMS + habits.HABITS
 
 
+def _pairs(extra: str) -> List[Tuple[str, str]]:
+    """The `, "lr": 0.001` a dict display adds, as (quoted key, value) pairs."""
+    return [(k.strip().strip('"'), v.strip()) for k, v in (p.split(":") for p in extra.split(",") if p.strip())]
+
+
 def _inner(inner: Call, mod: Module, m: str, a: str, b: str) -> List[str]:
     """The body lines that call `inner` from `mod` and return its result."""
     prelude, expr = inner.render(mod, m, a, b)
@@ -106,6 +111,10 @@ def layer(proj: Project, kind: str, inner: Call, model_cls: Tuple[Module, str], 
 
         def render_dict(c: Module, m: str, a: str, b: str) -> Tuple[List[str], str]:
             ref = proj.ref(c, mod, fn)
+            if rng.random() < 1 / 3:  # an empty dict filled by a store under the key
+                var = proj.name("setup", "bundle_in", "comps")
+                stores = [f'{var}["{k}"] = {v}' for k, v in [(key, m), *_pairs(extra)]]
+                return [f"{var} = {rng.choice(('{}', 'dict()'))}", *stores], f"{ref}({var}, {a}, {b})"
             return inline_or_named(proj, f'{{"{key}": {m}{extra}}}', ("setup", "bundle_in", "comps"),
                                    lambda e: f"{ref}({e}, {a}, {b})")
         return Call(mod, render_dict)
@@ -116,8 +125,15 @@ def layer(proj: Project, kind: str, inner: Call, model_cls: Tuple[Module, str], 
         take = rng.choice((f"{model}, = {seq}", f"{model} = {seq}[0]", f"{model}, *_ = {seq}", f"{model} = {seq}[-1]"))
         mod.add([f"def {fn}({seq}, {sig}) -> torch.Tensor:", '    """Evaluates the lead model of an ensemble."""',
                  f"    {take}", *indent(_inner(inner, mod, model, h, x))])
-        shape = rng.choice(("[{}]", "({},)"))
-        return Call(mod, lambda c, m, a, b: ([], f"{proj.ref(c, mod, fn)}({shape.format(m)}, {a}, {b})"))
+        shape = rng.choice(("[{}]", "({},)", "append"))
+
+        def render_list(c: Module, m: str, a: str, b: str) -> Tuple[List[str], str]:
+            ref = proj.ref(c, mod, fn)
+            if shape != "append":
+                return [], f"{ref}({shape.format(m)}, {a}, {b})"
+            var = proj.name("heads", "members", "ensemble")  # an empty list filled by `append`
+            return [f"{var} = []", f"{var}.append({m})"], f"{ref}({var}, {a}, {b})"
+        return Call(mod, render_list)
 
     if kind == "model_moduledict":
         mod.need("nn")

@@ -86,21 +86,29 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:  # noqa: C901 - one br
             proj, f"{proj.ref(c, mod, cls)}.{maker}({m})", ("session", "exp", "pipe"),
             lambda e: f"{e}.{meth}({a}, {b})"))
 
-    if kind == "model_setattr":  # stored under a literal name by setattr or add_module
+    if kind == "model_setattr":  # stored by setattr or add_module, under a literal name or a computed one
         cls = proj.name("Slots", "Registry_", "Carrier")
         attr = rng.choice(("net", "backbone", "body"))
         as_module = rng.random() < 0.5
+        spelling = rng.choice(("literal", "parameter", "formatted"))
+        param, keep, read = "", [], f"self.{attr}"
+        if spelling == "literal":
+            name = f'"{attr}"'
+        elif spelling == "parameter":  # the name a parameter's default: `setattr(self, name, model)`
+            name, param = "name", f', name: str = "{attr}"'
+        else:  # under a prefix, read back with `getattr` and the same f-string
+            name, param, keep = 'f"slot_{name}"', f', name: str = "{attr}"', ["        self.name = name"]
+            read = 'getattr(self, f"slot_{self.name}")'
         if as_module:
             mod.need("nn")
             lines = [f"class {cls}(nn.Module):", '    """Registers the model as a submodule."""', "",
-                     f"    def __init__(self, {model}: nn.Module) -> None:", "        super().__init__()",
-                     f'        self.add_module("{attr}", {model})', "",
-                     f"    def forward(self, {sig}) -> torch.Tensor:",
-                     *indent(_inner(inner, mod, f"self.{attr}", h, x), 2)]
+                     f"    def __init__(self, {model}: nn.Module{param}) -> None:", "        super().__init__()", *keep,
+                     f"        self.add_module({name}, {model})", "",
+                     f"    def forward(self, {sig}) -> torch.Tensor:", *indent(_inner(inner, mod, read, h, x), 2)]
         else:
             lines = [f"class {cls}:", '    """Keeps the model under a configurable name."""', "",
-                     f"    def __init__(self, {model}) -> None:", f'        setattr(self, "{attr}", {model})', "",
-                     f"    def run(self, {sig}) -> torch.Tensor:", *indent(_inner(inner, mod, f"self.{attr}", h, x), 2)]
+                     f"    def __init__(self, {model}{param}) -> None:", *keep, f"        setattr(self, {name}, {model})", "",
+                     f"    def run(self, {sig}) -> torch.Tensor:", *indent(_inner(inner, mod, read, h, x), 2)]
         mod.add(lines)
         call = "" if as_module else ".run"
         return Call(mod, lambda c, m, a, b: ([], f"{proj.ref(c, mod, cls)}({m}){call}({a}, {b})"))

@@ -16,8 +16,8 @@ from typing import Dict, List, Optional, Tuple
 MODEL_HOPS = (
     "model_param",       # passed as a function parameter
     "model_ctor_self",   # a constructor argument stored on self
-    "model_dict",        # inside a dict that is passed in, then indexed
-    "model_list",        # inside a list or tuple that is passed in, then indexed or unpacked
+    "model_dict",        # inside a dict (a display, or filled by a store) that is passed in, then indexed
+    "model_list",        # inside a list or tuple (or a list filled by append) passed in, then indexed or unpacked
     "model_factory",     # returned by a factory function in another module
     "model_registry",    # its class picked from a registry dict of classes
     "model_getattr",     # its class looked up with getattr on a module
@@ -35,7 +35,7 @@ MODEL_HOPS = (
     "model_deepcopy",    # a copy.deepcopy of it is what runs (a target network)
     "model_eval",        # what .eval() / .train(False) / .requires_grad_(False) returns
     "model_classmethod",  # held by an object a @classmethod builds with cls(...)
-    "model_setattr",     # stored by setattr or add_module under a literal name
+    "model_setattr",     # stored by setattr or add_module, under a literal name or a computed one
     "model_closure",     # closed over by a nested function that is returned
     "model_global",      # a module global set by a `global` statement in another function
     "model_iter",        # one of several models in a list, looped over or in a comprehension
