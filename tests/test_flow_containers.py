@@ -98,3 +98,22 @@ def test_a_stored_value_is_followed_where_its_form_may_make_an_object(value: str
 ])
 def test_two_spellings_overlap_where_one_name_may_fit_both(first: set, second: set, fit: bool) -> None:
     assert overlap(frozenset(first), frozenset(second)) is fit
+
+
+def test_extend_and_update_store_elements_and_keyed_pairs() -> None:
+    """`extend` and a non-display `update` store the elements of what they are given (`*blocks`); an `update`
+    with a display or keywords stores each pair under its key; a call with another shape stores nothing."""
+    tree = index_tree(ast.parse(
+        "def build(blocks, more):\n"
+        "    layers = []\n"
+        "    layers.extend(blocks)\n"
+        "    layers.extend(blocks, 1)\n"
+        "    heads = {}\n"
+        "    heads.update({'pi': Head(), **more})\n"
+        "    heads.update(v=Critic())\n"
+        "    heads.update(more)\n"))
+    facts = tree.scope_facts("build")
+    assert {owner: sorted((ast.unparse(k) if k is not None else "", ast.unparse(v)) for k, v in stored)
+            for owner, stored in facts.elements.items()} == {
+        "layers": [("", "*blocks")],
+        "heads": [("", "*more"), ("", "*more"), ("'pi'", "Head()"), ("'v'", "Critic()")]}

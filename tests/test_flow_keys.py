@@ -6,7 +6,8 @@ are all string literals now keeps what each key holds (`flowvalues.Container.key
 the flow can spell (a literal, a name or parameter holding known strings: `flowstrings`) reads only those keys;
 any other key still reads every element. A container filled by stores (`self.heads[name] = NormalHead()` in a
 loop, `blocks.append(block)`) held nothing, and its heads were missed; the stores now fill it, with a call's
-result (`build_head()`, `REGISTRY[k]()`, `.to(...)`) or a loop's variable. An attribute stored under a computed
+result (`build_head()`, `REGISTRY[k]()`, `.to(...)`) or a loop's variable, or by `extend` and `update`; a
+comprehension holds what its element does. An attribute stored under a computed
 name (`setattr(self, f"head_{name}", m)`) is read where a name or prefix it may spell is asked. A registering
 decorator's store keeps each class under the name its own decoration gave.
 
@@ -65,6 +66,7 @@ HEADS = '        self.heads = nn.ModuleDict({"policy": NormalHead(), "critic": L
 POLICY = '        return self.heads["policy"](x, y)'
 FILLED = '        self.heads = nn.ModuleDict()\n        for name in names:\n            self.heads[name] = {}'
 COMPUTED = '        for name in names:\n            setattr(self, {}, NormalHead())\n        self.critic = LaplaceHead()'
+LOOP = '        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n        return total'
 EVERY = '        return sum(self.heads[k](x, y) for k in self.heads)'
 NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")  # `model.py`'s sites
 # name -> (__init__'s body, forward's body, what runs in float16, what runs outside, what is reported, what is
@@ -110,8 +112,7 @@ CASES: Dict[str, Tuple[str, str, str, str, List[Tuple[str, int, int, str]], List
                          'agent.heads["critic"](x, y)', [NORMAL], []),
     # a list filled by `append`, then wrapped in an `nn.ModuleList` and iterated (missed: the list held nothing)
     "appended": ('        blocks = []\n        blocks.append(NormalHead())\n        self.heads = nn.ModuleList(blocks)',
-                 '        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n'
-                 '        return total', "agent(x, y)", "0", [NORMAL], []),
+                 LOOP, "agent(x, y)", "0", [NORMAL], []),
     # attributes stored under a computed name (`setattr`, `add_module`), read by a name or a prefix (each missed:
     # only a literal name was a store); the critic, stored under a literal name, runs only outside the region
     "setattr_named": (COMPUTED.format("name"), '        return self.policy(x, y)', "agent(x, y)", "agent.critic(x, y)",
@@ -125,9 +126,19 @@ CASES: Dict[str, Tuple[str, str, str, str, List[Tuple[str, int, int, str]], List
     "add_module_computed": ('        for i, name in enumerate(names):\n            self.add_module("head%d" % i, NormalHead())\n'
                             '        self.critic = LaplaceHead()', '        return self.head0(x, y)', "agent(x, y)",
                             "agent.critic(x, y)", [NORMAL], []),
+    # a comprehension of what a factory returns, and a container extended or updated (each missed: a
+    # comprehension held nothing, and `extend`/`update` stored nothing); `update` keeps each key
+    "comprehension": ('        self.heads = nn.ModuleList([build_head() for _ in names])', LOOP, "agent(x, y)", "0",
+                      [NORMAL], []),
+    "dict_comprehension": ('        self.heads = nn.ModuleDict({name: build_head() for name in names})', EVERY,
+                           "agent(x, y)", "0", [NORMAL], []),
+    "extended": ('        self.heads = nn.ModuleList()\n        self.heads.extend([NormalHead()])', LOOP, "agent(x, y)",
+                 "0", [NORMAL], []),
+    "updated_by_key": ('        self.heads = nn.ModuleDict()\n'
+                       '        self.heads.update({"policy": NormalHead(), "critic": LaplaceHead()})', POLICY,
+                       "agent(x, y)", 'agent.heads["critic"](x, y)', [NORMAL], []),
     "appended_factory": ('        blocks = []\n        blocks.append(build_head())\n        self.heads = nn.ModuleList(blocks)',
-                         '        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n'
-                         '        return total', "agent(x, y)", "0", [NORMAL], []),
+                         LOOP, "agent(x, y)", "0", [NORMAL], []),
 }
 
 

@@ -276,6 +276,11 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return frozenset({Container(frozenset(v for item in node.elts
                                                   for v in self.value(path, scope, item, hops)))})
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):  # by element
+            element = node.value if isinstance(node, ast.DictComp) else node.elt
+            return frozenset({Container(self.value(path, scope, element, hops))})
+        if isinstance(node, ast.Starred):  # `*blocks`, what `layers.extend(blocks)` stores: its elements
+            return self.elements_of(self.value(path, scope, node.value, hops), hops)
         if isinstance(node, ast.IfExp):
             return self.value(path, scope, node.body, hops) | self.value(path, scope, node.orelse, hops)
         if isinstance(node, ast.BoolOp):

@@ -282,15 +282,35 @@ COMPUTED = "*"  # the attribute of a store whose name is no literal (`setattr(se
 # Methods that store their second argument as an attribute named by their first: `self.add_module("net", m)`.
 _STORING_METHODS = frozenset({"add_module", "register_module"})
 _ELEMENT_METHODS = {"append": 0, "insert": 1}  # a list's methods that store one element: its argument's position
+_MANY_METHODS = frozenset({"extend", "update"})  # a list's or a dict's methods that store many
 
 
 def _note_element_call(call: ast.Call, found: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]]) -> None:
-    """`layers.append(block)`, `layers.insert(0, block)`: an element stored with no key."""
-    func, args = call.func, call.args
-    position = _ELEMENT_METHODS.get(func.attr) if isinstance(func, ast.Attribute) else None
-    owner = dotted(func.value) if position is not None else None  # type: ignore[union-attr]
-    if owner is not None and len(args) == position + 1 and not call.keywords:  # type: ignore[operator]
-        found.setdefault(".".join(owner), []).append((None, args[-1]))
+    """`layers.append(block)`, `layers.insert(0, block)`: an element stored with no key. `layers.extend(blocks)`
+    and `heads.update(more)` store the elements of what they are given (an `ast.Starred` of it: `*blocks`);
+    `heads.update({"pi": head})` and `heads.update(pi=head)` each pair under its key."""
+    func, args, keywords = call.func, call.args, call.keywords
+    method = func.attr if isinstance(func, ast.Attribute) else ""
+    owner = dotted(func.value) if method in _ELEMENT_METHODS or method in _MANY_METHODS else None  # type: ignore
+    if owner is None:
+        return
+    stored: List[Tuple[Optional[ast.expr], ast.expr]] = []
+    if method in _ELEMENT_METHODS and len(args) == _ELEMENT_METHODS[method] + 1 and not keywords:
+        stored.append((None, args[-1]))
+    elif method == "update" and not args and keywords:
+        stored.extend((None if k.arg is None else ast.Constant(k.arg), k.value) for k in keywords)
+    elif method == "update" and len(args) == 1 and not keywords and isinstance(args[0], ast.Dict):
+        stored.extend((key, value if key is not None else _elements(value))
+                      for key, value in zip(args[0].keys, args[0].values))
+    elif method in _MANY_METHODS and len(args) == 1 and not keywords:
+        stored.append((None, _elements(args[0])))
+    if stored:
+        found.setdefault(".".join(owner), []).extend(stored)
+
+
+def _elements(node: ast.expr) -> ast.expr:
+    """`*node`: what an element store of each of `node`'s elements stores (`Flow.value` reads its elements)."""
+    return ast.copy_location(ast.Starred(node, ast.Load()), node)
 
 
 def stored_attr(call: ast.Call) -> Optional[Tuple[ast.expr, ast.expr]]:

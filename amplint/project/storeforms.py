@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from amplint.project.flowtrees import FileTree
 
 _FORM_DEPTH = 4  # names bound to loops over names, followed this deep: `for x in x` ends
-_COLLECTIONS = (ast.Call, ast.List, ast.Tuple, ast.Dict)  # what a loop over made elements may iterate
+# what a loop over made elements may iterate
+_COLLECTIONS = (ast.Call, ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
 def made_object(tree: "Optional[FileTree]", scope: str, value: ast.expr, depth: int = 0) -> bool:
@@ -30,6 +31,8 @@ def made_object(tree: "Optional[FileTree]", scope: str, value: ast.expr, depth: 
     is not followed."""
     if isinstance(value, (ast.Lambda, ast.Call)):
         return True
+    if isinstance(value, ast.Starred):  # `layers.extend(blocks)`: the elements of `blocks`
+        return made_elements(tree, scope, value.value, depth)
     return _named(tree, scope, value, depth, (ast.Call, ast.Lambda))
 
 
