@@ -110,10 +110,10 @@ def test_extend_and_update_store_elements_and_keyed_pairs() -> None:
         "    layers.extend(blocks, 1)\n"
         "    heads = {}\n"
         "    heads.update({'pi': Head(), **more})\n"
-        "    heads.update(v=Critic())\n"
+        "    heads.update(v=Critic(), **more)\n"
         "    heads.update(more)\n"))
     facts = tree.scope_facts("build")
     assert {owner: sorted((ast.unparse(k) if k is not None else "", ast.unparse(v)) for k, v in stored)
             for owner, stored in facts.elements.items()} == {
         "layers": [("", "*blocks")],
-        "heads": [("", "*more"), ("", "*more"), ("'pi'", "Head()"), ("'v'", "Critic()")]}
+        "heads": [("", "*more"), ("", "*more"), ("", "*more"), ("'pi'", "Head()"), ("'v'", "Critic()")]}

@@ -110,6 +110,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         self.loader = loader
         self._trees = TreeShelf(loader.file_tree)
         self._classes: Dict["ClassRef", Optional[ClassAssignments]] = {}  # kept when their trees are let go
+        self._computed_stores: Dict["ClassRef", Tuple[Tuple[str, str, ast.expr, ast.expr], ...]] = {}
         self._answers = resolver.doubts.memo()  # (what is asked, its subject...) -> Values
         self._sites = resolver.doubts.memo()  # (path, scope) -> call sites
         self._busy: Set[Tuple[object, ...]] = set()

@@ -35,6 +35,7 @@ class AttributeFlow:
         loader: Any
         budget: Any
         _classes: Dict[ClassRef, Optional[ClassAssignments]]
+        _computed_stores: Dict[ClassRef, Tuple[Tuple[str, str, ast.expr, ast.expr], ...]]
 
         def tree(self, path: str) -> Optional[FileTree]: ...
         def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values: ...
@@ -97,10 +98,19 @@ class AttributeFlow:
         """(path, scope, name, value) of each `setattr(self, name, value)` with a computed name, on the classes an
         instance of `cls` may be, whose value may be a module by its form (`storeforms`)."""
         for ref in self._instance_refs(cls):
+            yield from self._computed_on(ref)
+
+    def _computed_on(self, ref: "ClassRef") -> Tuple[Tuple[str, str, ast.expr, ast.expr], ...]:
+        """`_computed` of one class's own methods, read once: every question on a class of a large hierarchy
+        (3,910 on transformers' `PreTrainedModel`) reads those of every class an instance may be."""
+        if ref not in self._computed_stores:
+            found = []
             for scope, call in getattr(self._assignments(ref), "methods", {}).get(COMPUTED, ()):
                 name, value = stored_attr(call)  # type: ignore[arg-type, misc]
                 if made_object(self.tree(ref.path), scope, value):
-                    yield ref.path, scope, name, value
+                    found.append((ref.path, scope, name, value))
+            self._computed_stores[ref] = tuple(found)
+        return self._computed_stores[ref]
 
     def element_stores_on(self, cls: "ClassRef", attr: str) -> List[Tuple[str, str, Optional[ast.expr], ast.expr]]:
         """(path, scope, key, value) of each `self.attr[key] = value` and `self.attr.append(value)` (key None) in a
@@ -156,11 +166,13 @@ class AttributeFlow:
         each `setattr(self, name, value)` whose name may spell `attr` and whose value may be a module by its form
         (`_computed`: `setattr(self, k, v)` over `**kwargs` is not followed). `COMPUTED` asks for every such
         store's value."""
+        computed: List[Tuple[str, str, ast.expr, ast.expr]] = []
         for ref in self._instance_refs(cls):
             self.budget.charge()
             found = self._assignments(ref)
             if found is None:
                 continue
+            computed.extend(self._computed_on(ref) if attr != COMPUTED else ())
             for value in found.body.get(attr, ()):
                 yield ref.path, MODULE_KEY, value
             for scope, value in found.methods.get(attr, ()):  # `COMPUTED`: the value of every such store
@@ -171,7 +183,7 @@ class AttributeFlow:
                     argument = call_argument(site.call, fields, attr, 0)
                     if argument is not None:
                         yield site.path, site.scope, argument
-        for path, scope, name, value in self._computed(cls) if attr != COMPUTED else ():
+        for path, scope, name, value in computed:
             if matches(self.strings(path, scope, name), attr):
                 yield path, scope, value
 

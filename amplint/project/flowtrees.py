@@ -298,7 +298,8 @@ def _note_element_call(call: ast.Call, found: Dict[str, List[Tuple[Optional[ast.
     if method in _ELEMENT_METHODS and len(args) == _ELEMENT_METHODS[method] + 1 and not keywords:
         stored.append((None, args[-1]))
     elif method == "update" and not args and keywords:
-        stored.extend((None if k.arg is None else ast.Constant(k.arg), k.value) for k in keywords)
+        stored.extend((ast.Constant(k.arg), k.value) if k.arg is not None else (None, _elements(k.value))
+                      for k in keywords)
     elif method == "update" and len(args) == 1 and not keywords and isinstance(args[0], ast.Dict):
         stored.extend((key, value if key is not None else _elements(value))
                       for key, value in zip(args[0].keys, args[0].values))
