@@ -9,7 +9,7 @@ import pytest
 
 from amplint.project.flowstrings import overlap
 from amplint.project.flowtrees import class_assignments, index_tree
-from amplint.project.flowvalues import Container, Fanout, Function, items, keyed
+from amplint.project.flowvalues import Container, Fanout, Function, Namespace, items, keyed
 from amplint.project.storeforms import made_object
 
 A, B, C = Function("m.py", "a"), Function("m.py", "b"), Function("m.py", "c")
@@ -100,9 +100,10 @@ def test_two_spellings_overlap_where_one_name_may_fit_both(first: set, second: s
     assert overlap(frozenset(first), frozenset(second)) is fit
 
 
-def test_extend_and_update_store_elements_and_keyed_pairs() -> None:
+def test_extend_update_and_setdefault_store_elements_and_keyed_pairs() -> None:
     """`extend` and a non-display `update` store the elements of what they are given (`*blocks`); an `update`
-    with a display or keywords stores each pair under its key; a call with another shape stores nothing."""
+    with a display or keywords, and `setdefault`, store each pair under its key; a call with another shape stores
+    nothing."""
     tree = index_tree(ast.parse(
         "def build(blocks, more):\n"
         "    layers = []\n"
@@ -111,9 +112,18 @@ def test_extend_and_update_store_elements_and_keyed_pairs() -> None:
         "    heads = {}\n"
         "    heads.update({'pi': Head(), **more})\n"
         "    heads.update(v=Critic(), **more)\n"
-        "    heads.update(more)\n"))
+        "    heads.update(more)\n"
+        "    heads.setdefault('q', Q())\n"))
     facts = tree.scope_facts("build")
     assert {owner: sorted((ast.unparse(k) if k is not None else "", ast.unparse(v)) for k, v in stored)
             for owner, stored in facts.elements.items()} == {
         "layers": [("", "*blocks")],
-        "heads": [("", "*more"), ("", "*more"), ("", "*more"), ("'pi'", "Head()"), ("'v'", "Critic()")]}
+        "heads": [("", "*more"), ("", "*more"), ("", "*more"), ("'pi'", "Head()"), ("'q'", "Q()"),
+                  ("'v'", "Critic()")]}
+
+
+def test_a_namespace_reads_its_keywords_and_what_more_may_give_any_other_name() -> None:
+    """`SimpleNamespace(pi=a, **more)`: `ns.pi` is `a`; any other attribute is what `more`'s elements may be."""
+    made = Namespace((("pi", frozenset({A})),), frozenset({B}))
+    assert made.read("pi") == {A} and made.read("v") == {B}
+    assert Namespace((("pi", frozenset({A})),)).read("v") == frozenset()

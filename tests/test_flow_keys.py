@@ -7,7 +7,8 @@ the flow can spell (a literal, a name or parameter holding known strings: `flows
 any other key still reads every element. A container filled by stores (`self.heads[name] = NormalHead()` in a
 loop, `blocks.append(block)`) held nothing, and its heads were missed; the stores now fill it, with a call's
 result (`build_head()`, `REGISTRY[k]()`, `.to(...)`) or a loop's variable, or by `extend` and `update`; a
-comprehension holds what its element does. An attribute stored under a computed
+comprehension holds what its element does, and a `types.SimpleNamespace` its keywords as attributes. An
+attribute stored under a computed
 name (`setattr(self, f"head_{name}", m)`) is read where a name or prefix it may spell is asked. A registering
 decorator's store keeps each class under the name its own decoration gave.
 
@@ -25,6 +26,7 @@ from conftest import TWO_HEADS as MODEL, found_places, traced_comparison
 TRAIN = """\
 import copy
 import os
+import types
 
 import torch
 from torch import nn
@@ -65,8 +67,10 @@ main()
 HEADS = '        self.heads = nn.ModuleDict({"policy": NormalHead(), "critic": LaplaceHead()})'
 POLICY = '        return self.heads["policy"](x, y)'
 FILLED = '        self.heads = nn.ModuleDict()\n        for name in names:\n            self.heads[name] = {}'
-COMPUTED = '        for name in names:\n            setattr(self, {}, NormalHead())\n        self.critic = LaplaceHead()'
-LOOP = '        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n        return total'
+COMPUTED = ('        for name in names:\n            setattr(self, {}, NormalHead())\n'
+            '        self.critic = LaplaceHead()')
+LOOP = ('        total = 0\n        for block in self.heads:\n            total = total + block(x, y)\n'
+        '        return total')
 EVERY = '        return sum(self.heads[k](x, y) for k in self.heads)'
 NORMAL, LAPLACE = ("model.py", 13, 17, "AMP001"), ("model.py", 23, 17, "AMP001")  # `model.py`'s sites
 # name -> (__init__'s body, forward's body, what runs in float16, what runs outside, what is reported, what is
@@ -101,9 +105,11 @@ CASES: Dict[str, Tuple[str, str, str, str, List[Tuple[str, int, int, str]], List
                       "0", [NORMAL], []),
     # filled in a loop over a display's items, or over a name bound to one (missed: a loop's variable was not
     # followed)
-    "filled_from_items": ('        self.heads = nn.ModuleDict()\n        for name, head in {"policy": NormalHead()}.items():\n'
+    "filled_from_items": ('        self.heads = nn.ModuleDict()\n'
+                          '        for name, head in {"policy": NormalHead()}.items():\n'
                           '            self.heads[name] = head', EVERY, "agent(x, y)", "0", [NORMAL], []),
-    "filled_from_values": ('        made = [NormalHead()]\n        self.heads = nn.ModuleList()\n        for head in made:\n'
+    "filled_from_values": ('        made = [NormalHead()]\n        self.heads = nn.ModuleList()\n'
+                           '        for head in made:\n'
                            '            self.heads.append(head)',
                            '        return sum(head(x, y) for head in self.heads)', "agent(x, y)", "0", [NORMAL], []),
     # the same stored by key: read by key, so the critic's head, called only outside the region, is not reported
@@ -123,7 +129,8 @@ CASES: Dict[str, Tuple[str, str, str, str, List[Tuple[str, int, int, str]], List
                                '        total = 0\n        for k in ("policy",):\n'
                                '            total = total + getattr(self, f"head_{k}")(x, y)\n        return total',
                                "agent(x, y)", "agent.critic(x, y)", [NORMAL], []),
-    "add_module_computed": ('        for i, name in enumerate(names):\n            self.add_module("head%d" % i, NormalHead())\n'
+    "add_module_computed": ('        for i, name in enumerate(names):\n'
+                            '            self.add_module("head%d" % i, NormalHead())\n'
                             '        self.critic = LaplaceHead()', '        return self.head0(x, y)', "agent(x, y)",
                             "agent.critic(x, y)", [NORMAL], []),
     # a comprehension of what a factory returns, and a container extended or updated (each missed: a
@@ -137,7 +144,15 @@ CASES: Dict[str, Tuple[str, str, str, str, List[Tuple[str, int, int, str]], List
     "updated_by_key": ('        self.heads = nn.ModuleDict()\n'
                        '        self.heads.update({"policy": NormalHead(), "critic": LaplaceHead()})', POLICY,
                        "agent(x, y)", 'agent.heads["critic"](x, y)', [NORMAL], []),
-    "appended_factory": ('        blocks = []\n        blocks.append(build_head())\n        self.heads = nn.ModuleList(blocks)',
+    # a dict filled by `setdefault`, and the keywords of a `types.SimpleNamespace` read as its attributes (each
+    # missed: no store, and no value)
+    "set_default": ('        self.heads = {}\n        self.heads.setdefault("policy", NormalHead())\n'
+                    '        self.heads.setdefault("critic", LaplaceHead())', POLICY, "agent(x, y)",
+                    'agent.heads["critic"](x, y)', [NORMAL], []),
+    "namespace": ('        self.ns = types.SimpleNamespace(policy=NormalHead(), critic=LaplaceHead())',
+                  '        return self.ns.policy(x, y)', "agent(x, y)", "agent.ns.critic(x, y)", [NORMAL], []),
+    "appended_factory": ('        blocks = []\n        blocks.append(build_head())\n'
+                         '        self.heads = nn.ModuleList(blocks)',
                          LOOP, "agent(x, y)", "0", [NORMAL], []),
 }
 
@@ -232,7 +247,7 @@ register("laplace")(Critic)
     ('"normal"', CALLED, [NORMAL], []),
 ])
 def test_a_registering_decorator_fills_its_registry(tmp_path: Path, key: str, registered: str, reported: list,
-                                                     unreached: list) -> None:
+                                                    unreached: list) -> None:
     """`@register("normal") class Policy`: the decorator `register("normal")` gives is called with the class, and
     stores it in the module's `MODELS` (missed: the registry held nothing, and no head was reached)."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'registry'\n")

@@ -61,7 +61,7 @@ from amplint.project.flowstrings import ANY, StringFlow, matches
 from amplint.project.flowtrees import ClassAssignments, FileTree, TreeShelf, dotted, lambda_key, param_names
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
-    Filled, Value, Values, any_keyed, elements, items, keyed,
+    Filled, Namespace, Value, Values, any_keyed, elements, items, keyed,
     modules_of as _modules, unprepared,
 )
 from amplint.project.memo import Doubts
@@ -97,6 +97,8 @@ WRAPPING_CALLS = frozenset({"compile", "DistributedDataParallel", "DataParallel"
                             "FSDP", "script", "trace", "prepare_model", "checkpoint_wrapper", "deepcopy", "copy"})
 CONTAINERS = frozenset({"ModuleDict", "ModuleList", "Sequential", "dict", "list", "tuple", "OrderedDict"})
 KEYED_CONTAINERS = frozenset({"ModuleDict", "dict", "OrderedDict"})  # built from a dict, they keep its keys
+# Objects whose attributes are the keywords they are made with: `types.SimpleNamespace(policy=p)`.
+NAMESPACES = frozenset({"SimpleNamespace", "Namespace", "EasyDict", "edict", "AttrDict", "Munch", "DotMap"})
 # Collections whose calls run the same method of every member: torchmetrics' `MetricCollection(metrics)`, whose
 # `update(probs, y)` updates each metric; `clone(prefix=...)` copies it.
 FANOUT_CALLS = frozenset({"MetricCollection"})
@@ -279,6 +281,8 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                                                   for v in self.value(path, scope, item, hops)))})
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):  # by element
             element = node.value if isinstance(node, ast.DictComp) else node.elt
+            if not made_object(self.tree(path), scope, element):  # `{k.lower(): v for k, v in classes.items()}`
+                return _NONE
             return frozenset({Container(self.value(path, scope, element, hops))})
         if isinstance(node, ast.Starred):  # `*blocks`, what `layers.extend(blocks)` stores: its elements
             return self.elements_of(self.value(path, scope, node.value, hops), hops)
@@ -301,6 +305,8 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                                       else ()))
             elif isinstance(owner, Module):
                 found.update(self._module_symbol(owner.path, [node.attr]))
+            elif isinstance(owner, Namespace):
+                found.update(owner.read(node.attr))
             elif isinstance(owner, ClassValue):  # a class attribute, or a method called on the class
                 found.update(self._module_symbol(owner.cls.path, [*owner.cls.name.split("."), node.attr]) or (
                     {BoundMethod(Instance(owner.cls, True), node.attr)} if self._has_method(owner.cls, node.attr)
@@ -360,6 +366,10 @@ class Flow(CallSites, StringFlow, AttributeFlow):
             held = self._item(path, scope, held, node.args[0], hops) if node.args else self.elements_of(held, hops)
             if held:
                 return held | frozenset(v for default in node.args[1:2] for v in self.value(path, scope, default, hops))
+        if name in NAMESPACES and not node.args:  # `SimpleNamespace(policy=p, **more)`
+            named = tuple(sorted((k.arg, self.value(path, scope, k.value, hops)) for k in node.keywords if k.arg))
+            more = [self.elements_of(self.value(path, scope, k.value, hops), hops) for k in node.keywords if not k.arg]
+            return frozenset({Namespace(named, frozenset().union(*more))})
         if name in CONTAINERS:
             if name == "dict" and not node.args and node.keywords:  # `dict(policy=p, critic=c)`
                 return self.value(path, scope, ast.Dict(keys=[None if k.arg is None else ast.Constant(k.arg)

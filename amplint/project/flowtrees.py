@@ -288,15 +288,19 @@ _MANY_METHODS = frozenset({"extend", "update"})  # a list's or a dict's methods 
 def _note_element_call(call: ast.Call, found: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]]) -> None:
     """`layers.append(block)`, `layers.insert(0, block)`: an element stored with no key. `layers.extend(blocks)`
     and `heads.update(more)` store the elements of what they are given (an `ast.Starred` of it: `*blocks`);
-    `heads.update({"pi": head})` and `heads.update(pi=head)` each pair under its key."""
+    `heads.update({"pi": head})`, `heads.update(pi=head)` and `heads.setdefault("pi", head)` each pair under its
+    key."""
     func, args, keywords = call.func, call.args, call.keywords
     method = func.attr if isinstance(func, ast.Attribute) else ""
-    owner = dotted(func.value) if method in _ELEMENT_METHODS or method in _MANY_METHODS else None  # type: ignore
+    storing = method in _ELEMENT_METHODS or method in _MANY_METHODS or method == "setdefault"
+    owner = dotted(func.value) if storing else None  # type: ignore[union-attr]
     if owner is None:
         return
     stored: List[Tuple[Optional[ast.expr], ast.expr]] = []
     if method in _ELEMENT_METHODS and len(args) == _ELEMENT_METHODS[method] + 1 and not keywords:
         stored.append((None, args[-1]))
+    elif method == "setdefault" and len(args) == 2 and not keywords:  # `heads.setdefault("pi", head)`
+        stored.append((args[0], args[1]))
     elif method == "update" and not args and keywords:
         stored.extend((ast.Constant(k.arg), k.value) if k.arg is not None else (None, _elements(k.value))
                       for k in keywords)

@@ -51,6 +51,18 @@ class Fanout:
 
 
 @dataclass(frozen=True)
+class Namespace:
+    """An object whose attributes are the keywords it was made with (`types.SimpleNamespace(policy=p)`,
+    `argparse.Namespace`, `EasyDict`): `attrs` by name (sorted), `rest` what `**more` may give any other name."""
+
+    attrs: Tuple[Tuple[str, FrozenSet["Value"]], ...]
+    rest: FrozenSet["Value"] = frozenset()
+
+    def read(self, name: str) -> FrozenSet["Value"]:
+        return dict(self.attrs).get(name, self.rest)
+
+
+@dataclass(frozen=True)
 class BoundMethod:
     """`model.loss` read, not called (`fn = model.loss; fn(x)`): calling it calls the method."""
 
@@ -69,8 +81,8 @@ class MethodOf:
     patterns: Tuple[str, ...]
 
 
-Value = Union[Instance, Function, ClassValue, Module, Container, Filled, Fanout, BoundMethod, MethodOf, Accelerated,
-              Prepared]
+Value = Union[Instance, Function, ClassValue, Module, Container, Filled, Fanout, Namespace, BoundMethod, MethodOf,
+              Accelerated, Prepared]
 Values = FrozenSet[Value]
 NONE: Values = frozenset()
 

@@ -446,8 +446,9 @@ class Resolver(Subclassing):
     def flowed_targets(self, values: "flow.Values", rest: Sequence[str]) -> List[Target]:
         """The functions a call runs on values that crossed calls (`project.flow`): `p()`, `p.m()`, `p.a.m()`."""
         for attr in rest[:-1]:
-            values = frozenset(v for owner in flow.unprepared(values) if isinstance(owner, flow.Instance)
-                               for v in self.flow.attr_values(owner.cls, attr))
+            values = frozenset(v for owner in flow.unprepared(values) for v in (
+                self.flow.attr_values(owner.cls, attr) if isinstance(owner, flow.Instance) else
+                owner.read(attr) if isinstance(owner, flow.Namespace) else ()))
         targets: Dict[Target, None] = {}  # in order, each once (a list's `in` made thousands of values quadratic)
         for value in sorted(flow.unprepared(values), key=repr):
             if isinstance(value, flow.Instance):
@@ -465,6 +466,8 @@ class Resolver(Subclassing):
                     replace(t, flowed=True) for t in self.constructor(value.cls)]
             elif isinstance(value, flow.Fanout):  # `metrics.update(p, y)`: each member's `update`
                 found = self.flowed_targets(value.elements, rest)
+            elif isinstance(value, flow.Namespace) and rest:  # `ns.policy(x)`: what its attribute holds, called
+                found = self.flowed_targets(value.read(rest[-1]), [])
             else:
                 found = []
             targets.update(dict.fromkeys(found))

@@ -107,7 +107,8 @@ def layer(proj: Project, kind: str, inner: Call) -> Call:  # noqa: C901 - one br
                      f"    def forward(self, {sig}) -> torch.Tensor:", *indent(_inner(inner, mod, read, h, x), 2)]
         else:
             lines = [f"class {cls}:", '    """Keeps the model under a configurable name."""', "",
-                     f"    def __init__(self, {model}{param}) -> None:", *keep, f"        setattr(self, {name}, {model})", "",
+                     f"    def __init__(self, {model}{param}) -> None:", *keep,
+                     f"        setattr(self, {name}, {model})", "",
                      f"    def run(self, {sig}) -> torch.Tensor:", *indent(_inner(inner, mod, read, h, x), 2)]
         mod.add(lines)
         call = "" if as_module else ".run"
