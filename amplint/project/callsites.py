@@ -19,7 +19,7 @@ from amplint.project.flowcalls import (
     binds_first_parameter, bound_call, fits, forwards, is_classmethod, is_partial, is_super, star_arguments,
     star_params, tensor_annotated,
 )
-from amplint.project.flowtrees import FileTree, param_names
+from amplint.project.flowtrees import FileTree, fixed_parameter, param_names
 from amplint.project.flowvalues import (
     ELEMENT_READS, BoundMethod, ClassValue, Container, Function, Instance, MethodOf, Value, Values, unprepared,
 )
@@ -111,9 +111,8 @@ class CallSites:
                 not isinstance(outer_node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         inner, factory = param_names(inner_node), param_names(outer_node)
-        facts, outer_facts = tree.scope_facts(scope), tree.scope_facts(outer)  # type: ignore[union-attr, arg-type]
-        if value.id not in inner or facts.bindings.get(value.id) or key.id in facts.bound or \
-                key.id not in factory or outer_facts.bindings.get(key.id):  # type: ignore[attr-defined]
+        if not fixed_parameter(tree, scope, value.id) or key.id in tree.scope_facts(scope).bound or \
+                not fixed_parameter(tree, outer, key.id):  # type: ignore[arg-type, attr-defined]
             return None
         pairs: List[Tuple[Optional[FrozenSet[str]], Values]] = []
         for site in self.call_sites(path, scope, hops):
@@ -142,8 +141,7 @@ class CallSites:
         node = tree.scopes.get(scope) if tree is not None else None
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or tensor_annotated(node, value.id):
             return None
-        params, bindings = param_names(node), tree.scope_facts(scope).bindings  # type: ignore[union-attr]
-        if owner.id not in params or value.id not in params or bindings.get(owner.id) or bindings.get(value.id):
+        if not (fixed_parameter(tree, scope, owner.id) and fixed_parameter(tree, scope, value.id)):  # type: ignore
             return None
         return owner.id, value.id
 

@@ -58,7 +58,9 @@ from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argume
 from amplint.project.flowattrs import AttributeFlow
 from amplint.project.flowcalls import array_index, is_classmethod, is_partial, star_params, super_owner
 from amplint.project.flowstrings import ANY, StringFlow, matches
-from amplint.project.flowtrees import ClassAssignments, FileTree, TreeShelf, dotted, lambda_key, param_names
+from amplint.project.flowtrees import (
+    ClassAssignments, FileTree, TreeShelf, dotted, iterated, lambda_key, param_names,
+)
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
     Filled, Namespace, Value, Values, any_keyed, elements, items, keyed,
@@ -252,10 +254,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "enumerate" \
                 and source.args:
             source = source.args[0]
-        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and \
-                source.func.attr in ("items", "values") and not source.args:
-            source = source.func.value
-        yield from self.elements_of(self.value(path, scope, source, hops), hops)
+        yield from self.elements_of(self.value(path, scope, iterated(source), hops), hops)
 
     # --- expressions -----------------------------------------------------------------------------------
     def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values:

@@ -452,6 +452,20 @@ def param_names(node: ast.AST) -> List[str]:
     return [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
 
 
+def iterated(source: ast.expr) -> ast.expr:
+    """What a loop over `source` reads the elements of: `heads` for `heads.items()` or `heads.values()`."""
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and \
+            source.func.attr in ("items", "values") and not source.args:
+        return source.func.value
+    return source
+
+
+def fixed_parameter(tree: "FileTree", scope: str, name: str) -> bool:
+    """Is `name` a parameter of the function `scope` that the function never rebinds?"""
+    node = tree.scopes.get(scope)
+    return name in param_names(node) and not tree.scope_facts(scope).bindings.get(name)  # type: ignore[arg-type]
+
+
 def dotted(node: ast.AST) -> Optional[List[str]]:
     parts: List[str] = []
     while isinstance(node, ast.Attribute):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional, Tuple
 
-from amplint.project.flowtrees import param_names
+from amplint.project.flowtrees import iterated, param_names
 from amplint.project.summary import MODULE_KEY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,9 +39,7 @@ def made_object(tree: "Optional[FileTree]", scope: str, value: ast.expr, depth: 
 def made_elements(tree: "Optional[FileTree]", scope: str, iterable: ast.expr, depth: int) -> bool:
     """May the elements of what a loop iterates be made objects by their form (`made_object`): a display or a
     call, a parameter or a name bound only to those, or the `.items()`/`.values()` of one."""
-    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and \
-            iterable.func.attr in ("items", "values") and not iterable.args:
-        iterable = iterable.func.value
+    iterable = iterated(iterable)
     return isinstance(iterable, _COLLECTIONS) or _named(tree, scope, iterable, depth, _COLLECTIONS)
 
 
