@@ -375,8 +375,18 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         site = self.recognize(node)
         if site is None or site.kind == DENSITY:  # a probability site is not also a call, but a density is entered
             self._record_call(node, site is not None)
+        elif self._unseen_receiver(site):
+            self._record_call(node, opaque=True)
 
-    def _record_call(self, node: cst.Call, density: bool = False) -> None:
+    def _unseen_receiver(self, site: Site) -> bool:
+        """`x.log_prob(v)` with no constructor of `x` in sight is also a call, in project mode: where the value flow
+        knows `x` may be an instance of a project class that is no distribution (a wrapper whose
+        `proba_distribution` returns `self`), the walk enters its method, where the distribution is built and read.
+        The call stays a site: the flow does not know that nothing else reaches `x`."""
+        return self.options.project and site.kind == DISTRIBUTION and not site.dists and \
+            isinstance(site.call, cst.Call) and isinstance(site.call.func, cst.Attribute)
+
+    def _record_call(self, node: cst.Call, density: bool = False, opaque: bool = False) -> None:
         func = node.func
         kind: Optional[str] = None
         if isinstance(func, cst.Name):
@@ -400,10 +410,10 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
             return
         callee = element_callee(func, self.scope.elements) or dotted_name(func) or expression_callee(name)
         self._record_project_call(node, kind, name, without_module_hop(callee, self._holds_parallel), protected,
-                                  density)
+                                  density, opaque)
 
     def _record_project_call(self, node: cst.Call, kind: str, name: str, callee: str, protected: bool,
-                             density: bool) -> None:
+                             density: bool, opaque: bool) -> None:
         scope = self.scope
         position = self.positions[node].start
         state = scope.effective()
@@ -423,8 +433,8 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         slots, given = distribution_arguments(node, self.dist_refs, self._wide, self.module.code_for_node,
                                               self.positions.line, scope.display)
         self.scope.calls.append(
-            CallRecord(kind, name, state, position.line, protected, position.column + 1, callee, text,
-                       receiver, scope.binds_locally(root), density, slots, given, accel)  # type: ignore[arg-type]
+            CallRecord(kind, name, state, position.line, protected, position.column + 1, callee, text,  # type: ignore
+                       receiver, scope.binds_locally(root), density, slots, given, accel, opaque)
         )
         if callee.rsplit(".", 1)[-1].endswith(frameworks.RECORDED_SUFFIXES):  # rules L and H
             model = trainer_model(node)

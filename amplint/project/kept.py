@@ -35,7 +35,7 @@ def worth_keeping(summary: "FileSummary") -> bool:
     Other contexts (a call that returns another file's distribution, a distribution passed in) may come
     to any file: its tree is kept too, but it goes first when the budget is full.
     """
-    return any(f.exposed or any(c.density for c in f.calls) for f in summary.functions.values())
+    return any(f.exposed or any(c.density or c.opaque for c in f.calls) for f in summary.functions.values())
 
 
 class _Kept(NamedTuple):

@@ -70,6 +70,7 @@ class Resolver(Subclassing):
         self._built_names: Optional[FrozenSet[str]] = None
         self.constructed = Constructed(loader, self._built_classes)
         self.modules = loader.modules
+        self._distributions = frozenset(loader.config.extend_distributions)  # the project's own among them
         self._doubts = Doubts(lambda: loader.misses, FlowBudget(loader.config.flow_budget, len(loader.files)))
         memo = self._doubts.memo
         self._typed: Memo[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Target, ...]] = memo()
@@ -368,7 +369,19 @@ class Resolver(Subclassing):
     ) -> List[Target]:
         """The project functions a call may run; [] when it is not resolved (never a guess)."""
         key = (path, function.key, id(call), receiver, exact)
-        return list(self._calls.get(key, lambda: tuple(self._call_targets(path, function, call, receiver, exact))))
+        return list(self._calls.get(key, lambda: tuple(self._sited(call, self._call_targets(
+            path, function, call, receiver, exact)))))
+
+    def _sited(self, call: CallSummary, targets: List[Target]) -> List[Target]:
+        """A site's call (`CallSummary.opaque`, `x.log_prob(v)`) runs the method of a project class only where the
+        class is no distribution (an SB3-style wrapper): a project distribution's call is the site itself."""
+        if not call.opaque:
+            return targets
+        return [t for t in targets if not t.inferred and not self._distribution_class(t.path, t.key.rsplit(".", 1)[0])]
+
+    def _distribution_class(self, path: str, name: str) -> bool:
+        """Is class `name` of `path` one of the project's distributions (`distsubclasses`, as configured)?"""
+        return any(f"{module.name}.{name}" in self._distributions for module in self.modules.names_of.get(path, ()))
 
     def _call_targets(
         self, path: str, function: FunctionSummary, call: CallSummary,

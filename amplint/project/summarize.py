@@ -50,6 +50,7 @@ def _call(call: "CallRecord") -> CallSummary:
         dist_args=call.dist_args,
         given=call.given,
         accel=call.accel,
+        opaque=call.opaque,
     )
 
 

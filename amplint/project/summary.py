@@ -72,6 +72,9 @@ class CallSummary:
     # Made in `with x.autocast():` where the file does not build `x`: (x as written, the `with`'s line)
     # (`project.accelflow` asks the value flow what `x` holds).
     accel: Tuple[str, int] = ()
+    # Also a site: a distribution's method on a receiver no constructor in sight makes (`x.log_prob(v)`); it runs
+    # only methods of project classes that are no distribution (`Resolver.call_targets`).
+    opaque: bool = False
 
 
 @dataclass(frozen=True)
