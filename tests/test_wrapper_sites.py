@@ -10,6 +10,11 @@ flow knows the receiver may be a project class that is no distribution, the walk
 the `Normal.log_prob` it computes, built from the float16 Linear outputs, where fix A casts them. A project
 distribution subclass (`class TanhNormal(Distribution)`) is not entered: its call is the site.
 
+Dreamer's `ContDist` is handed the distribution (`self._dist = dist` in `__init__`) and reads it in its own
+`log_prob`: the attribute was opaque too. Where every store of the attribute is of a parameter its method never
+rebinds, the attribute now holds what callers give those parameters (the walk's `DistArgument`s): the finding
+names where they are built, and fix A casts each of them.
+
 Each project runs under `amplint trace`; after `--fix` the run computes nothing in float16.
 """
 from __future__ import annotations
@@ -143,6 +148,63 @@ def train(head, obs, actions):
 
 print(train(Head(), torch.randn(64, 8), torch.randn(64, 2)))
 """
+# Dreamer's `ContDist`: the wrapper is handed the distribution and keeps it on `self`.
+TOOLS = """\
+class ContDist:
+    def __init__(self, dist=None):
+        self._dist = dist
+
+    def log_prob(self, x):
+        return self._dist.log_prob(x)
+"""
+NETS = """\
+import torch
+from torch import distributions as torchd
+from torch import nn
+
+from pkg import tools
+
+
+class MLP(nn.Module):
+    def __init__(self, kind="normal"):
+        super().__init__()
+        self._kind = kind
+        self.mean, self.std = nn.Linear(8, 2), nn.Linear(8, 2)
+
+    def forward(self, features):
+        return self.dist(self._kind, self.mean(features), self.std(features))
+
+    def dist(self, kind, mean, std):
+        if kind == "normal":
+            return tools.ContDist(torchd.Normal(mean, torch.sigmoid(std) * 1e-3 + 1e-4))
+        return tools.ContDist(torchd.Laplace(mean, torch.exp(std)))
+"""
+WORLD = """\
+import torch
+from torch import nn
+
+from pkg.nets import MLP
+
+
+class WorldModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"decoder": MLP(), "reward": MLP("laplace")})
+
+    def loss(self, feat, data):
+        with torch.autocast("cpu", dtype=torch.float16):
+            total = 0
+            for name, head in self.heads.items():
+                pred = head(feat)
+                total = total - pred.log_prob(data[name]).mean()
+            return total
+
+
+torch.manual_seed(0)
+print(WorldModel().loss(torch.randn(64, 8), {"decoder": torch.randn(64, 2), "reward": torch.randn(64, 2)}))
+"""
+KEPT = ("pkg/tools.py", 6, 16, "AMP001")  # `self._dist.log_prob(x)`
+LOOP = ("train.py", 17, 33, "AMP001")  # `pred.log_prob(...)`: still an opaque site
 INNER = ("pkg/dists.py", 24, 16, "AMP001")  # `self.distribution.log_prob(actions)` of `DiagGaussian`
 OUTER = ("pkg/policy.py", 18, 16, "AMP001")  # `dist.log_prob(actions)`: still an opaque site
 
@@ -202,3 +264,31 @@ def test_after_the_fix_the_run_computes_nothing_in_float16(tmp_path: Path) -> No
     # The limit this leaves: the flow cannot prove that nothing but the wrapper reaches `dist`, so the call stays
     # a site, and after the fix its computation runs in float32.
     assert [(f["path"], f["line"]) for f in report["float32"]] == [("pkg/policy.py", 18)], report
+
+
+def _kept(root: Path) -> Path:
+    return _project(root, {"pkg/tools.py": TOOLS, "pkg/nets.py": NETS, "train.py": WORLD})
+
+
+def test_a_distribution_handed_to_the_wrapper_is_read_where_the_caller_builds_it(tmp_path: Path) -> None:
+    root = _kept(tmp_path / "p")
+    findings = check_json(root)
+    assert [(f["path"], f["line"], f["column"], f["code"]) for f in findings] == [KEPT, LOOP]
+    kept = findings[0]
+    assert kept["fixable"] and "built in `MLP.dist` at pkg/nets.py:19 and 1 other place" in kept["message"]
+
+
+def test_the_fix_casts_every_constructor_the_wrapper_is_handed(tmp_path: Path) -> None:
+    root = _kept(tmp_path / "p")
+    assert run_amplint(["check", "--fix", "."], cwd=root).returncode == 1  # the loop's call stays reported
+    nets = (root / "pkg" / "nets.py").read_text()
+    assert "torchd.Normal(mean.float(), torch.sigmoid(std.float()) * 1e-3 + 1e-4)" in nets
+    assert "torchd.Laplace(mean.float(), torch.exp(std.float()))" in nets
+    assert found_places(root) == [LOOP]
+    report = traced_comparison(root)
+    assert report["sites"] == 0 and report["missed"] == [], report
+
+
+def test_the_handed_distribution_is_what_the_run_computes_in_float16(tmp_path: Path) -> None:
+    report = traced_comparison(_kept(tmp_path / "p"))
+    assert report["sites"] == 1 and report["missed"] == [] and report["unreached"] == [], report

@@ -118,7 +118,8 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         if not isinstance(node, cst.Call):  # `net(x)[0]`, `out["dist"]` (an element a call returns), `self.dist`
             element = returned_element(node, self._bound_call)
             found = self._returned(*element) if element else None
-            return found if found is not None else self.returns.attribute(node, self.scope.class_name)
+            return found if found is not None else self.returns.attribute(node, self.scope.class_name,
+                                                                          self.options.arguments)
         qualname = self.dist_class(node.func)
         if qualname is None:
             return self._returned(node)

@@ -29,7 +29,7 @@ from amplint.facts.classfields import declared_fields
 from amplint.facts.cstflow import is_none
 from amplint.facts.distrefs import PICKED, split_components
 from amplint.facts.entry import CallReturn, Constructor, DistArgument, Element, ReturnedDist
-from amplint.facts.mathenv import Env, Statements, function_env, self_attribute
+from amplint.facts.mathenv import Env, Statements, function_env, self_attribute, unrebound_parameters
 from amplint.facts.model import DistRef, Scope
 from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable, dotted_name
@@ -78,16 +78,39 @@ class ReturnIndex:
         key = self._callee(call.func, env, class_name)
         return _standing_for(self._returned(key).get(index, []) if key is not None else [])
 
-    def attribute(self, node: cst.BaseExpression, class_name: Optional[str]) -> Optional[DistRef]:
+    def attribute(self, node: cst.BaseExpression, class_name: Optional[str],
+                  given: Sequence[DistArgument] = ()) -> Optional[DistRef]:
         """`self.dist` in a method: the constructors its class's methods assign it (`self.dist = Normal(...)` in
-        `forward`), joined as `for_call` joins returns; None when any assignment is something else."""
+        `forward`), joined as `for_call` joins returns; else, where every assignment stores a parameter its
+        method never rebinds (`def __init__(self, dist): self._dist = dist`), what callers give those parameters
+        (`given`, the walk's `DistArgument`s, joined as `given_ref` joins them); None otherwise."""
         attr = self_attribute(node)
-        if attr is None or class_name is None or not self.builds:
+        if attr is None or class_name is None:
             return None
-        if (class_name, attr) not in self._attributes:
+        if self.builds and (class_name, attr) not in self._attributes:
             self._attributes[(class_name, attr)] = self._assigned(class_name, attr)
-        found = self._attributes[(class_name, attr)]
-        return None if found is None else self._placed(found)
+        found = self._attributes.get((class_name, attr)) if self.builds else None
+        if found is not None:
+            return self._placed(found)
+        return self._stored_parameters(class_name, attr, given) if given else None
+
+    def _stored_parameters(self, class_name: str, attr: str, given: Sequence[DistArgument]) -> Optional[DistRef]:
+        """What callers give the parameters the methods of `class_name` store in `self.<attr>`, when each store
+        is of such a parameter (`self.x = None` left out)."""
+        stored: List[Tuple[str, str]] = []  # (method key, parameter)
+        for key, (function, cls) in self._table().items():
+            if cls is None or key.rpartition(".")[0] != class_name:
+                continue
+            kept = unrebound_parameters(function, function_env(function, self.imports, cls, self.statements))
+            for statement in self.statements.of(function.body):
+                if not isinstance(statement, cst.Assign) or is_none(statement.value) or all(
+                        self_attribute(target.target) != attr for target in statement.targets):
+                    continue
+                if not (isinstance(statement.value, cst.Name) and statement.value.value in kept):
+                    return None
+                stored.append((key, statement.value.value))
+        return _joined([(each.dist, each.where, each.file) for each in given
+                        if (each.function, each.param) in stored]) if stored else None
 
     def _placed(self, found: Returned) -> DistRef:
         """The ref, named where it is built (messages: "built in `Head.forward` at line 13")."""
