@@ -292,3 +292,51 @@ def test_the_fix_casts_every_constructor_the_wrapper_is_handed(tmp_path: Path) -
 def test_the_handed_distribution_is_what_the_run_computes_in_float16(tmp_path: Path) -> None:
     report = traced_comparison(_kept(tmp_path / "p"))
     assert report["sites"] == 1 and report["missed"] == [] and report["unreached"] == [], report
+
+
+# A wrapper that rebinds the name it wraps (`d = Belief(d)`), around a distribution built from float32 tensors.
+REBOUND = """\
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+
+class Belief:
+    def __init__(self, dist):
+        self.dist = dist
+
+    def log_prob(self, x):
+        return self.dist.log_prob(x)
+
+
+def build_dist(out):
+    loc, raw = out.chunk(2, dim=-1)
+    return Normal(loc.float(), raw.exp().float())
+"""
+REBOUND_TRAIN = """\
+import torch
+from torch import nn
+
+from pkg.belief import Belief, build_dist
+
+
+def objective(model, h, x):
+    d = build_dist(model(h))
+    d = Belief(d)
+    return d.log_prob(x.float()).mean()
+
+
+model = nn.Linear(8, 4)
+with torch.autocast("cpu", dtype=torch.float16):
+    print(objective(model, torch.randn(64, 8), torch.randn(64, 2)))
+"""
+
+
+def test_a_name_s_own_rebinding_does_not_reach_its_right_hand_side(tmp_path: Path) -> None:
+    """`d = Belief(d)`: the `d` given to `Belief` is `build_dist`'s float32 `Normal`, not a `Belief`. Read with
+    every binding of `d`, `self.dist` could be a `Belief`, `self.dist.log_prob(x)` a call of the wrapper with an
+    `x` of unknown dtype, and the wrapper's site was reported; the run computes nothing in float16."""
+    root = _project(tmp_path / "p", {"pkg/belief.py": REBOUND, "train.py": REBOUND_TRAIN})
+    assert found_places(root) == []
+    report = traced_comparison(root)
+    assert report["sites"] == 0 and report["float32"] == [], report

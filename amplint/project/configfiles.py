@@ -109,17 +109,44 @@ def strongest(settings: Sequence[ConfigPrecision], framework: str) -> Optional[C
 _TARGET = re.compile(r"""^\s*(?:-\s+)?(?:target|_target_|class_path)\s*[:=]\s*["']?(?P<dotted>[A-Za-z_][\w.]*)""")
 
 
-def read_targets(text: str) -> List[str]:
-    """The class names (last part) a config file's text asks to build."""
-    return [match.group("dotted").rsplit(".", 1)[-1] for match in map(_TARGET.match, text.splitlines()) if match]
+_KEY = re.compile(r"""^(?P<indent>\s*)(?:-\s+)?["']?(?P<key>[A-Za-z_][\w.-]*)["']?\s*:\s*(?:#.*)?$""")
 
 
-def built_classes(paths: Iterable[str]) -> frozenset:
-    """Names of the classes the config files `paths` build (`config_files`): a receiver made from a config is one
-    of them."""
-    found: List[str] = []
+def read_targets(text: str) -> List[Tuple[str, str]]:
+    """(section, dotted name) of each class a config file's text asks to build: `("encoder_config",
+    "pkg.models.Net")` for `encoder_config:` over `  target: pkg.models.Net`. The section is the nearest key
+    above the target's line that opens a block indented less than it ("" at the top, or in a TOML or INI file),
+    the name code usually gives what it builds from (`instantiate_from_config(encoder_config)`)."""
+    found: List[Tuple[str, str]] = []
+    opened: List[Tuple[int, str]] = []  # (indent, key) of the blocks the current line is in
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        while opened and opened[-1][0] >= indent:
+            opened.pop()
+        target = _TARGET.match(line)
+        if target is not None:
+            found.append((opened[-1][1] if opened else "", target.group("dotted")))
+            continue
+        key = _KEY.match(line)
+        if key is not None:
+            opened.append((indent, key.group("key")))
+    return found
+
+
+def built_targets(paths: Iterable[str]) -> frozenset:
+    """(section, dotted name) of the classes the config files `paths` build (`config_files`, `read_targets`): a
+    receiver made from a config is one of them (`project.configured`)."""
+    found: List[Tuple[str, str]] = []
     for path in paths:
         text = _read(path)
         if text is not None:
             found.extend(read_targets(text))
     return frozenset(found)
+
+
+def built_classes(paths: Iterable[str]) -> frozenset:
+    """The last names of `built_targets`: `Net` for `pkg.models.Net`."""
+    return frozenset(dotted.rsplit(".", 1)[-1] for _, dotted in built_targets(paths))

@@ -55,11 +55,12 @@ from amplint.facts.frameworks import ACCELERATOR
 from amplint.names import ImportTable, ast_qualnames, import_table
 from amplint.project.accelvalues import Accelerated, Prepared, accelerated
 from amplint.project.callsites import MAX_HOPS, CallSite, CallSites, call_argument  # noqa: F401 - re-exported
+from amplint.project.configured import BY_STRING, INSTANCE, ConfiguredFlow, by_string
 from amplint.project.flowattrs import AttributeFlow
 from amplint.project.flowcalls import array_index, is_classmethod, is_partial, star_params, super_owner
 from amplint.project.flowstrings import ANY, StringFlow, matches
 from amplint.project.flowtrees import (
-    ClassAssignments, FileTree, TreeShelf, dotted, iterated, lambda_key, param_names,
+    ClassAssignments, FileTree, TreeShelf, dotted, iterated, lambda_key, param_names, reaching,
 )
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
@@ -88,6 +89,7 @@ if TYPE_CHECKING:  # pragma: no cover
         def method(self, cls: ClassRef, name: str, exact: bool, known: bool = False) -> List[Target]: ...
         def mro(self, cls: ClassRef) -> List[ClassRef]: ...
         def subclasses(self, cls: ClassRef) -> List[ClassRef]: ...
+        def configured_targets(self) -> FrozenSet[Tuple[str, str]]: ...
         def targets_of_call(self, path: str, scope: str, line: int, column: int,
                             name: Optional[str] = None) -> List[Target]: ...
 
@@ -106,7 +108,7 @@ NAMESPACES = frozenset({"SimpleNamespace", "Namespace", "EasyDict", "edict", "At
 FANOUT_CALLS = frozenset({"MetricCollection"})
 
 
-class Flow(CallSites, StringFlow, AttributeFlow):
+class Flow(CallSites, StringFlow, AttributeFlow, ConfiguredFlow):
     """Answers "what may this name hold?" over the project's trees, for the resolver."""
 
     def __init__(self, resolver: "Resolver", loader: "Loader") -> None:
@@ -119,6 +121,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         self._sites = resolver.doubts.memo()  # (path, scope) -> call sites
         self._busy: Set[Tuple[object, ...]] = set()
         self._imports: Dict[str, ImportTable] = {}
+        self._sections: Optional[FrozenSet[str]] = None  # the config files' sections that build a class
         self._method_targets = resolver.doubts.memo()  # MethodOf -> its targets: many calls run one such value
         self.budget = resolver.doubts.budget
 
@@ -159,7 +162,18 @@ class Flow(CallSites, StringFlow, AttributeFlow):
         """What `name` may hold when read in `scope` of `path`."""
         return self._ask(("name", path, scope, name), hops, lambda: self._name_values(path, scope, name, hops))
 
-    def _name_values(self, path: str, scope: str, name: str, hops: int) -> Values:
+    def _read(self, path: str, scope: str, node: ast.Name, hops: int) -> Values:
+        """What the name may hold where `node` reads it: of the function's bindings, those that reach it."""
+        tree = self.tree(path)
+        facts = tree.scope_facts(scope) if tree is not None and scope in tree.scopes and scope != MODULE_KEY else None
+        kept = reaching(facts, node) if facts is not None else None
+        if kept is None:
+            return self.name_values(path, scope, node.id, hops)
+        return self._ask(("read", path, scope, node.id, kept), hops,
+                         lambda: self._name_values(path, scope, node.id, hops, kept))
+
+    def _name_values(self, path: str, scope: str, name: str, hops: int,
+                     kept: Optional[Tuple[int, ...]] = None) -> Values:
         tree = self.tree(path)
         if tree is None:
             return _NONE
@@ -176,7 +190,10 @@ class Flow(CallSites, StringFlow, AttributeFlow):
             if node is None:
                 return _NONE
             facts = tree.scope_facts(current)
-            found = set(self._assigned(path, current, facts.bindings.get(name, ()), name, hops))
+            bindings = facts.bindings.get(name, [])
+            if kept is not None and current == scope:  # only those that reach the read (`_read`)
+                bindings = [bindings[i] for i in kept]
+            found = set(self._assigned(path, current, bindings, name, hops))
             if tree.element_stores(name, current):  # `heads["pi"] = head`, `layers.append(block)`
                 found.add(Filled((path, current, name)))
             for writer in tree.global_writers(name) if current == MODULE_KEY else ():  # `global M; M = model`
@@ -242,8 +259,19 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                     (prepared := self.prepared(path, scope, value, hops)) is not None:  # `m, opt = acc.prepare(m, opt)`
                 yield from (v for t, held in zip(target.elts, prepared) if isinstance(t, ast.Name) and t.id == name
                             for v in held)
-            elif any(isinstance(t, ast.Name) and t.id == name for t in target.elts):
-                yield from self.elements_of(self.value(path, scope, value, hops), hops)  # `a, b = models`
+            elif any(isinstance(t, ast.Name) and t.id == name for t in target.elts):  # `a, b = models`, `load()`
+                at = next(i for i, t in enumerate(target.elts) if isinstance(t, ast.Name) and t.id == name)
+                yield from self._unpacked(self.value(path, scope, value, hops), at, target.elts, hops)
+
+    def _unpacked(self, values: Values, at: int, targets: Sequence[ast.expr], hops: int) -> Values:
+        """What target `at` of `targets` is bound to by unpacking `values`: a tuple's own position where the
+        targets fit it (none starred), otherwise any element."""
+        values = self.expand(values, hops)
+        size = None if any(isinstance(t, ast.Starred) for t in targets) else len(targets)
+        fitting = [v for v in values if isinstance(v, Container) and v.positions is not None
+                   and len(v.positions) == size]
+        rest = frozenset(values).difference(fitting)
+        return frozenset().union(*(v.positions[at] for v in fitting)) | self.elements_of(rest, hops)
 
     def _iterated(self, path: str, scope: str, target: ast.AST, source: ast.expr, name: str,
                   hops: int) -> Iterator[Value]:
@@ -260,7 +288,7 @@ class Flow(CallSites, StringFlow, AttributeFlow):
     def value(self, path: str, scope: str, node: ast.expr, hops: int = 0) -> Values:
         """What an expression read in `scope` of `path` may evaluate to (empty: not known)."""
         if isinstance(node, ast.Name):
-            return self.name_values(path, scope, node.id, hops)
+            return self._read(path, scope, node, hops)
         if isinstance(node, ast.Call):
             return self._call_value(path, scope, node, hops)
         if isinstance(node, ast.Attribute):
@@ -276,8 +304,9 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                 self.elements_of(self.value(path, scope, item, hops), hops),
             ) for key, item in zip(node.keys, node.values))})
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            return frozenset({Container(frozenset(v for item in node.elts
-                                                  for v in self.value(path, scope, item, hops)))})
+            held = [self.value(path, scope, item, hops) for item in node.elts]
+            placed = not isinstance(node, ast.Set) and not any(isinstance(item, ast.Starred) for item in node.elts)
+            return frozenset({Container(frozenset().union(*held), None, tuple(held) if placed else None)})
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):  # by element
             element = node.value if isinstance(node, ast.DictComp) else node.elt
             if not made_object(self.tree(path), scope, element):  # `{k.lower(): v for k, v in classes.items()}`
@@ -381,6 +410,9 @@ class Flow(CallSites, StringFlow, AttributeFlow):
             if name in KEYED_CONTAINERS and len(dicts) == len(inner) == 1:  # `nn.ModuleDict({...})`: its keys too
                 return frozenset(dicts)
             return frozenset({Container(elements(inner) | frozenset(v for v in inner if not isinstance(v, Container)))})
+        built = by_string(node, self._import_table(path)) if name in BY_STRING else None
+        if built is not None:  # a class a string from configuration names (`project.configured`)
+            return self.configured(path, scope, node, built == INSTANCE, hops)
         if name == "getattr" and len(node.args) >= 2:  # `getattr(obj, name, default)`: the default too
             return self._getattr(path, scope, node.args[0], node.args[1], hops).union(
                 *(self.value(path, scope, default, hops) for default in node.args[2:3]))
@@ -397,7 +429,8 @@ class Flow(CallSites, StringFlow, AttributeFlow):
                 found.add(Instance(callee.cls, True))
             else:
                 targets.update(dict.fromkeys(self.runs(callee) or ()))
-        return frozenset(found).union(*(self.returns(at, key, hops + 1) for at, key in targets))
+        found.update(*(self.returns(at, key, hops + 1) for at, key in targets))
+        return self.in_section(path, scope, node, frozenset(found)) if targets and node.args else frozenset(found)
 
     def expand(self, values: Values, hops: int = 0) -> Values:
         """`values` with each `Filled` container made: what its element stores hold."""

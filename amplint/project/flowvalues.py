@@ -27,10 +27,13 @@ class ClassValue:
 @dataclass(frozen=True)
 class Container:
     """A dict, list, tuple, `nn.ModuleDict`: its elements, joined, and for a dict whose keys are all string
-    literals (`{"policy": NormalHead(), "critic": LaplaceHead()}`) what each key holds (`keyed`, sorted)."""
+    literals (`{"policy": NormalHead(), "critic": LaplaceHead()}`) what each key holds (`keyed`, sorted); for a
+    tuple or list display with no starred element, what each position holds (`positions`: `return model, filt`
+    unpacked as `model, filt = load()`)."""
 
     elements: FrozenSet["Value"]
     keyed: Optional[Tuple[Tuple[str, FrozenSet["Value"]], ...]] = None
+    positions: Optional[Tuple[FrozenSet["Value"], ...]] = None
 
 
 @dataclass(frozen=True)

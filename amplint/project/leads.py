@@ -7,9 +7,12 @@ file cannot produce a finding, so the walk skips it unparsed; on a large project
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+
+from amplint.project.configured import may_build_by_string, target_modules
 
 if TYPE_CHECKING:  # pragma: no cover
+    from amplint.project.modules import ModuleIndex
     from amplint.project.textpass import FileInfo
 
 LEAD_HOPS = 3  # a file is worth entering when a candidate file is this many import/subclass steps away
@@ -24,6 +27,7 @@ class LeadAnswers:
     useful: Dict[str, bool] = field(default_factory=dict)  # `may_define_usefully`, by name
     defining: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # `defining_files`, by name
     edges: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # `_neighbours`, by path
+    builders: Optional[Dict[str, Set[str]]] = None  # `_builders`
 
 
 class LeadQuestions:
@@ -37,6 +41,9 @@ class LeadQuestions:
 
     imports: Callable[[str], Tuple[str, ...]]  # `FlowQuestions.imports`: project files a file imports
     importers: Callable[[str], Tuple[str, ...]]  # and those that import it
+    modules: "ModuleIndex"
+    # (section, dotted name) of the classes the project's config files build (`Loader.know_configured`)
+    configured: Callable[[], FrozenSet[Tuple[str, str]]] = frozenset
 
     def worth_entering(self, path: str) -> bool:
         """May a function of this file lead to a probability computation?
@@ -97,9 +104,10 @@ class LeadQuestions:
             for path in sorted(self.info):
                 for cls in self.info[path].classes:
                     definers.setdefault(cls, set()).add(path)
+            builders = self._builders()
             while pending:
                 path = pending.pop()
-                callers = set(self.importers(path))
+                callers = set(self.importers(path)) | builders.get(path, set())
                 for base in bases.get(path, ()):
                     callers.update(definers.get(base, ()))
                 for caller in sorted(callers - found):
@@ -110,7 +118,9 @@ class LeadQuestions:
 
     def _neighbours(self, path: str) -> Tuple[str, ...]:
         """Project files `path` imports or is imported by (code handed a model calls it without importing its
-        module: `self.policy.loss(x)`), and files with a class line naming one of its classes as a base."""
+        module: `self.policy.loss(x)`), and files with a class line naming one of its classes as a base; a file
+        that may build a class from a string and the files of the classes the config files name
+        (`_builders`)."""
         edges = self.leads.edges
         if path not in edges:
             info = self.info.get(path)  # the text pass read it (a file it could not read has no edges)
@@ -120,9 +130,32 @@ class LeadQuestions:
                 for cls in info.classes:
                     found.update(self._subclass_index.get(cls, ()))
                 found.update(self.importers(path))
+                found.update(self._builders().get(path, ()))
+                found.update(p for p, built in self._builders().items() if path in built)
             found.discard(path)
             edges[path] = tuple(sorted(found & self.known))
         return edges[path]
+
+    def string_callers(self, path: str) -> List[str]:
+        """The files that may build the classes of `path` from a string (`_builders`) and the files importing
+        them: where its methods may be called on objects built from configuration (`CallSites.call_sites`)."""
+        builders = self._builders().get(path, set())
+        return sorted(builders | {p for each in builders for p in self.importers(each)})
+
+    def _builders(self) -> Dict[str, Set[str]]:
+        """Per file defining a class the project's config files name, the files that may build one from a string
+        (they import `importlib`, `pydoc` or Hydra: `configured.may_build_by_string`): code built from
+        configuration runs the class's code without importing its module."""
+        if self.leads.builders is None:
+            builders: Dict[str, Set[str]] = {}
+            targets = self.configured()
+            for path in sorted(self.info) if targets else ():
+                if may_build_by_string(self.info[path].imported):
+                    for built, _ in target_modules(self.modules, path, targets):
+                        if built != path:
+                            builders.setdefault(built, set()).add(path)
+            self.leads.builders = builders
+        return self.leads.builders
 
 
 def _bases_by_file(subclasses: Dict[str, Set[str]]) -> Dict[str, Set[str]]:

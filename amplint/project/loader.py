@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from amplint.config import Config
 from amplint.cpython_trees import CPythonTrees, kept_trees
@@ -161,6 +161,12 @@ class Loader(FlowQuestions, LeadQuestions):
             text = self._read(path)
             self._answers[key] = unread if text is None else read(text)
         return self._answers[key]  # type: ignore[return-value]
+
+    def know_configured(self, targets: Callable[[], FrozenSet[Tuple[str, str]]]) -> None:
+        """Where the (section, dotted name) of the classes the project's config files build come from (read on
+        first use):
+        the leads link the files that build classes from strings to theirs (`LeadQuestions._built_by_string`)."""
+        self.configured = targets
 
     def calls_getattr(self, path: str) -> bool:
         """May the file call what `getattr` gives (`flowtrees.may_call_getattr`, read by the text pass)?"""

@@ -66,7 +66,7 @@ class Resolver(Subclassing):
 
     def __init__(self, loader: "Loader", built: Callable[[], FrozenSet[str]] = frozenset) -> None:
         self.loader = loader
-        self._built = built  # names of the classes the project's config files build (read on first use)
+        self._built = built  # (section, dotted name) of the classes config files build (read on first use)
         self._built_names: Optional[FrozenSet[str]] = None
         self.constructed = Constructed(loader, self._built_classes)
         self.modules = loader.modules
@@ -560,10 +560,14 @@ class Resolver(Subclassing):
             found = [t for t in found if t.receiver in live]
         return tuple(found)
 
-    def _built_classes(self) -> FrozenSet[str]:
+    def configured_targets(self) -> FrozenSet[Tuple[str, str]]:
+        """(section, dotted name) of the classes the project's config files build (`configfiles.read_targets`)."""
         if self._built_names is None:
             self._built_names = frozenset(self._built())
         return self._built_names
+
+    def _built_classes(self) -> FrozenSet[str]:
+        return frozenset(dotted.rsplit(".", 1)[-1] for _, dotted in self.configured_targets())
 
     def _classes(self, path: str):  # -> Dict[str, ClassSummary or ClassShape]
         summary = self._shape(path)

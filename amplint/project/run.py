@@ -107,7 +107,9 @@ def _walk_and_report(
     store = SolutionStore(loader.cache, project_state(
         loader.fingerprint, config, files, {path: info.content for path, info in loader.info.items()},
         {path: error.message for path, error in loader.errors.items()}, tops, root, settings_files))
-    resolver = Resolver(loader, lambda: configfiles.built_classes(settings_files()))
+    targets = functools.cache(lambda: configfiles.built_targets(settings_files()))
+    loader.know_configured(targets)
+    resolver = Resolver(loader, targets)
     solution = store.solution()
     if solution is None:
         solution = _solve(loader, resolver, files, settings_files, config, root)

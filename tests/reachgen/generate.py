@@ -19,7 +19,7 @@ from .meta import CALL_HOPS, DIST_SITES, MODEL_HOPS, REGION_KINDS, SITE_KINDS, T
 from .sites import build_support, plan
 
 SAFE_SHARE = 0.4
-LOOKUPS = ("model_registry", "model_getattr", "model_importlib", "model_reexport")
+LOOKUPS = ("model_registry", "model_getattr", "model_importlib", "model_reexport", "model_config")
 INHERIT = ("call_inherit", "call_mixin")
 CONFIG_NAMES = ("config", "settings", "hparams")
 

@@ -22,6 +22,7 @@ MODEL_HOPS = (
     "model_registry",    # its class picked from a registry dict of classes
     "model_getattr",     # its class looked up with getattr on a module
     "model_importlib",   # its class found through importlib.import_module
+    "model_config",      # its class named by a YAML file's `_target_:`, built by a helper through importlib
     "model_reexport",    # its class imported through a chain of 1 to 16 re-exporting modules of a sub-package
     "model_class_param",  # its class passed as a parameter and instantiated there
     "model_to",          # wrapped by .to("cpu")

@@ -1,7 +1,8 @@
 """How the model object is built: which class, looked up how, instantiated where, wrapped in what.
 
 The lookups (a registry dict, written out or filled by a registering decorator,
-`getattr` on a module, `importlib`), a class passed as a parameter, a factory in another module and the wrappers
+`getattr` on a module, `importlib`, a YAML file's `_target_:` that a helper builds through `importlib`, as
+Hydra and latent diffusion do), a class passed as a parameter, a factory in another module and the wrappers
 (`.to("cpu")`, a project module whose forward calls the inner one) compose;
 `build` returns a function that renders the construction inside a caller.
 """
@@ -47,13 +48,36 @@ def reexport_chain(proj: Project, head_mod: Module, head: str) -> str:
     return last
 
 
+def configured_builder(proj: Project, sup: Support) -> Tuple[Module, str, str, str]:
+    """A YAML file naming the head under one section and the other head under another, beside a module that
+    reads it and builds a section's `_target_` through `importlib` (it imports neither head's module): the module,
+    its loader and builder functions, and the head's section."""
+    rng = proj.rng
+    cmod = proj.place(role="builder", docstring="Builds objects from the targets of the configuration file.")
+    cmod.need("importlib", "import os", "import yaml")
+    stem = rng.choice(("experiment", "defaults", "model_config"))
+    load, make = proj.name("load_config", "read_config"), proj.name("instantiate", "build_from_config")
+    cmod.add([f"def {load}():", '    """The settings file next to this module."""',
+              f'    with open(os.path.join(os.path.dirname(__file__), "{stem}.yaml")) as handle:',
+              "        return yaml.full_load(handle)"])
+    cmod.add([f"def {make}(section, *args):", '    """An instance of the class the section\'s `_target_` names."""',
+              '    module, _, name = section["_target_"].rpartition(".")',
+              "    return getattr(importlib.import_module(module), name)(*args)"])
+    section, other = rng.choice(("model", "head", "network")), rng.choice(("baseline", "critic", "teacher"))
+    module = f"{proj.package}.{sup.head_module.name}"
+    blocks = [f"{section}:\n  _target_: {module}.{sup.head}\n", f"{other}:\n  _target_: {module}.{sup.other}\n"]
+    rng.shuffle(blocks)
+    proj.extra[f"{cmod.path.rpartition('/')[0]}/{stem}.yaml"] = "".join(blocks)
+    return cmod, load, make, section
+
+
 def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple[Module, str]],
           d_in: str, k: str, hops: List[str]) -> Construct:
     """The construction of the model, with the model hops in `chosen`; appends those used to `hops`."""
     rng = proj.rng
     head_mod, head = sup.head_module, sup.head
-    lookup = next((kind for kind in ("model_registry", "model_getattr", "model_importlib", "model_reexport")
-                   if kind in chosen), None)
+    lookup = next((kind for kind in ("model_registry", "model_getattr", "model_importlib", "model_reexport",
+                                     "model_config") if kind in chosen), None)
     below: List[Module] = [head_mod]
     registry: Optional[Tuple[Module, str, str]] = None
     if lookup:
@@ -78,6 +102,9 @@ def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple
                          '    """The head, under its registered name."""'])
         registry = (reg, table, key)
         below.append(reg)
+    configured = configured_builder(proj, sup) if lookup == "model_config" else None
+    if configured:
+        below.append(configured[0])
     builder: Optional[Tuple[Module, str]] = None
     if "model_class_param" in chosen:
         hops.append("model_class_param")
@@ -113,6 +140,11 @@ def build(proj: Project, sup: Support, chosen: Set[str], wrapper: Optional[Tuple
         return [], proj.ref(caller, head_mod, head)
 
     def instance(caller: Module, d: str, kk: str) -> Tuple[List[str], str]:
+        if configured:  # the class is named by the config file only
+            cmod, load, make, section = configured
+            var = proj.name("cfg", "conf", "settings")
+            return [f"{var} = {proj.ref(caller, cmod, load)}()"], \
+                f'{proj.ref(caller, cmod, make)}({var}["{section}"], {d}, {kk})'
         prelude, cls = class_expr(caller)
         if builder:
             expr = f"{proj.ref(caller, builder[0], builder[1])}({cls}, {d}, {kk})"
