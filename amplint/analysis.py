@@ -19,8 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from amplint.densitynames import DENSITY_KIND
-from amplint.facts.build import collect_facts, drop_covered
+from amplint.facts.build import collect_facts, drop_covered, is_covered
 from amplint.facts.entry import (
     CallReturn, Constructor, CoveredCall, DensityCall, DistArgument, EntryContext, Float32Reads, HeldAccelerator,
     ProbabilityCallees,
@@ -176,5 +175,4 @@ def can_reuse(entries: Sequence[object]) -> bool:
 
 
 def _is_covered(site: Site, covered: Set[Tuple[int, int]]) -> bool:
-    return bool(covered) and site.kind == DENSITY_KIND and (
-        site.position.start.line, site.position.start.column + 1) in covered
+    return bool(covered) and is_covered(site, covered)

@@ -25,23 +25,13 @@ from amplint import dtypes
 from amplint.cstwalk import walk
 from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable, dotted_name
-from amplint.torchnames import DISTRIBUTION_PACKAGES
+from amplint.torchnames import DISTRIBUTION_PACKAGES, NOT_DISTRIBUTION_BASES, is_torch_nn_class
 
 Callees = Optional[List[cst.BaseExpression]]  # the constructor callees an expression may come from; None: unknown
 Binding = Union[cst.BaseExpression, cst.Param]  # a value assigned to a name, or the parameter that binds it
 Chain = Sequence[cst.CSTNode]  # the scopes a name is looked up in, innermost first (FunctionDef / Module)
 
-# Bases that do not make a class a distribution (besides `torch.nn` classes and classes of the same file).
-NOT_DISTRIBUTION_BASES = frozenset(
-    {"object", "builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol", "typing.NamedTuple"}
-)
 MAX_DEPTH = 8  # names bound to names: `a = b`, `b = c`, ...
-
-
-def is_torch_nn_class(name: str) -> bool:
-    """`torch.nn.Linear`, `torch.nn.modules.adaptive.AdaptiveLogSoftmaxWithLoss`: modules, never distributions."""
-    parts = name.split(".")
-    return len(parts) >= 3 and parts[:2] == ["torch", "nn"] and parts[-1][:1].isupper()
 
 
 def _self_attribute(node: cst.BaseExpression) -> Optional[str]:

@@ -8,6 +8,10 @@ from __future__ import annotations
 from typing import FrozenSet, Iterable, Iterator, Optional
 
 DISTRIBUTION_PACKAGES = ("torch.distributions.", "pyro.distributions.")
+# Bases that do not make a class a distribution (besides `torch.nn` classes and classes of the same file).
+NOT_DISTRIBUTION_BASES = frozenset(
+    {"object", "builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol", "typing.NamedTuple"}
+)
 # Submodules of torch.distributions whose capitalised names are not distributions.
 NOT_DISTRIBUTION_MODULES = frozenset(
     {"transforms", "constraints", "constraint_registry", "utils", "kl", "transformed_distribution.Transform"}
@@ -87,3 +91,9 @@ LIKE_FACTORIES = frozenset(
 )
 # Functions whose result keeps the dtype of their first argument (`dtypes.transform_operands`).
 TRANSFORM_FUNCTIONS = ELEMENTWISE_FUNCTIONS | LIKE_FACTORIES
+
+
+def is_torch_nn_class(name: str) -> bool:
+    """`torch.nn.Linear`, `torch.nn.modules.adaptive.AdaptiveLogSoftmaxWithLoss`: modules, never distributions."""
+    parts = name.split(".")
+    return len(parts) >= 3 and parts[:2] == ["torch", "nn"] and parts[-1][:1].isupper()

@@ -65,6 +65,10 @@ class MyNormal(Normal):
 '''
 SUBCLASS_HEAD = _head("from pkg.dists import MyNormal", "MyNormal(loc.float(), raw.exp().float())")
 NORMAL_HEAD = _head("from torch.distributions import Normal", "Normal(loc.float(), raw.exp().float())")
+# The subclass defined in the head's own file, with a constructor of its own (generated seed 468).
+LOCAL_SUBCLASS_HEAD = _head("from torch.distributions import Normal", "LocalNormal(loc.float(), raw.exp().float())") + (
+    "\n\nclass LocalNormal(Normal):\n    def __init__(self, loc, scale):\n        super().__init__(loc, scale)\n"
+    "        self.low = -1.0\n")
 
 
 BELIEF = '''\
@@ -288,8 +292,10 @@ CASES = {
     "tuple_unpacked": ({"belief.py": BELIEF, "heads.py": TUPLE_HEAD, "objective.py": UNPACKED_OBJECTIVE},
                        ("pkg/objective.py", 7, 12, "AMP001")),
     # A plain project class's own `log_prob` on what it holds: the instance carries only the cast distribution.
+    # `d = Belief(d); d.log_prob(y)` runs `Belief.log_prob` (`CallSummary.opaque`): its `self.dist.log_prob(x)`
+    # is what the run computes in float16, and where it is reported.
     "wrapper_method": ({"belief.py": BELIEF_METHOD, "heads.py": NORMAL_HEAD, "objective.py": METHOD_OBJECTIVE},
-                       ("pkg/objective.py", 7, 12, "AMP001")),
+                       ("pkg/belief.py", 6, 16, "AMP001")),
     # An item of the dict, or an element of the tuple, a head returns, stored on `self` by one method and read
     # by another (generated seed 785): the item beside it is float16.
     "stored_dict_item": ({"heads.py": DICT_HEAD, "objective.py": STORED_OBJECTIVE.replace("KEY", '"dist"')},
@@ -301,6 +307,9 @@ CASES = {
     "stored_subclass": ({"dists.py": SUBCLASS, "heads.py": SUBCLASS_HEAD,
                          "objective.py": STORED_OBJECTIVE.replace("out[KEY]", "out")},
                         ("pkg/objective.py", 7, 16, "AMP001")),
+    # The same, the class defined and built in the head's own file: its own module names it there.
+    "local_subclass": ({"heads.py": LOCAL_SUBCLASS_HEAD, "objective.py": STORED_OBJECTIVE.replace("out[KEY]", "out")},
+                       ("pkg/objective.py", 7, 16, "AMP001")),
     # A model handed over in a dict and taken out with `.get`.
     "dict_get": ({"heads.py": NORMAL_HEAD, "objective.py": BUNDLE_OBJECTIVE, "step.py": BUNDLE_STEP},
                  ("pkg/objective.py", 3, 12, "AMP001")),
@@ -484,4 +493,5 @@ def test_a_buffer_made_refreshed_and_loaded_as_float32_is_float32(tmp_path: Path
     objective = PRIOR_OBJECTIVE if cast else _uncast(PRIOR_OBJECTIVE)
     root = _project(tmp_path, {"prior.py": PRIOR, "heads.py": PARAMS_HEAD, "objective.py": objective})
     assert ("torch.float16" in _log_dtypes(root)) is not cast
-    assert _findings(root) == ([] if cast else [("pkg/objective.py", 9, 38, "AMP001")])
+    # `prior = Prior(...)` then `prior.entropy()`: the call runs `Prior.entropy`, whose log is the finding
+    assert _findings(root) == ([] if cast else [("pkg/prior.py", 20, 31, "AMP003")])

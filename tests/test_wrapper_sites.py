@@ -7,8 +7,10 @@ The wrapper builds the torch distribution in one method and reads it in its own 
 fixable) and the walk never entered the wrapper: the computation the run does in float16 was not reported, and
 `--fix` changed nothing. In project mode such a call is now also a call (`CallSummary.opaque`): where the value
 flow knows the receiver may be a project class that is no distribution, the walk enters its method and reports
-the `Normal.log_prob` it computes, built from the float16 Linear outputs, where fix A casts them. A project
-distribution subclass (`class TanhNormal(Distribution)`) is not entered: its call is the site.
+the `Normal.log_prob` it computes, built from the float16 Linear outputs, where fix A casts them. Where the
+receiver is bound, where it is called, to a construction of the wrapper (`d = DiagGaussian(2)`), the call is
+that method and no finding of its own; a receiver only the value flow knows (a method's return) stays one. A
+project distribution subclass (`class TanhNormal(Distribution)`) is not entered: its call is the site.
 
 Dreamer's `ContDist` is handed the distribution (`self._dist = dist` in `__init__`) and reads it in its own
 `log_prob`: the attribute was opaque too. Where every store of the attribute is of a parameter its method never
@@ -340,3 +342,34 @@ def test_a_name_s_own_rebinding_does_not_reach_its_right_hand_side(tmp_path: Pat
     assert found_places(root) == []
     report = traced_comparison(root)
     assert report["sites"] == 0 and report["float32"] == [], report
+
+
+CONSTRUCTED = """\
+import torch
+
+from pkg.dists import DiagGaussian
+
+
+def train(obs, actions):
+    d = DiagGaussian(2)
+    mean, log_std = d.nets(8)
+    with torch.autocast("cpu", dtype=torch.float16):
+        d.proba_distribution(mean(obs), log_std(obs))
+        return -d.log_prob(actions).mean()
+
+
+torch.manual_seed(0)
+print(train(torch.randn(64, 8), torch.randn(64, 2)))
+"""
+
+
+def test_a_wrapper_constructed_where_it_is_called_is_no_site_of_its_own(tmp_path: Path) -> None:
+    """`d = DiagGaussian(2)` then `d.log_prob(a)`: the call runs the wrapper's method and nothing else, so the
+    method's computation is the one finding, and after `--fix` the run computes nothing in float16."""
+    root = _project(tmp_path / "p", {"pkg/dists.py": DISTS, "train.py": CONSTRUCTED})
+    assert found_places(root) == [INNER]
+    report = traced_comparison(root)
+    assert report["sites"] == 1 and report["missed"] == [] and report["unreached"] == [], report
+    assert run_amplint(["check", "--fix", "."], cwd=root).returncode == 0
+    assert found_places(root) == []
+    assert traced_comparison(root)["sites"] == 0

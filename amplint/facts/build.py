@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Dict, Iterator, Optional, Sequence
+from typing import AbstractSet, Dict, Iterator, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -125,11 +125,17 @@ def _drop_densities_with_sites(scopes: Dict[str, Scope]) -> None:
 
 
 def drop_covered(facts: FileFacts, covered: Sequence[CoveredCall]) -> None:
-    """Forget the density-call sites the project walk found covered by their bodies' own sites."""
+    """Forget the sites the project walk found covered by the bodies they call."""
     places = {(c.line, c.column) for c in covered}
     for scope in facts.scopes.values() if places else ():
-        scope.sites[:] = [s for s in scope.sites if not (
-            s.kind == DENSITY and (s.position.start.line, s.position.start.column + 1) in places)]
+        scope.sites[:] = [s for s in scope.sites if not is_covered(s, places)]
+
+
+def is_covered(site: Site, places: AbstractSet[Tuple[int, int]]) -> bool:
+    """Is `site` at one of `places` (line, 1-based column) a call whose bodies speak for it (`project.covered`):
+    a density call, or a distribution's method on a receiver no constructor of a distribution reaches?"""
+    return (site.kind == DENSITY or site.kind == DISTRIBUTION and not site.dists) and \
+        (site.position.start.line, site.position.start.column + 1) in places
 
 
 def _scope_chain(scope: Scope) -> Iterator[Scope]:

@@ -15,7 +15,11 @@ has. The walk can, so there the body decides, wherever it is defined:
 Either way the call's own finding is dropped: the file is analysed with a
 `CoveredCall` for it. A body that loses range with no site of its own (a CDF
 written with `sigmoid` or `erf`) leaves the call as the one place to report,
-and so does a call the walk cannot resolve.
+and so does a call the walk cannot resolve. A distribution's method on a
+receiver bound, where it is called, to a construction of a project class that
+is no distribution (`prior = Prior(8, k); prior.entropy()`, `Prior` imported)
+is judged the same way: the call runs that class's method, which the walk
+entered (`CallSummary.opaque`).
 """
 from __future__ import annotations
 
@@ -25,9 +29,10 @@ from amplint.densitynames import is_density_name
 from amplint.facts.entry import CoveredCall, DensityCall, ProbabilityCallees
 from amplint.project.loader import Loader
 from amplint.project.resolve import Resolver
-from amplint.project.summary import EntryContext, FunctionSummary
+from amplint.project.summary import CallSummary, EntryContext, FunctionSummary
 from amplint.project.symbols import Target
 from amplint.project.walk import names_a_function, returns_prob, shown
+from amplint.torchnames import NOT_DISTRIBUTION_BASES, is_torch_nn_class
 
 
 def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tuple[CoveredCall, ...]:
@@ -36,10 +41,24 @@ def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tupl
     covered = []
     for function in summary.functions.values() if summary is not None else ():
         for call in function.calls:
-            targets = resolver.call_targets(path, function, call, None, False) if call.density else []
-            if call.density and _spoken_for(loader, resolver, targets):
+            spoken = call.density or call.opaque and _constructed_here(resolver, path, call)
+            targets = resolver.call_targets(path, function, call, None, False) if spoken else []
+            if spoken and _spoken_for(loader, resolver, targets):
                 covered.append(CoveredCall(call.line, call.column))
     return tuple(sorted(set(covered), key=lambda c: (c.line, c.column)))
+
+
+def _constructed_here(resolver: Resolver, path: str, call: CallSummary) -> bool:
+    """Is the receiver of `x.log_prob(v)` bound, where it is called, to a construction of project classes that
+    are no distribution (`prior = Prior(8, k)`, the class imported)? Then the call is that class's method, and
+    nothing else: its body speaks for it. A receiver only the value flow knows (a method's return, a loop's
+    variable) may hold more than the flow sees, and its call stays a site."""
+    if call.receiver is None or not call.receiver[1]:
+        return False
+    classes = resolver.class_of(path, call.receiver[0])
+    return bool(classes) and not any(resolver.is_distribution_class(c) or not all(
+        name in NOT_DISTRIBUTION_BASES or is_torch_nn_class(name) for name in resolver.external_bases(c))
+        for c in classes)  # a base from another library may be a distribution
 
 
 def _spoken_for(loader: Loader, resolver: Resolver, targets: Sequence[Target]) -> bool:

@@ -158,7 +158,7 @@ class Float32Flow:
         table = self._table(path)
         if is_wide(node, table, lambda name: False):
             return True  # a cast or a factory
-        if distribution_name(ast_qualnames(node.func, table), self._distributions) is not None:  # a float32 one
+        if distribution_name(self._qualified(path, node.func, table), self._distributions) is not None:  # float32
             tensors = [a for a in [*node.args, *(k.value for k in node.keywords)] if tensorish(a)]
             return all(self.expression(path, scope, a, hops) for a in tensors)
         operands = transform_operands(node, table)  # `x.float().clamp(min=1e-3)`, `torch.exp(x.float())`
@@ -171,6 +171,15 @@ class Float32Flow:
         runs = [self.flow.runs(callee) for callee in callees]
         return bool(runs) and all(runs) and all(  # each callee runs known functions (a class: no tensor)
             self._returns(at, key, hops + 1, index) for each in runs for at, key in each)  # type: ignore[union-attr]
+
+    def _qualified(self, path: str, func: ast.expr, table: ImportTable) -> FrozenSet[str]:
+        """What `func` names: through the file's imports, and, for a class of the file itself
+        (`ClippedLaplace(loc, scale)` where it is defined), under the file's module names."""
+        names = set(ast_qualnames(func, table))
+        local = ".".join(dotted(func) or ())
+        if local and local.split(".")[0] not in table.bindings:
+            names.update(f"{module.name}.{local}" for module in self.flow.resolver.modules.names_of.get(path, ()))
+        return frozenset(names)
 
     def _returns(self, path: str, scope: str, hops: int, index: ItemKey = None) -> bool:
         def compute() -> bool:

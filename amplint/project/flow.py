@@ -60,7 +60,7 @@ from amplint.project.flowattrs import AttributeFlow
 from amplint.project.flowcalls import array_index, is_classmethod, is_partial, star_params, super_owner
 from amplint.project.flowstrings import ANY, StringFlow, matches
 from amplint.project.flowtrees import (
-    ClassAssignments, FileTree, TreeShelf, dotted, iterated, lambda_key, param_names, reaching,
+    ClassAssignments, FileTree, TreeShelf, dotted, iterated, lambda_key, param_names,
 )
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
@@ -68,6 +68,7 @@ from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `
     modules_of as _modules, unprepared,
 )
 from amplint.project.memo import Doubts
+from amplint.project.reaching import reaching
 from amplint.project.storeforms import made_object
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
@@ -163,17 +164,20 @@ class Flow(CallSites, StringFlow, AttributeFlow, ConfiguredFlow):
         return self._ask(("name", path, scope, name), hops, lambda: self._name_values(path, scope, name, hops))
 
     def _read(self, path: str, scope: str, node: ast.Name, hops: int) -> Values:
-        """What the name may hold where `node` reads it: of the function's bindings, those that reach it."""
+        """What the name may hold where `node` reads it: of the function's bindings, those that reach it
+        (`project.reaching`; a parameter too, unless a binding always runs first)."""
         tree = self.tree(path)
-        facts = tree.scope_facts(scope) if tree is not None and scope in tree.scopes and scope != MODULE_KEY else None
-        kept = reaching(facts, node) if facts is not None else None
-        if kept is None:
+        bindings = tree.scope_facts(scope).bindings.get(node.id, []) if tree is not None and scope in tree.scopes \
+            and scope != MODULE_KEY and getattr(node, "lineno", None) is not None else []
+        reached, killed = reaching(tree.scopes[scope], bindings, node) if bindings else ([], False)
+        if len(reached) == len(bindings) and not killed:
             return self.name_values(path, scope, node.id, hops)
+        kept = (tuple(i for i, b in enumerate(bindings) if any(b is r for r in reached)), killed)
         return self._ask(("read", path, scope, node.id, kept), hops,
                          lambda: self._name_values(path, scope, node.id, hops, kept))
 
     def _name_values(self, path: str, scope: str, name: str, hops: int,
-                     kept: Optional[Tuple[int, ...]] = None) -> Values:
+                     kept: Optional[Tuple[Tuple[int, ...], bool]] = None) -> Values:
         tree = self.tree(path)
         if tree is None:
             return _NONE
@@ -192,13 +196,14 @@ class Flow(CallSites, StringFlow, AttributeFlow, ConfiguredFlow):
             facts = tree.scope_facts(current)
             bindings = facts.bindings.get(name, [])
             if kept is not None and current == scope:  # only those that reach the read (`_read`)
-                bindings = [bindings[i] for i in kept]
+                bindings = [bindings[i] for i in kept[0]]
             found = set(self._assigned(path, current, bindings, name, hops))
             if tree.element_stores(name, current):  # `heads["pi"] = head`, `layers.append(block)`
                 found.add(Filled((path, current, name)))
             for writer in tree.global_writers(name) if current == MODULE_KEY else ():  # `global M; M = model`
                 found.update(self._assigned(path, writer, tree.scope_facts(writer).bindings[name], name, hops))
-            if current != MODULE_KEY and (name in param_names(node) or name in star_params(node)):
+            if current != MODULE_KEY and (name in param_names(node) or name in star_params(node)) and not (
+                    kept is not None and current == scope and kept[1]):  # a binding always runs first
                 found.update(self.param_values(path, current, name, hops + 1))
             nested = f"{current}.<locals>.{name}" if current != MODULE_KEY else name
             if nested in tree.scopes and tree.parents.get(nested) == current:

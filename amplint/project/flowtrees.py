@@ -37,24 +37,6 @@ class _ScopeFacts:
     stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = field(default_factory=dict)
     # a container's dotted name -> (key, value) of `heads[key] = value`, `layers.append(value)` (key None)
     elements: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]] = field(default_factory=dict)
-    loops: Tuple[Tuple[int, int], ...] = ()  # (first line, last line) of each `for`/`while` of its own
-
-
-def reaching(facts: _ScopeFacts, node: ast.Name) -> Optional[Tuple[int, ...]]:
-    """Which of the scope's bindings of `node`'s name reach where it is read (their indexes), where some do not;
-    None where all may. A binding reaches a read it ends before (`d = build(x)` reaches `d = Wrap(d)`, which does
-    not reach its own right-hand side), or one in a loop that holds them both (the loop goes round); a binding
-    with no place of its own (a comprehension's, a `with`'s) reaches every read. Branches are not told apart:
-    `if c: d = A()` reaches a read after the `if`, and so does the parameter `d`."""
-    bindings = facts.bindings.get(node.id, ())
-    if not bindings or getattr(node, "lineno", None) is None:  # a name the flow made up reads them all
-        return None
-    use = (node.lineno, node.col_offset)
-    kept = tuple(i for i, binding in enumerate(bindings) if getattr(binding, "end_lineno", None) is None
-                 or (binding.end_lineno, binding.end_col_offset) <= use  # type: ignore[attr-defined]
-                 or any(first <= binding.lineno <= last and first <= use[0] <= last  # type: ignore[attr-defined]
-                        for first, last in facts.loops))
-    return None if len(kept) == len(bindings) else kept
 
 
 @dataclass
@@ -202,7 +184,6 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     stores: Dict[str, List[Tuple[ast.expr, ast.expr]]] = {}
     lambdas: List[ast.Lambda] = []
     elements: Dict[str, List[Tuple[Optional[ast.expr], ast.expr]]] = {}
-    loops: List[Tuple[int, int]] = []
 
     def bind(target: ast.AST, node: ast.AST) -> None:  # `a, b = ...`, not the `self` of `self.x = ...`
         for name in ast.walk(target):
@@ -238,13 +219,11 @@ def _scope_facts(scope: ast.AST) -> _ScopeFacts:
             bind(node.optional_vars, node)
         elif isinstance(node, ast.NamedExpr):
             bind(node.target, node)
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            loops.append((node.lineno, node.end_lineno or node.lineno))
     if isinstance(scope, ast.Lambda):
         returns.append(scope.body)
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
     return _ScopeFacts(bindings, frozenset(bound - declared), calls, returns, lambdas, frozenset(declared), stores,
-                       elements, tuple(loops))
+                       elements)
 
 
 def _note_self_attrs(target: ast.AST, value: ast.expr, found: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:

@@ -377,11 +377,13 @@ class Resolver(Subclassing):
         class is no distribution (an SB3-style wrapper): a project distribution's call is the site itself."""
         if not call.opaque:
             return targets
-        return [t for t in targets if not t.inferred and not self._distribution_class(t.path, t.key.rsplit(".", 1)[0])]
+        return [t for t in targets if not t.inferred and
+                not self.is_distribution_class(ClassRef(t.path, t.key.rsplit(".", 1)[0]))]
 
-    def _distribution_class(self, path: str, name: str) -> bool:
-        """Is class `name` of `path` one of the project's distributions (`distsubclasses`, as configured)?"""
-        return any(f"{module.name}.{name}" in self._distributions for module in self.modules.names_of.get(path, ()))
+    def is_distribution_class(self, cls: ClassRef) -> bool:
+        """Is `cls` one of the project's distributions (`distsubclasses`, as configured)?"""
+        return any(f"{module.name}.{cls.name}" in self._distributions
+                   for module in self.modules.names_of.get(cls.path, ()))
 
     def _call_targets(
         self, path: str, function: FunctionSummary, call: CallSummary,
