@@ -383,7 +383,8 @@ class Collector(CstParallelMarks, CstFlow, WithRegions, cst.CSTVisitor):
         """`x.log_prob(v)` with no constructor of `x` in sight is also a call, in project mode: where the value flow
         knows `x` may be an instance of a project class that is no distribution (a wrapper whose
         `proba_distribution` returns `self`), the walk enters its method, where the distribution is built and read.
-        The call stays a site: the flow does not know that nothing else reaches `x`."""
+        The call stays a site unless `x` is bound here to a construction of such a class (`project.covered`):
+        the flow does not know that nothing else reaches `x`."""
         return self.options.project and site.kind == DISTRIBUTION and not site.dists and \
             isinstance(site.call, cst.Call) and isinstance(site.call.func, cst.Attribute)
 

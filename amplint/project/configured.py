@@ -8,7 +8,7 @@ called in a float16 region, was never entered. The project's config files say wh
 name (`configfiles.built_targets`, `Resolver.configured_targets`): a class looked up by a string the flow
 cannot spell is one of them, and an object built from configuration is an instance of one. A name the flow can
 spell keeps only the classes of that name. The walk's leads link a file that may build classes from strings
-with the files that define these (`LeadQuestions._built_by_string`): it runs their code without importing them.
+with the files that define these (`LeadQuestions._builders`): it runs their code without importing them.
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def target_modules(modules: "ModuleIndex", importer: str, targets: FrozenSet[Tup
     return list(found)
 
 
-def in_section(targets: FrozenSet[Tuple[str, str]], key: Optional[str]) -> FrozenSet[Tuple[str, str]]:
+def under_section(targets: FrozenSet[Tuple[str, str]], key: Optional[str]) -> FrozenSet[Tuple[str, str]]:
     """The targets under section `key`, where the config files have such a section; otherwise all of them (code
     often, not always, names the config it builds from after its key)."""
     under = frozenset(t for t in targets if t[0] == key) if key is not None else frozenset()
@@ -103,7 +103,7 @@ class ConfiguredFlow:
         names = frozenset(p for p in spelled if not p.endswith(ANY)) or None
         targets = self.resolver.configured_targets()
         if instance and node.args:
-            targets = in_section(targets, self._section(path, scope, node.args[0]))
+            targets = under_section(targets, self._section(path, scope, node.args[0]))
         classes = self._configured_classes(path, targets, names)
         return frozenset(Instance(v.cls, True) if instance else v for v in classes)
 
@@ -111,10 +111,10 @@ class ConfiguredFlow:
         """`found`, what a project function returns, less the configured classes its call's first argument does
         not name the section of: `instantiate_from_config(encoder_config)` builds the encoder's, not every class
         of the config files (the flow joins a helper's returns over every call)."""
-        targets = self.resolver.configured_targets()
         if not self._known_sections() or not any(isinstance(v, Instance) for v in found):
             return found
-        under = in_section(targets, self._section(path, scope, node.args[0]))
+        targets = self.resolver.configured_targets()
+        under = under_section(targets, self._section(path, scope, node.args[0]))
         if under is targets:
             return found
         every = {v.cls for v in self._configured_classes(path, targets, None)}

@@ -73,7 +73,8 @@ class CallSummary:
     # (`project.accelflow` asks the value flow what `x` holds).
     accel: Tuple[str, int] = ()
     # Also a site: a distribution's method on a receiver no constructor in sight makes (`x.log_prob(v)`); it runs
-    # only methods of project classes that are no distribution (`Resolver.call_targets`).
+    # only methods of project classes that are no distribution (`Resolver.call_targets`), which cover it where
+    # its receiver is bound to a construction of one (`project.covered`).
     opaque: bool = False
 
 
