@@ -232,8 +232,7 @@ class CallSites:
             files = [path]
         else:
             homes = dict.fromkeys([path, *(c.path for c in heirs)])
-            files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home)),
-                                        *(p for home in homes for p in self.loader.string_callers(home))]))
+            files = list(dict.fromkeys([*homes, *(p for home in homes for p in self.loader.importers(home))]))
         for caller in files:
             self.budget.charge()
             if owner in tree.classes and not constructor and self.loader.calls_getattr(caller):

@@ -65,10 +65,10 @@ from amplint.project.flowtrees import (
 from amplint.project.flowvalues import (  # noqa: F401 - the values' names, as `flow` has always given them
     ELEMENT_READS, NONE as _NONE, BoundMethod, ClassValue, Container, Fanout, Function, Instance, MethodOf, Module,
     Filled, Namespace, Value, Values, any_keyed, elements, items, keyed,
-    modules_of as _modules, unprepared,
+    modules_of as _modules, unpacked, unprepared,
 )
 from amplint.project.memo import Doubts
-from amplint.project.reaching import reaching
+from amplint.project.reaching import reaching_indexes
 from amplint.project.storeforms import made_object
 from amplint.project.summary import MODULE_KEY
 from amplint.project.symbols import ClassRef, Symbol, Target, _Func, _Instance, _Module
@@ -123,6 +123,7 @@ class Flow(CallSites, StringFlow, AttributeFlow, ConfiguredFlow):
         self._busy: Set[Tuple[object, ...]] = set()
         self._imports: Dict[str, ImportTable] = {}
         self._sections: Optional[FrozenSet[str]] = None  # the config files' sections that build a class
+        self._reads: Dict[Tuple[object, ...], Optional[Tuple[Tuple[int, ...], bool]]] = {}  # `_read`'s bindings
         self._method_targets = resolver.doubts.memo()  # MethodOf -> its targets: many calls run one such value
         self.budget = resolver.doubts.budget
 
@@ -165,14 +166,15 @@ class Flow(CallSites, StringFlow, AttributeFlow, ConfiguredFlow):
 
     def _read(self, path: str, scope: str, node: ast.Name, hops: int) -> Values:
         """What the name may hold where `node` reads it: of the function's bindings, those that reach it
-        (`project.reaching`; a parameter too, unless a binding always runs first)."""
-        tree = self.tree(path)
-        bindings = tree.scope_facts(scope).bindings.get(node.id, []) if tree is not None and scope in tree.scopes \
-            and scope != MODULE_KEY and getattr(node, "lineno", None) is not None else []
-        reached, killed = reaching(tree.scopes[scope], bindings, node) if bindings else ([], False)
-        if len(reached) == len(bindings) and not killed:
+        (`project.reaching`; a parameter too, unless a binding always runs first), worked out once per read."""
+        spot = (path, scope, node.id, getattr(node, "lineno", None), getattr(node, "col_offset", None))
+        if spot not in self._reads:
+            tree = self.tree(path)
+            self._reads[spot] = reaching_indexes(tree.scopes[scope], tree.scope_facts(scope).bindings.get(
+                node.id, []), node) if tree is not None and scope in tree.scopes and scope != MODULE_KEY else None
+        kept = self._reads[spot]
+        if kept is None:
             return self.name_values(path, scope, node.id, hops)
-        kept = (tuple(i for i, b in enumerate(bindings) if any(b is r for r in reached)), killed)
         return self._ask(("read", path, scope, node.id, kept), hops,
                          lambda: self._name_values(path, scope, node.id, hops, kept))
 
@@ -266,17 +268,8 @@ class Flow(CallSites, StringFlow, AttributeFlow, ConfiguredFlow):
                             for v in held)
             elif any(isinstance(t, ast.Name) and t.id == name for t in target.elts):  # `a, b = models`, `load()`
                 at = next(i for i, t in enumerate(target.elts) if isinstance(t, ast.Name) and t.id == name)
-                yield from self._unpacked(self.value(path, scope, value, hops), at, target.elts, hops)
-
-    def _unpacked(self, values: Values, at: int, targets: Sequence[ast.expr], hops: int) -> Values:
-        """What target `at` of `targets` is bound to by unpacking `values`: a tuple's own position where the
-        targets fit it (none starred), otherwise any element."""
-        values = self.expand(values, hops)
-        size = None if any(isinstance(t, ast.Starred) for t in targets) else len(targets)
-        fitting = [v for v in values if isinstance(v, Container) and v.positions is not None
-                   and len(v.positions) == size]
-        rest = frozenset(values).difference(fitting)
-        return frozenset().union(*(v.positions[at] for v in fitting)) | self.elements_of(rest, hops)
+                placed, rest = unpacked(self.expand(self.value(path, scope, value, hops), hops), at, target.elts)
+                yield from placed | self.elements_of(rest, hops)
 
     def _iterated(self, path: str, scope: str, target: ast.AST, source: ast.expr, name: str,
                   hops: int) -> Iterator[Value]:

@@ -5,8 +5,9 @@ answers (the call sites, the prepared models, the dtypes across calls) can name 
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Set, Tuple, Union
 
 from amplint.project.accelvalues import Accelerated, Prepared
 from amplint.project.symbols import ClassRef, _Func, _Instance, _Module
@@ -92,6 +93,14 @@ NONE: Values = frozenset()
 
 def elements(values: Values) -> Values:
     return frozenset(e for v in values if isinstance(v, (Container, Fanout)) for e in v.elements)
+
+
+def unpacked(values: Values, at: int, targets: Sequence[ast.expr]) -> Tuple[Values, Values]:
+    """Unpacking `values` into `targets` (`model, critic = load()`): what target `at` gets from the tuples and
+    lists whose length the targets fit (none starred), and the other values, whose elements any target may get."""
+    size = None if any(isinstance(t, ast.Starred) for t in targets) else len(targets)
+    fitting = [v for v in values if isinstance(v, Container) and v.positions is not None and len(v.positions) == size]
+    return frozenset().union(*(v.positions[at] for v in fitting)), values.difference(fitting)  # type: ignore
 
 
 def keyed(pairs: Iterable[Tuple[Optional[str], Values]]) -> Container:

@@ -136,12 +136,6 @@ class LeadQuestions:
             edges[path] = tuple(sorted(found & self.known))
         return edges[path]
 
-    def string_callers(self, path: str) -> List[str]:
-        """The files that may build the classes of `path` from a string (`_builders`) and the files importing
-        them: where its methods may be called on objects built from configuration (`CallSites.call_sites`)."""
-        builders = self._builders().get(path, set())
-        return sorted(builders | {p for each in builders for p in self.importers(each)})
-
     def _builders(self) -> Dict[str, Set[str]]:
         """Per file defining a class the project's config files name, the files that may build one from a string
         (they import `importlib`, `pydoc` or Hydra: `configured.may_build_by_string`): code built from

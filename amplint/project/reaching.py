@@ -45,6 +45,19 @@ def reaching(function: ast.AST, bindings: Sequence[ast.AST], read: ast.AST) -> T
     return [b for b in bindings if floor <= _start(b) < at and not at <= _end(b)], kill is not None
 
 
+def reaching_indexes(function: ast.AST, bindings: Sequence[ast.AST],
+                     read: ast.AST) -> Optional[Tuple[Tuple[int, ...], bool]]:
+    """`reaching` as the indexes of the bindings that may reach `read`, and whether one always runs first; None
+    where every binding may reach and none always runs first (a read with no place of its own, too)."""
+    if not bindings or getattr(read, "lineno", None) is None:
+        return None
+    reached, killed = reaching(function, bindings, read)
+    if len(reached) == len(bindings) and not killed:
+        return None
+    kept = {id(binding) for binding in reached}
+    return tuple(i for i, binding in enumerate(bindings) if id(binding) in kept), killed
+
+
 def _kills(stmt: ast.stmt, own: Set[int]) -> bool:
     """Does every path through `stmt` bind the name (`own`: the ids of its binding statements)?"""
     if id(stmt) in own:
