@@ -190,3 +190,14 @@ def test_fields_left_at_their_defaults_are_not_stored_and_come_back(tmp_path: Pa
     assert stored[0] == [3, 5, "self.head", "self.head(x)", None, False, {"t": ["self.head", True]}, False]
     assert stored[1] == [3, 5, "loss", "loss(d)", None, False, None, False, True, {"t": ["0"]}]
     assert cache.get("findings", "ab" * 32) == (plain, given)
+
+
+def test_a_default_stored_before_a_field_that_is_not_comes_back(tmp_path: Path) -> None:
+    """`accel` left at `()` is stored when `opaque`, after it, is not at its default: its annotation must take
+    `()`, or the entry reads as another schema's and every warm run parses the file again."""
+    from amplint.project.summary import CallSummary
+
+    cache = DiskCache(str(tmp_path))
+    site = CallSummary(5, 12, "dist.log_prob", "", None, False, None, True, opaque=True)
+    cache.put("summary", "cd" * 32, (site,))
+    assert cache.get("summary", "cd" * 32) == (site,)

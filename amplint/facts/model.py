@@ -196,7 +196,7 @@ class CallRecord:
     dist_args: Tuple[str, ...] = ()  # argument slots ("0", "dist") given a distribution (`facts.signatures`)
     given: Tuple[Tuple[str, "ReturnedDist"], ...] = ()  # those built from parameters not cast: slot, what
     # Made in the `with` of an accelerator the file does not build (`PendingAccel`): (receiver, the `with`'s line).
-    accel: Tuple[str, int] = ()
+    accel: Union[Tuple[()], Tuple[str, int]] = ()
     opaque: bool = False  # the call is also a site: a distribution's method, no constructor of its receiver in sight
 
 

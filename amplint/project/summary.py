@@ -10,7 +10,7 @@ No LibCST here: a run whose summaries all come from the cache never imports it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from amplint.model import Precision, RegionInfo
 from amplint.facts.entry import EntryContext, ReturnedDist
@@ -71,7 +71,7 @@ class CallSummary:
     given: Tuple[Tuple[str, ReturnedDist], ...] = ()  # those built from tensors not cast: slot, what
     # Made in `with x.autocast():` where the file does not build `x`: (x as written, the `with`'s line)
     # (`project.accelflow` asks the value flow what `x` holds).
-    accel: Tuple[str, int] = ()
+    accel: Union[Tuple[()], Tuple[str, int]] = ()  # `()`: none (the cache checks the stored value's type)
     # Also a site: a distribution's method on a receiver no constructor in sight makes (`x.log_prob(v)`); it runs
     # only methods of project classes that are no distribution (`Resolver.call_targets`), which cover it where
     # its receiver is bound to a construction of one (`project.covered`).
