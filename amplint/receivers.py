@@ -25,7 +25,7 @@ from amplint import dtypes
 from amplint.cstwalk import walk
 from amplint.facts.samemodule import same_module
 from amplint.names import ImportTable, dotted_name
-from amplint.torchnames import DISTRIBUTION_PACKAGES, NOT_DISTRIBUTION_BASES, is_torch_nn_class
+from amplint.torchnames import DISTRIBUTION_PACKAGES, is_torch_nn_class, never_a_distribution_base
 
 Callees = Optional[List[cst.BaseExpression]]  # the constructor callees an expression may come from; None: unknown
 Binding = Union[cst.BaseExpression, cst.Param]  # a value assigned to a name, or the parameter that binds it
@@ -396,7 +396,7 @@ class Receivers:
         if local is not None:
             return self._safe_class(local, seen)
         names = self.imports.qualnames(base)
-        return bool(names) and all(n in NOT_DISTRIBUTION_BASES or is_torch_nn_class(n) for n in names)
+        return bool(names) and all(never_a_distribution_base(n) for n in names)
 
     def _related(self, name: str) -> Optional[List[str]]:
         """`name`, its bases of this file and its subclasses of this file: every class that may set `self.x`."""

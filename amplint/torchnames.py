@@ -97,3 +97,8 @@ def is_torch_nn_class(name: str) -> bool:
     """`torch.nn.Linear`, `torch.nn.modules.adaptive.AdaptiveLogSoftmaxWithLoss`: modules, never distributions."""
     parts = name.split(".")
     return len(parts) >= 3 and parts[:2] == ["torch", "nn"] and parts[-1][:1].isupper()
+
+
+def never_a_distribution_base(name: str) -> bool:
+    """A library base (qualified) that does not make a class a distribution: `object`, `abc.ABC`, `torch.nn`'s."""
+    return name in NOT_DISTRIBUTION_BASES or is_torch_nn_class(name)

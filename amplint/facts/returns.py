@@ -98,17 +98,10 @@ class ReturnIndex:
         """What callers give the parameters the methods of `class_name` store in `self.<attr>`, when each store
         is of such a parameter (`self.x = None` left out)."""
         stored: List[Tuple[str, str]] = []  # (method key, parameter)
-        for key, (function, cls) in self._table().items():
-            if cls is None or key.rpartition(".")[0] != class_name:
-                continue
-            kept = unrebound_parameters(function, function_env(function, self.imports, cls, self.statements))
-            for statement in self.statements.of(function.body):
-                if not isinstance(statement, cst.Assign) or is_none(statement.value) or all(
-                        self_attribute(target.target) != attr for target in statement.targets):
-                    continue
-                if not (isinstance(statement.value, cst.Name) and statement.value.value in kept):
-                    return None
-                stored.append((key, statement.value.value))
+        for key, function, env, value in self._stores(class_name, attr):
+            if not (isinstance(value, cst.Name) and value.value in unrebound_parameters(function, env)):
+                return None
+            stored.append((key, value.value))
         return _joined([(each.dist, each.where, each.file) for each in given
                         if (each.function, each.param) in stored]) if stored else None
 
@@ -119,19 +112,24 @@ class ReturnIndex:
     def _assigned(self, class_name: str, attr: str) -> Optional[Returned]:
         """Of the constructors the methods of `class_name` assign to `self.<attr>`, the first with uncast inputs."""
         built: List[Returned] = []
+        for key, function, env, value in self._stores(class_name, attr):
+            ctors = self._ctors(value, env, _DEPTH)
+            if ctors is None:
+                return None
+            built.extend(Returned(self._ref(*ctor, env), key) for ctor in ctors)
+        return _standing_for(built)
+
+    def _stores(self, class_name: str, attr: str) -> Iterator[Tuple[str, cst.FunctionDef, Env, cst.BaseExpression]]:
+        """(method key, method, its bindings, value) of each `self.<attr> = value` in the methods of `class_name`,
+        `self.dist = None` left out (no receiver of a method call until a method builds it)."""
         for key, (function, cls) in self._table().items():
             if cls is None or key.rpartition(".")[0] != class_name:
                 continue
             env = function_env(function, self.imports, cls, self.statements)
             for statement in self.statements.of(function.body):
-                if not isinstance(statement, cst.Assign) or is_none(statement.value) or all(
-                        self_attribute(target.target) != attr for target in statement.targets):
-                    continue  # `self.dist = None` until a method builds it: no receiver of a method call
-                ctors = self._ctors(statement.value, env, _DEPTH)
-                if ctors is None:
-                    return None
-                built.extend(Returned(self._ref(*ctor, env), key) for ctor in ctors)
-        return _standing_for(built)
+                if isinstance(statement, cst.Assign) and not is_none(statement.value) and any(
+                        self_attribute(target.target) == attr for target in statement.targets):
+                    yield key, function, env, statement.value
 
     # --- which function a call runs ----------------------------------------
     def _table(self) -> Dict[str, Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:

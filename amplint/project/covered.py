@@ -32,7 +32,7 @@ from amplint.project.resolve import Resolver
 from amplint.project.summary import CallSummary, EntryContext, FunctionSummary
 from amplint.project.symbols import Target
 from amplint.project.walk import names_a_function, returns_prob, shown
-from amplint.torchnames import NOT_DISTRIBUTION_BASES, is_torch_nn_class
+from amplint.torchnames import never_a_distribution_base
 
 
 def covered_density_calls(loader: Loader, resolver: Resolver, path: str) -> Tuple[CoveredCall, ...]:
@@ -57,8 +57,7 @@ def _constructed_here(resolver: Resolver, path: str, call: CallSummary) -> bool:
         return False
     classes = resolver.class_of(path, call.receiver[0])
     return bool(classes) and not any(resolver.is_distribution_class(c) or not all(
-        name in NOT_DISTRIBUTION_BASES or is_torch_nn_class(name) for name in resolver.external_bases(c))
-        for c in classes)  # a base from another library may be a distribution
+        map(never_a_distribution_base, resolver.external_bases(c))) for c in classes)  # another library's may be
 
 
 def _spoken_for(loader: Loader, resolver: Resolver, targets: Sequence[Target]) -> bool:

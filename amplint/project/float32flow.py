@@ -178,7 +178,7 @@ class Float32Flow:
         names = set(ast_qualnames(func, table))
         local = ".".join(dotted(func) or ())
         if local and local.split(".")[0] not in table.bindings:
-            names.update(f"{module.name}.{local}" for module in self.flow.resolver.modules.names_of.get(path, ()))
+            names.update(self.flow.resolver.modules.dotted_names(path, local))
         return frozenset(names)
 
     def _returns(self, path: str, scope: str, hops: int, index: ItemKey = None) -> bool:

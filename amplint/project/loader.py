@@ -164,8 +164,7 @@ class Loader(FlowQuestions, LeadQuestions):
 
     def know_configured(self, targets: Callable[[], FrozenSet[Tuple[str, str]]]) -> None:
         """Where the (section, dotted name) of the classes the project's config files build come from (read on
-        first use):
-        the leads link the files that build classes from strings to theirs (`LeadQuestions._built_by_string`)."""
+        first use): the leads link the files that build classes from strings to theirs (`LeadQuestions._builders`)."""
         self.configured = targets
 
     def calls_getattr(self, path: str) -> bool:

@@ -135,6 +135,10 @@ class ModuleIndex:
                 index.by_name.setdefault(name.name, []).append((path, name.root))
         return index
 
+    def dotted_names(self, path: str, name: str) -> List[str]:
+        """`name` defined at the top of `path`, under each of the file's module names: `pkg.dists.MyNormal`."""
+        return [f"{module.name}.{name}" for module in self.names_of.get(path, [])]
+
     def short(self, path: str) -> str:
         """The last part of a file's module name, as chains show it (`utils` for pkg/utils.py)."""
         stem = os.path.splitext(os.path.basename(path))[0]

@@ -64,10 +64,10 @@ class Resolver(Subclassing):
     answers that a speculative pass may have got wrong are forgotten (`amplint.project.memo`).
     """
 
-    def __init__(self, loader: "Loader", built: Callable[[], FrozenSet[str]] = frozenset) -> None:
+    def __init__(self, loader: "Loader", built: Callable[[], FrozenSet[Tuple[str, str]]] = frozenset) -> None:
         self.loader = loader
         self._built = built  # (section, dotted name) of the classes config files build (read on first use)
-        self._built_names: Optional[FrozenSet[str]] = None
+        self._built_names: Optional[FrozenSet[Tuple[str, str]]] = None
         self.constructed = Constructed(loader, self._built_classes)
         self.modules = loader.modules
         self._distributions = frozenset(loader.config.extend_distributions)  # the project's own among them
@@ -382,8 +382,7 @@ class Resolver(Subclassing):
 
     def is_distribution_class(self, cls: ClassRef) -> bool:
         """Is `cls` one of the project's distributions (`distsubclasses`, as configured)?"""
-        return any(f"{module.name}.{cls.name}" in self._distributions
-                   for module in self.modules.names_of.get(cls.path, ()))
+        return any(name in self._distributions for name in self.modules.dotted_names(cls.path, cls.name))
 
     def _call_targets(
         self, path: str, function: FunctionSummary, call: CallSummary,
